@@ -1,0 +1,109 @@
+"""Immutable message classes: what a decoded request or response body is made of.
+
+Theory of operation
+-------------------
+Every struct of every message (``MetadataResponse``, ``MetadataResponseTopic``, ...) becomes a small class
+built here. Instances are immutable, typed (``__annotations__``) and keyword-constructed with Kafka's
+defaults::
+
+    >>> from kafkalab.protocol import response_class
+    >>> Broker = response_class(3).MetadataResponseBroker
+    >>> b = Broker(node_id=1, host="localhost", port=9092)
+    >>> b
+    MetadataResponseBroker(node_id=1, host='localhost', port=9092, rack=None)
+    >>> b._replace(port=9093).port
+    9093
+
+Under the hood each class is a ``tuple`` subclass with named, read-only attributes (like
+:func:`collections.namedtuple`), because a tuple is the cheapest immutable object Python can build: the
+generated decoder (:mod:`kafkalab.protocol.codec`) creates each struct with a single ``tuple.__new__`` call.
+Two objects are equal only if they have the same class and the same values. Unknown tagged fields that a
+newer peer sent are kept in ``unknown_tagged_fields`` as ``(tag, bytes)`` pairs, so re-encoding a message
+reproduces it byte for byte.
+"""
+from __future__ import annotations
+
+from operator import itemgetter
+from typing import Any, Sequence
+
+try:  # CPython's fast attribute getter for namedtuples
+    from collections import _tuplegetter  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - other interpreters
+    def _tuplegetter(index, doc):
+        return property(itemgetter(index), doc=doc)
+
+__all__ = ["make_record_class", "UNKNOWN_TAGGED_FIELDS"]
+
+#: The attribute holding tagged fields this schema does not know (last element of every struct).
+UNKNOWN_TAGGED_FIELDS = "unknown_tagged_fields"
+
+_tuple_new = tuple.__new__
+
+
+def make_record_class(name: str, attrs: Sequence[str], defaults: Sequence[Any], annotations: dict,
+                      doc: str = "") -> type:
+    """Build an immutable keyword-constructed tuple class with ``attrs`` (+ ``unknown_tagged_fields``)."""
+    attrs = list(attrs) + [UNKNOWN_TAGGED_FIELDS]
+    defaults = list(defaults) + [()]
+    ns: dict[str, Any] = {"_tuple_new": _tuple_new}
+    params = ", ".join(f"{a}=_d{i}" for i, a in enumerate(attrs))
+    for i, d in enumerate(defaults):
+        ns[f"_d{i}"] = d
+    values = ", ".join(attrs) + ("," if len(attrs) == 1 else "")
+    src = f"def __new__(_cls, *, {params}):\n    return _tuple_new(_cls, ({values}))\n"
+    exec(src, ns)
+    __new__ = ns["__new__"]
+    __new__.__doc__ = f"Create a {name}; every field is keyword-only and has Kafka's default."
+
+    def __repr__(self):
+        parts = [f"{a}={v!r}" for a, v in zip(self._fields, self) if a != UNKNOWN_TAGGED_FIELDS or v]
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    def __eq__(self, other):
+        return type(other) is type(self) and tuple.__eq__(self, other)
+
+    def __ne__(self, other):
+        return not __eq__(self, other)
+
+    def __hash__(self):
+        return hash((type(self).__name__, tuple.__hash__(self)))
+
+    def _replace(self, **changes):
+        """A copy with some fields changed (like ``dataclasses.replace``)."""
+        values = dict(zip(self._fields, self))
+        unknown = set(changes) - set(values)
+        if unknown:
+            raise TypeError(f"{type(self).__name__} has no field(s) {sorted(unknown)}")
+        values.update(changes)
+        return _tuple_new(type(self), tuple(values[a] for a in self._fields))
+
+    def _asdict(self) -> dict:
+        """Fields as a dict (nested structs stay objects)."""
+        return {a: v for a, v in zip(self._fields, self)}
+
+    body = {
+        "__slots__": (),
+        "__doc__": doc or name,
+        "__new__": __new__,
+        "__repr__": __repr__,
+        "__eq__": __eq__,
+        "__ne__": __ne__,
+        "__hash__": __hash__,
+        "_replace": _replace,
+        "_asdict": _asdict,
+        "_fields": tuple(attrs),
+        "_field_defaults": dict(zip(attrs, defaults)),
+        "__annotations__": dict(annotations, **{UNKNOWN_TAGGED_FIELDS: tuple}),
+        "__match_args__": tuple(attrs[:-1]),
+        "__module__": "kafkalab.protocol.messages",
+    }
+    for i, a in enumerate(attrs):
+        body[a] = _tuplegetter(i, f"Kafka field {a}")
+    cls = type(name, (tuple,), body)
+    cls.__qualname__ = name
+    return cls
+
+
+def fields_of(obj) -> tuple:
+    """The field names of a message object (without ``unknown_tagged_fields``)."""
+    return obj._fields[:-1]
