@@ -166,8 +166,19 @@ def decode_response(frame, api_key: int, api_version: int) -> Response:
     _, resp_schema = _schema_or_error(api_key)
     hv = response_header_version(api_key, api_version)
     header, pos = codec.decode(RESPONSE_HEADER, hv, frame, 0, path="header")
+    _check_response_version(resp_schema, api_key, api_version, header, pos)
     body, _ = codec.decode(resp_schema, api_version, frame, pos, path="body")
     return Response(header, body, api_key, api_version)
+
+
+def _check_response_version(resp_schema, api_key: int, api_version: int, header, pos: int) -> None:
+    """A response of a version its schema does not define is bad input too (a DecodeError, not ValueError)."""
+    if api_version not in resp_schema.valid_versions:
+        err = UnsupportedVersionError(
+            f"{api_name(api_key)} v{api_version} is not supported (valid: {resp_schema.valid_versions.text})",
+            api_key=api_key, api_version=api_version, header=header, offset=pos)
+        err.path = "body"
+        raise err
 
 
 def encode_response(response: Response) -> bytes:
@@ -275,6 +286,7 @@ def annotate_response(data, api_key: int, api_version: int, *, size_prefix: bool
         hv = response_header_version(api_key, api_version)
         header, pos, hrows = _annotate(RESPONSE_HEADER, hv, data, base, "header", None, rows)
         rows.extend(hrows)
+        _check_response_version(resp_schema, api_key, api_version, header, pos)
         body, end, brows = _annotate(resp_schema, api_version, data, pos, "body", records_hook, rows)
         rows.extend(brows)
         if end < len(data):

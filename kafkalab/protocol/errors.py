@@ -136,6 +136,7 @@ ERRORS: tuple[ErrorInfo, ...] = tuple(ErrorInfo(*row) for row in (
     (96, 'FEATURE_UPDATE_FAILED', False, 'Unable to update finalized features due to an unexpected server error.'),
     (97, 'PRINCIPAL_DESERIALIZATION_FAILURE', False, 'Request principal deserialization failed during forwarding. This indicates an internal error on the broker cluster security setup.'),
     (98, 'SNAPSHOT_NOT_FOUND', False, 'Requested snapshot was not found.'),
+    (99, 'POSITION_OUT_OF_RANGE', False, 'Requested position is not greater than or equal to zero, and less than the size of the snapshot.'),
     (100, 'UNKNOWN_TOPIC_ID', True, 'This server does not host this topic ID.'),
     (101, 'DUPLICATE_BROKER_REGISTRATION', False, 'This broker ID is already in use.'),
     (102, 'BROKER_ID_NOT_REGISTERED', False, 'The given broker ID was not registered.'),

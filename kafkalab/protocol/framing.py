@@ -31,7 +31,7 @@ _SIZE = struct.Struct(">i")
 class InvalidReceiveError(DecodeError):
     """A size prefix that is negative or larger than allowed (Kafka's ``InvalidReceiveException``)."""
 
-    def __init__(self, size: int, max_size: int):
+    def __init__(self, size: int, max_size: int, frames: tuple = ()):
         if size < 0:
             reason = f"Invalid receive (size = {size})"
         else:
@@ -39,6 +39,8 @@ class InvalidReceiveError(DecodeError):
         super().__init__(reason, path="size", offset=0)
         self.size = size
         self.max_size = max_size
+        #: frames completed by the same ``feed()`` call before the bad size (Kafka reads them first)
+        self.frames = tuple(frames)
 
 
 def size_prefixed(frame: bytes) -> bytes:
@@ -74,7 +76,11 @@ class FrameReader:
         return self._need
 
     def feed(self, data) -> list[bytes]:
-        """Add received bytes; return every frame now complete. Raises InvalidReceiveError on a bad size."""
+        """Add received bytes; return every frame now complete. Raises InvalidReceiveError on a bad size.
+
+        Frames that were complete before the bad size are not lost: the error carries them in ``.frames``, so
+        feeding a stream whole or in pieces yields the same frames before the error.
+        """
         self._buf += data
         frames = []
         buf = self._buf
@@ -86,7 +92,7 @@ class FrameReader:
                 size = _SIZE.unpack_from(buf, pos)[0]
                 if size < 0 or size > self.max_size:
                     del buf[:pos]
-                    raise InvalidReceiveError(size, self.max_size)
+                    raise InvalidReceiveError(size, self.max_size, frames)
                 self._need = size
                 pos += 4
             if len(buf) - pos < self._need:

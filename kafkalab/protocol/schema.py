@@ -194,6 +194,7 @@ class Message:
         self.latest_unstable = latest_unstable
         self.listeners = tuple(listeners)
         self._classes: dict[str, type] = {}
+        self._attached = False
 
     def __repr__(self) -> str:
         return f"<Message {self.name} v{self.valid_versions.text} flexible {self.flexible_versions.text}>"
@@ -218,9 +219,11 @@ class Message:
         Every struct class of the message is also reachable from it by Kafka's struct name:
         ``MetadataResponse.MetadataResponsePartition``.
         """
-        top = self._classes.get(self.name)
-        if top is None:
-            top = self.class_for(self.name, self.fields)
+        # The codec may already have built the top class through class_for(); attach the struct classes once
+        # either way, or which attributes exist would depend on what ran first.
+        top = self.class_for(self.name, self.fields)
+        if not self._attached:
+            self._attached = True
             for name, cls in list(self._classes.items()):
                 if cls is not top and not hasattr(top, name):
                     setattr(top, name, cls)

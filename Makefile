@@ -1,0 +1,29 @@
+# kafkalab: two commands, `make lab` and `make test`. Both set up .venv first (Python >= 3.11 and git only).
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+SETUP  := $(VENV)/.kafkalab-setup
+
+.PHONY: lab test setup check-python clean
+
+## lab: set everything up and start JupyterLab on labs/ (each notebook starts its own embedded broker)
+lab: setup
+	$(VENV)/bin/jupyter lab --notebook-dir=labs
+
+## test: set everything up and run the whole suite: pytest (unit, interop, scenarios) + nbval (every lab)
+test: setup
+	$(PY) -m pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with labs/sanitize.cfg tests labs
+
+setup: $(SETUP)
+
+$(SETUP): pyproject.toml | check-python
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[test]"
+	@touch $@
+
+check-python:
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kafkalab needs Python >= 3.11; run: make PYTHON=python3.11 ...")'
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

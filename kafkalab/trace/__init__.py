@@ -1,0 +1,26 @@
+"""kafkalab.trace -- capturing and recording real Kafka client traffic.
+
+Theory of operation
+-------------------
+Before building a broker, listen to the clients. This room holds the tools that put kafkalab at the other end
+of a real client's socket and keep every frame it sends:
+
+* :mod:`.capture` -- :class:`ScriptedListener` (a recorder on 127.0.0.1 that answers from a script) and
+  :func:`capture` (run kcat, confluent-kafka, kafka-python or aiokafka against it, get the requests back);
+* :mod:`.replies` -- the reply policies: :func:`first_request_only`, :class:`ScriptedReplies`;
+* :mod:`.drivers` -- the small client scripts :func:`capture` runs in a subprocess.
+
+From a shell: ``python -m kafkalab.trace kafka-python produce`` (or ``... aiokafka --first``).
+
+Nothing here is a broker: replies are scripted, nothing is stored. Mirrors the receiving side of Kafka's
+``SocketServer`` (``core/src/main/scala/kafka/network/SocketServer.scala``).
+"""
+from kafkalab.trace.capture import (CLIENTS, CLOSE, DEFAULT_ADVERTISED, CapturedRequest, CaptureError,
+                                    CaptureResult, ClientNotAvailable, ConnectionRecord, Fault, ScriptedListener,
+                                    ScriptedReplies, available_clients, capture, client_version, count_records,
+                                    first_request_only, topic_id_for)
+
+__all__ = ["CLIENTS", "CLOSE", "DEFAULT_ADVERTISED", "CapturedRequest", "CaptureError", "CaptureResult",
+           "ClientNotAvailable", "ConnectionRecord", "Fault", "ScriptedListener", "ScriptedReplies",
+           "available_clients", "capture", "client_version", "count_records", "first_request_only",
+           "topic_id_for"]

@@ -1,0 +1,64 @@
+"""The house's layering rules, checked on every import statement in kafkalab/.
+
+Lower rooms never import higher ones, so a learner can read ``kafkalab.protocol`` without knowing anything
+about sockets, and ``kafkalab.storage`` without knowing the network.
+"""
+import ast
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[1] / "kafkalab"
+
+# room -> rooms it must never import (besides itself, every room may import these lower ones only)
+FORBIDDEN = {
+    "protocol": {"records", "storage", "network", "server", "purgatory", "controller", "coordinator", "security",
+                 "clients", "trace", "viz", "spark", "testing", "cli", "tools"},
+    "records": {"storage", "network", "server", "purgatory", "controller", "coordinator", "security", "clients",
+                "trace", "viz", "spark", "testing", "cli", "tools"},
+    "storage": {"network", "server", "purgatory", "controller", "coordinator", "security", "clients", "trace",
+                "viz", "spark", "testing", "cli"},
+    "network": {"server", "clients", "viz", "spark", "testing", "cli"},
+    "server": {"clients", "viz", "spark", "testing", "cli"},
+    "purgatory": {"server", "clients", "viz", "spark", "testing", "cli"},
+    "controller": {"clients", "viz", "spark", "testing", "cli"},
+    "coordinator": {"clients", "viz", "spark", "testing", "cli"},
+    "security": {"server", "clients", "viz", "spark", "testing", "cli"},
+    "clients": {"server", "storage", "controller", "coordinator", "purgatory", "network", "viz", "spark",
+                "testing", "cli"},
+    "trace": {"spark", "testing", "cli"},
+    "viz": {"spark", "testing", "cli"},
+}
+
+
+def imported_rooms(path: Path):
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "kafkalab" and len(parts) > 1:
+                yield parts[1], node.lineno
+
+
+def modules():
+    return sorted(p for p in PKG.rglob("*.py") if p.relative_to(PKG).parts[0] in FORBIDDEN)
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PKG)))
+def test_room_imports_only_lower_rooms(path):
+    room = path.relative_to(PKG).parts[0]
+    bad = [(r, line) for r, line in imported_rooms(path) if r in FORBIDDEN[room]]
+    assert not bad, f"{path.relative_to(PKG)} (room {room!r}) imports higher rooms: {bad}"
+
+
+def test_no_relative_imports_escape_a_room():
+    for path in PKG.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level > 1:
+                pytest.fail(f"{path.relative_to(PKG)}:{node.lineno} uses a relative import across rooms")
