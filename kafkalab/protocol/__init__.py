@@ -55,6 +55,7 @@ __all__ = [
 ]
 
 _KEY_VERSION = struct.Struct(">hh")
+_SIZE = struct.Struct(">i")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -112,18 +113,18 @@ def response_class(api_key: int) -> type:
     return response_schema(api_key).body_class
 
 
-def _peek_key_version(frame) -> tuple[int, int]:
-    if len(frame) < 4:
-        raise DecodeError(f"a request header needs at least 4 bytes, got {len(frame)}",
+def _peek_key_version(frame, base: int = 0) -> tuple[int, int]:
+    if len(frame) - base < 4:
+        raise DecodeError(f"a request header needs at least 4 bytes, got {len(frame) - base}",
                           path="header.request_api_key", offset=len(frame))
-    return _KEY_VERSION.unpack_from(frame, 0)
+    return _KEY_VERSION.unpack_from(frame, base)
 
 
-def _schema_or_error(api_key: int):
+def _schema_or_error(api_key: int, base: int = 0):
     try:
         return messages_for(api_key)
     except KeyError:
-        raise DecodeError(f"unknown api key {api_key}", path="header.request_api_key", offset=0) from None
+        raise DecodeError(f"unknown api key {api_key}", path="header.request_api_key", offset=base) from None
 
 
 def decode_request(frame) -> Request:
@@ -144,12 +145,23 @@ def decode_request(frame) -> Request:
     return Request(header, body)
 
 
-def encode_request(request: Request) -> bytes:
-    """The frame (without size prefix) for ``request``."""
+def encode_request(request: Request, *, size_prefix: bool = False) -> bytes:
+    """The frame for ``request`` (with its int32 size prefix when ``size_prefix``, ready for a socket).
+
+    The body's pieces are joined once, so a record batch inside a Produce request is copied exactly once.
+    """
     api_key, api_version = request.api_key, request.api_version
     hv = request_header_version(api_key, api_version)
-    return codec.encode(REQUEST_HEADER, hv, request.header) + codec.encode(request_schema(api_key), api_version,
-                                                                           request.body)
+    out: list = [b""] if size_prefix else []
+    codec.encode_into(REQUEST_HEADER, hv, request.header, out)
+    codec.encode_into(request_schema(api_key), api_version, request.body, out)
+    return _join(out, size_prefix)
+
+
+def _join(out: list, size_prefix: bool) -> bytes:
+    if size_prefix:
+        out[0] = _SIZE.pack(sum(map(len, out)))
+    return b"".join(out)
 
 
 def make_request(body, *, api_version: int, correlation_id: int = 0, client_id: Optional[str] = "kafkalab",
@@ -181,10 +193,13 @@ def _check_response_version(resp_schema, api_key: int, api_version: int, header,
         raise err
 
 
-def encode_response(response: Response) -> bytes:
+def encode_response(response: Response, *, size_prefix: bool = False) -> bytes:
+    """The frame for ``response`` (with its size prefix when ``size_prefix``); pieces are joined once."""
     hv = response_header_version(response.api_key, response.api_version)
-    return (codec.encode(RESPONSE_HEADER, hv, response.header)
-            + codec.encode(response_schema(response.api_key), response.api_version, response.body))
+    out: list = [b""] if size_prefix else []
+    codec.encode_into(RESPONSE_HEADER, hv, response.header, out)
+    codec.encode_into(response_schema(response.api_key), response.api_version, response.body, out)
+    return _join(out, size_prefix)
 
 
 def make_response(body, *, api_version: int, correlation_id: int, api_key: Optional[int] = None) -> Response:
@@ -253,8 +268,8 @@ def annotate_request(data, *, size_prefix: bool = False, records_hook=None, stri
     rows: list = []
     try:
         base, rows = _size_row(data, size_prefix)
-        api_key, api_version = _peek_key_version(data[base:]) if base else _peek_key_version(data)
-        req_schema, _ = _schema_or_error(api_key)
+        api_key, api_version = _peek_key_version(data, base)
+        req_schema, _ = _schema_or_error(api_key, base)
         hv = request_header_version(api_key, api_version)
         header, pos, hrows = _annotate(REQUEST_HEADER, hv, data, base, "header", None, rows)
         rows.extend(hrows)

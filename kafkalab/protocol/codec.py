@@ -34,7 +34,7 @@ from typing import Callable
 from kafkalab.protocol.errors import DecodeError, EncodeError
 from kafkalab.protocol.schema import ZERO_UUID, Field, Message
 
-__all__ = ["reader", "writer", "decode", "encode", "source"]
+__all__ = ["reader", "writer", "decode", "encode", "encode_into", "source"]
 
 _FMT = {"int8": "b", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I", "int64": "q",
         "float64": "d", "bool": "?", "uuid": "16s"}
@@ -77,6 +77,15 @@ def _uv(n):
     return bytes(out)
 
 
+def _records_view(d):
+    """A read-only view of the frame for zero-copy ``records`` fields, or None (then they are copied)."""
+    if type(d) is bytes:
+        return memoryview(d)
+    if type(d) is memoryview and d.readonly:
+        return d
+    return None
+
+
 def _to_uuid(raw: bytes) -> uuid.UUID:
     if raw == b"\x00" * 16:
         return ZERO_UUID
@@ -112,7 +121,7 @@ def _write_tags(tags: list, out: list) -> None:
 
 
 _BASE_NS = {
-    "_uvarint": _uvarint, "_uv": _uv, "_uuid": _to_uuid, "_Bad": _Bad, "_tnew": tuple.__new__,
+    "_uvarint": _uvarint, "_uv": _uv, "_uuid": _to_uuid, "_records_view": _records_view, "_Bad": _Bad, "_tnew": tuple.__new__,
     "_arr": _arr, "_write_tags": _write_tags, "_EncodeError": EncodeError, "_bad": _bad,
     "_h": struct.Struct(">h"), "_i": struct.Struct(">i"), "_b": struct.Struct(">b"),
 }
@@ -165,11 +174,22 @@ class _Gen:
         """A function ``read(d, p) -> (obj, p)`` for a struct; nested structs are inlined into it."""
         fname = self.name("r_")
         lines = [f"def {fname}(d, p):", "    L = len(d)"]
+        if self.has_records(fields):
+            # Record batches are returned as zero-copy views of the frame (they are the big part of a frame).
+            lines.append("    rv = _records_view(d)")
         obj = self.name("o")
         self.read_struct(type_name, fields, obj, lines, "    ")
         lines.append(f"    return {obj}, p")
         self.funcs.append(lines)
         return fname
+
+    def has_records(self, fields) -> bool:
+        for f in fields:
+            if not f.present_in(self.version):
+                continue
+            if f.type == "records" or (f.is_struct and self.has_records(self.message.struct_fields(f))):
+                return True
+        return False
 
     def read_struct(self, type_name: str, fields, obj: str, lines, ind: str):
         """Lines that read one struct at ``p`` into the variable ``obj``."""
@@ -279,6 +299,8 @@ class _Gen:
             n, e = self.name("n"), self.name("e")
             self.read_length(f, n, lines, ind, wide=False)
             self.null_check(f, n, var, lines, ind)
+            if self.compact(f):  # Kafka caps strings at 32767 bytes in either encoding
+                lines.append(f"{ind}    if {n} > 32767: _bad('string longer than 32767 bytes')")
             lines += [f"{ind}    {e} = p + {n}",
                       f"{ind}    if {e} > L: _bad('string overruns the buffer')",
                       f"{ind}    {var} = str(d[p:{e}], 'utf-8')",
@@ -287,9 +309,10 @@ class _Gen:
             n, e = self.name("n"), self.name("e")
             self.read_length(f, n, lines, ind, wide=True)
             self.null_check(f, n, var, lines, ind)
+            copy = f"rv[p:{e}] if rv is not None else bytes(d[p:{e}])" if t == "records" else f"bytes(d[p:{e}])"
             lines += [f"{ind}    {e} = p + {n}",
                       f"{ind}    if {e} > L: _bad('bytes overrun the buffer')",
-                      f"{ind}    {var} = bytes(d[p:{e}])",
+                      f"{ind}    {var} = {copy}",
                       f"{ind}    p = {e}"]
         else:  # a single struct, preceded by a presence byte when nullable
             fields = self.message.struct_fields(f)
@@ -426,8 +449,7 @@ class _Gen:
             e = self.name("s")
             ind2 = self.write_null(f, v, lines, ind, wide=False)
             lines.append(f"{ind2}{e} = {v}.encode('utf-8')")
-            if not self.compact(f):
-                lines.append(f"{ind2}if len({e}) > 32767: raise _EncodeError('string longer than 32767 bytes')")
+            lines.append(f"{ind2}if len({e}) > 32767: raise _EncodeError('string longer than 32767 bytes')")
             self.write_length(f, f"len({e})", lines, ind2, wide=False)
             lines.append(f"{ind2}w({e})")
         elif t in ("bytes", "records"):
@@ -509,9 +531,8 @@ def decode(message: Message, version: int, buf, pos: int = 0, *, path: str = "")
         raise DecodeError(f"malformed {message.name} v{version}: {fast}", path=path, offset=pos) from None
 
 
-def encode(message: Message, version: int, body) -> bytes:
-    """Encode ``body`` as ``message`` at ``version``."""
-    out: list = []
+def encode_into(message: Message, version: int, body, out: list) -> None:
+    """Append the encoding of ``body`` to ``out`` as pieces (bytes or views) to be joined once by the caller."""
     write = writer(message, version)
     try:
         write(body, out)
@@ -519,4 +540,10 @@ def encode(message: Message, version: int, body) -> bytes:
         raise
     except (struct.error, AttributeError, TypeError, ValueError, OverflowError, UnicodeEncodeError) as e:
         raise EncodeError(f"cannot encode {message.name} v{version}: {e}") from None
+
+
+def encode(message: Message, version: int, body) -> bytes:
+    """Encode ``body`` as ``message`` at ``version``."""
+    out: list = []
+    encode_into(message, version, body, out)
     return b"".join(out)

@@ -112,17 +112,19 @@ def zigzag_decode(value: int) -> int:
 
 def read_varint(buf, pos: int):
     """A zig-zag signed 32-bit varint (record fields: lengths, offset deltas, header counts)."""
+    start = pos
     raw, pos = read_unsigned_varint(buf, pos, 5)
     if raw > 0xFFFFFFFF:
-        raise DecodeError("VARINT does not fit in 32 bits", offset=pos)
+        raise DecodeError("VARINT does not fit in 32 bits", offset=start)
     return zigzag_decode(raw), pos
 
 
 def read_varlong(buf, pos: int):
     """A zig-zag signed 64-bit varint (a record's timestamp delta)."""
+    start = pos
     raw, pos = read_unsigned_varint(buf, pos, 10)
     if raw > 0xFFFFFFFFFFFFFFFF:
-        raise DecodeError("VARLONG does not fit in 64 bits", offset=pos)
+        raise DecodeError("VARLONG does not fit in 64 bits", offset=start)
     return zigzag_decode(raw), pos
 
 
@@ -159,6 +161,8 @@ def read_string(buf, pos: int, *, compact: bool = False, nullable: bool = False)
             return None, pos
         what = "null" if n == -1 else f"negative length {n}"
         raise DecodeError(f"non-nullable STRING has {what}", offset=start)
+    if compact and n > 0x7FFF:
+        raise DecodeError(f"STRING of {n} bytes is longer than the maximum 32767", offset=start)
     _need(buf, pos, n, "a STRING")
     try:
         return str(buf[pos:pos + n], "utf-8"), pos + n
@@ -172,10 +176,10 @@ def write_string(value, *, compact: bool = False, nullable: bool = False) -> byt
             raise EncodeError("null given for a non-nullable string")
         return b"\x00" if compact else b"\xff\xff"
     data = value.encode("utf-8")
-    if compact:
-        return write_unsigned_varint(len(data) + 1) + data
     if len(data) > 0x7FFF:
         raise EncodeError(f"string of {len(data)} bytes is longer than 32767")
+    if compact:
+        return write_unsigned_varint(len(data) + 1) + data
     return _INT16.pack(len(data)) + data
 
 

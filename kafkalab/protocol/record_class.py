@@ -40,6 +40,13 @@ UNKNOWN_TAGGED_FIELDS = "unknown_tagged_fields"
 _tuple_new = tuple.__new__
 
 
+def _show(value) -> str:
+    """repr() for field values; record batches decoded zero-copy (memoryview) show their size, not an address."""
+    if type(value) is memoryview:
+        return f"<{value.nbytes} bytes>"
+    return repr(value)
+
+
 def make_record_class(name: str, attrs: Sequence[str], defaults: Sequence[Any], annotations: dict,
                       doc: str = "") -> type:
     """Build an immutable keyword-constructed tuple class with ``attrs`` (+ ``unknown_tagged_fields``)."""
@@ -56,7 +63,7 @@ def make_record_class(name: str, attrs: Sequence[str], defaults: Sequence[Any], 
     __new__.__doc__ = f"Create a {name}; every field is keyword-only and has Kafka's default."
 
     def __repr__(self):
-        parts = [f"{a}={v!r}" for a, v in zip(self._fields, self) if a != UNKNOWN_TAGGED_FIELDS or v]
+        parts = [f"{a}={_show(v)}" for a, v in zip(self._fields, self) if a != UNKNOWN_TAGGED_FIELDS or v]
         return f"{type(self).__name__}({', '.join(parts)})"
 
     def __eq__(self, other):

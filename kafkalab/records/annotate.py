@@ -68,6 +68,11 @@ class DecompressedRecords(NamedTuple):
     data: bytes
     rows: tuple
 
+    def __repr__(self) -> str:  # short: field tables show it next to the compressed bytes
+        records = sum(1 for r in self.rows if r.wire_type == "RECORD")
+        return (f"DecompressedRecords({self.compression_type.config_name}, {len(self.data)} bytes, "
+                f"{records} records, {len(self.rows)} rows)")
+
 
 def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name

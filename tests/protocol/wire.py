@@ -251,4 +251,7 @@ def typed(x):
         return {k: typed(v) for k, v in x.items()}
     if isinstance(x, (tuple, list)):
         return ("seq", tuple(typed(v) for v in x))
+    if isinstance(x, memoryview):  # ``records`` fields decode zero-copy, as read-only views of the frame
+        assert x.readonly
+        return ("bytes", bytes(x))
     return (type(x).__name__, x)

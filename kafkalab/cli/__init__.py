@@ -1,0 +1,59 @@
+"""The ``kafkalab`` command line.
+
+Theory of operation
+-------------------
+One entry point with a sub-command per tool, named like the Kafka tool it mirrors where there is one::
+
+    kafkalab decode FRAME_HEX_OR_FILE [--response API_KEY VERSION] [--size-prefix] [--records]
+    kafkalab capture CLIENT [metadata|produce] [--first]
+
+``decode`` prints the annotated field tree and hex dump of a frame (what ``kafkalab.viz.show_frame`` draws
+in a notebook), ``capture`` runs a real client against a recording listener and lists what it sent. Later
+milestones add the broker (``kafkalab broker``, mirroring ``kafka-server-start.sh``) and the log dump tool.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Optional, Sequence
+
+from kafkalab.cli import decode as _decode
+
+__all__ = ["main"]
+
+COMMANDS = {"decode": _decode}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="kafkalab", description="kafkalab: Kafka, down to the bytes on the wire.")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _decode.add_parser(sub)
+    cap = sub.add_parser("capture", help="run a real client against a recording listener, list its requests")
+    cap.add_argument("client", help="kcat, confluent-kafka, kafka-python or aiokafka")
+    cap.add_argument("action", nargs="?", default="metadata", choices=("metadata", "produce"))
+    cap.add_argument("--first", action="store_true", help="answer nothing: show only the very first request")
+    cap.set_defaults(run=_run_capture)
+    return ap
+
+
+def _run_capture(args) -> int:
+    from kafkalab.trace import CLIENTS, capture, first_request_only
+
+    if args.client not in CLIENTS:
+        print(f"kafkalab capture: unknown client {args.client!r}; choose from {', '.join(CLIENTS)}", file=sys.stderr)
+        return 2
+    result = capture(args.client, args.action, reply=first_request_only if args.first else None)
+    print(f"{args.client} {result.client_version}: {len(result)} request(s) on {len(result.connections)} "
+          f"connection(s)")
+    for r in result:
+        print(" ", r.summary())
+    return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from kafkalab.cli import main
+
+sys.exit(main())
