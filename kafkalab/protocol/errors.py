@@ -197,7 +197,8 @@ class ErrorCode(enum.IntEnum):
 
 
 def error_info(code: int) -> ErrorInfo:
-    """The table row for ``code``; an unknown code is reported like Kafka's client does (UNKNOWN_SERVER_ERROR)."""
+    """The table row for ``code``. A code this table does not know gets a placeholder row that names it
+    (Kafka's Java client logs "Unexpected error code" and treats such a code as UNKNOWN_SERVER_ERROR)."""
     info = _BY_CODE.get(code)
     if info is None:
         return ErrorInfo(code, f"UNKNOWN_ERROR_CODE_{code}", False, f"Unexpected error code: {code}.")

@@ -325,7 +325,9 @@ class FrameModel:
                 deeper_end = max(deeper_end, rows[j].end)
                 j += 1
             has_children = j > i + 1
-            if has_children or r.start == r.end:
+            # A row whose path strictly contains the failing path is a group still being read, even when the
+            # failure came before its first child row was recorded.
+            if has_children or r.start == r.end or r.path != path:
                 flags[i] = True
                 rows[i] = r._replace(end=max(deeper_end, off, r.start))
         return rows, flags

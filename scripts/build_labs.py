@@ -1,0 +1,320 @@
+"""Build the lab notebooks from their reviewable sources: labs/src/NN_*.py -> labs/NN_*.ipynb.
+
+    .venv/bin/python scripts/build_labs.py                  # build + execute every lab, store the outputs
+    .venv/bin/python scripts/build_labs.py 01               # only labs whose name starts with 01
+    .venv/bin/python scripts/build_labs.py --check          # committed .ipynb sources == labs/src (no execution)
+    .venv/bin/python scripts/build_labs.py --student DIR    # student versions (solutions replaced, no outputs)
+
+Source format: Jupytext's "percent" format. A line ``# %%`` starts a code cell, ``# %% [markdown]`` a markdown
+cell whose lines are written as comments (``# text``; a bare ``#`` is an empty line). After the marker,
+``key=<json>`` pairs set cell metadata, e.g. ``# %% tags=["solution"]`` or
+``# %% [markdown] slideshow={"slide_type": "fragment"}``. Lines before the first marker are a comment for
+reviewers and are not part of the notebook.
+
+What the build adds, so that nothing has to be hand-edited in the .ipynb:
+* ``slideshow.slide_type`` for ``jupyter nbconvert --to slides``: markdown cells starting with ``#``/``##`` open a
+  slide, ``###`` a sub-slide, solution cells are skipped, everything else continues the current slide;
+* solution cells (tag ``solution``) are collapsed in JupyterLab (``jupyter.source_hidden``);
+* stable cell ids (a hash of the cell's type and source), kernelspec python3, and no timing metadata.
+
+Execution uses nbclient with the ``python3`` kernel of the interpreter running this script (run it with the
+repo's ``.venv/bin/python``), in ``labs/`` as working directory. The build fails if any cell raises or writes
+to stderr (tag a cell ``allow-stderr`` if that is intended): nbval compares stderr too.
+
+Student versions: each solution cell keeps its tags except ``solution`` (it gets ``answer``) and its code is
+replaced by one ``name = ...`` line per variable the solution assigns (for a dict literal, its keys are kept:
+``{("Produce", 8): ..., ...}``), the placeholder that ``kafkalab.exercises`` reports as "not answered yet".
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import hashlib
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+LABS = ROOT / "labs"
+SOURCES = LABS / "src"
+
+KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+LANGUAGE_INFO = {"name": "python", "codemirror_mode": {"name": "ipython", "version": 3},
+                 "file_extension": ".py", "mimetype": "text/x-python", "pygments_lexer": "ipython3"}
+_MARKER = re.compile(r"^# %%(?P<rest>.*)$")
+_KIND = re.compile(r"^\s*\[(?P<kind>markdown|md|raw)\]")
+_KEY = re.compile(r"\s*(?P<key>[A-Za-z_][\w.-]*)=")
+
+
+class BuildError(Exception):
+    pass
+
+
+# -- parsing the percent format -----------------------------------------------------------------------------------
+def _parse_metadata(text: str, where: str) -> dict:
+    meta, pos, decoder = {}, 0, json.JSONDecoder()
+    while pos < len(text):
+        if not text[pos:].strip():
+            break
+        m = _KEY.match(text, pos)
+        if m is None:
+            raise BuildError(f"{where}: cannot read cell metadata {text[pos:].strip()!r} (expected key=<json>)")
+        try:
+            value, end = decoder.raw_decode(text, m.end())
+        except json.JSONDecodeError as e:
+            raise BuildError(f"{where}: metadata {m.group('key')} is not JSON: {e}") from None
+        meta[m.group("key")] = value
+        pos = end
+    return meta
+
+
+def _trim(lines: list[str]) -> list[str]:
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return lines
+
+
+def parse_percent(path: Path) -> list[dict]:
+    """``[{"cell_type", "source", "metadata"}, ...]`` from a percent-format file."""
+    cells, current = [], None
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        m = _MARKER.match(line)
+        if m:
+            rest = m.group("rest")
+            kind = "code"
+            k = _KIND.match(rest)
+            if k:
+                kind = "raw" if k.group("kind") == "raw" else "markdown"
+                rest = rest[k.end():]
+            current = {"cell_type": kind, "lines": [], "metadata": _parse_metadata(rest, f"{path}:{lineno}"),
+                       "line": lineno}
+            cells.append(current)
+            continue
+        if current is None:
+            continue                       # the reviewers' header before the first cell
+        if current["cell_type"] == "code":
+            current["lines"].append(line)
+        elif line == "#" or line.startswith("# "):
+            current["lines"].append(line[2:])
+        elif not line.strip():
+            current["lines"].append("")
+        else:
+            raise BuildError(f"{path}:{lineno}: a markdown line must start with '# ' (got {line[:40]!r})")
+    out = []
+    for c in cells:
+        source = "\n".join(_trim(c["lines"]))
+        if not source:
+            raise BuildError(f"{path}:{c['line']}: empty cell")
+        out.append({"cell_type": c["cell_type"], "source": source, "metadata": c["metadata"]})
+    return out
+
+
+def _slide_type(cell: dict) -> str:
+    if "solution" in cell["metadata"].get("tags", []):
+        return "skip"
+    if cell["cell_type"] == "markdown":
+        first = cell["source"].lstrip().split("\n", 1)[0]
+        if first.startswith("# ") or first.startswith("## "):
+            return "slide"
+        if first.startswith("### "):
+            return "subslide"
+    return "-"
+
+
+def _cell_id(cell_type: str, source: str, seen: set) -> str:
+    base = hashlib.sha1(f"{cell_type}\n{source}".encode()).hexdigest()[:8]
+    cid, n = base, 1
+    while cid in seen:
+        cid, n = f"{base}-{n}", n + 1
+    seen.add(cid)
+    return cid
+
+
+def notebook_from_source(path: Path) -> nbformat.NotebookNode:
+    """The notebook (no outputs) that ``path`` describes."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata = {"kernelspec": dict(KERNELSPEC), "language_info": dict(LANGUAGE_INFO)}
+    seen: set = set()
+    for cell in parse_percent(path):
+        meta = dict(cell["metadata"])
+        meta.setdefault("slideshow", {"slide_type": _slide_type(cell)})
+        tags = meta.get("tags", [])
+        if "solution" in tags:
+            meta.setdefault("jupyter", {"source_hidden": True})
+        make = {"code": nbformat.v4.new_code_cell, "markdown": nbformat.v4.new_markdown_cell,
+                "raw": nbformat.v4.new_raw_cell}[cell["cell_type"]]
+        nb_cell = make(cell["source"], metadata=meta)
+        nb_cell.id = _cell_id(cell["cell_type"], cell["source"], seen)
+        nb.cells.append(nb_cell)
+    nbformat.validate(nb)
+    return nb
+
+
+# -- execution -------------------------------------------------------------------------------------------------------
+def execute(nb: nbformat.NotebookNode, name: str, timeout: int) -> float:
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False, allow_errors=False,
+                            resources={"metadata": {"path": str(LABS)}})
+    started = time.monotonic()
+    try:
+        client.execute()
+    except CellExecutionError as e:
+        raise BuildError(f"{name}: a cell raised an error:\n{e}") from None
+    elapsed = time.monotonic() - started
+    nb.metadata = {"kernelspec": dict(KERNELSPEC), "language_info": dict(LANGUAGE_INFO)}
+    for i, cell in enumerate(nb.cells):
+        cell.metadata.pop("execution", None)
+        if cell.cell_type != "code":
+            continue
+        tags = cell.metadata.get("tags", [])
+        for out in cell.outputs:
+            if out.output_type == "error":
+                raise BuildError(f"{name}: cell {i} stored an error output")
+            if out.output_type == "stream" and out.name == "stderr" and "allow-stderr" not in tags:
+                raise BuildError(f"{name}: cell {i} wrote to stderr (nbval would compare it):\n{out.text}\n"
+                                 f"--- cell source ---\n{cell.source}")
+    return elapsed
+
+
+# -- student versions -------------------------------------------------------------------------------------------------
+def _assigned(node) -> list[str]:
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    names = []
+    for t in targets:
+        names += [n.id for n in ast.walk(t) if isinstance(n, ast.Name)]
+    return names
+
+
+def placeholder(source: str, used_next: set | None = None) -> str:
+    """``name = ...`` for each variable the solution assigns at top level that the next cell (the check) uses
+    (every assigned variable if that finds none). A dict literal keeps its keys: ``{("Produce", 8): ..., }``."""
+    assigns = [(name, node) for node in ast.parse(source).body if isinstance(node, (ast.Assign, ast.AnnAssign))
+               for name in _assigned(node)]
+    wanted = [(n, node) for n, node in assigns if used_next and n in used_next] or assigns
+    if not wanted:
+        raise BuildError(f"a solution cell assigns no variable, so it has no placeholder:\n{source}")
+    lines = ["# Your answer: replace each ... below, then run the check cell."]
+    for name, node in dict(wanted).items():
+        value = node.value
+        if isinstance(value, ast.Dict) and value.keys and all(k is not None for k in value.keys):
+            keys = "".join(f"    {ast.unparse(k)}: ...,\n" for k in value.keys)
+            lines.append(f"{name} = {{\n{keys}}}")
+        else:
+            lines.append(f"{name} = ...")
+    return "\n".join(lines)
+
+
+def _names_used(source: str) -> set:
+    try:
+        return {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
+    except SyntaxError:
+        return set()
+
+
+def student_version(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    out = nbformat.from_dict(json.loads(json.dumps(nb)))
+    for i, cell in enumerate(out.cells):
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+        tags = cell.metadata.get("tags", [])
+        if "solution" in tags:
+            nxt = next((c for c in out.cells[i + 1:] if c.cell_type == "code"), None)
+            cell.source = placeholder(cell.source, _names_used(nxt.source) if nxt is not None else None)
+            cell.metadata["tags"] = [t for t in tags if t != "solution"] + ["answer"]
+            cell.metadata.pop("jupyter", None)
+            cell.metadata["slideshow"] = {"slide_type": "-"}
+            cell.id = "answer-" + cell.id
+    nbformat.validate(out)
+    return out
+
+
+# -- check --------------------------------------------------------------------------------------------------------------
+def _shape(nb) -> list:
+    return [(c.cell_type, c.source, json.dumps(c.metadata, sort_keys=True), c.get("id")) for c in nb.cells]
+
+
+def check(src: Path, ipynb: Path) -> list[str]:
+    problems = []
+    if not ipynb.exists():
+        return [f"{ipynb.relative_to(ROOT)} is missing: run scripts/build_labs.py"]
+    want = notebook_from_source(src)
+    have = nbformat.read(ipynb, as_version=4)
+    if have.metadata != want.metadata:
+        problems.append(f"{ipynb.name}: notebook metadata differs from what the build writes")
+    a, b = _shape(have), _shape(want)
+    if len(a) != len(b):
+        problems.append(f"{ipynb.name}: {len(a)} cells, the source has {len(b)}")
+    for i, (x, y) in enumerate(zip(a, b)):
+        for what, u, v in zip(("type", "source", "metadata", "id"), x, y):
+            if u != v:
+                first = next((j for j, (p, q) in enumerate(zip(str(u), str(v))) if p != q), min(len(str(u)),
+                                                                                               len(str(v))))
+                problems.append(f"{ipynb.name}: cell {i} {what} differs from {src.name} "
+                                f"(near {str(v)[max(0, first - 20):first + 30]!r})")
+                break
+    for i, c in enumerate(have.cells):
+        if c.cell_type == "code" and c.execution_count is None:
+            problems.append(f"{ipynb.name}: cell {i} has not been executed (outputs missing)")
+            break
+    return problems
+
+
+# -- main -----------------------------------------------------------------------------------------------------------------
+def _sources(selected: list[str]) -> list[Path]:
+    found = sorted(SOURCES.glob("[0-9][0-9]_*.py"))
+    if selected:
+        found = [p for p in found if any(p.stem.startswith(s) for s in selected)]
+    if not found:
+        raise BuildError(f"no lab sources match {selected or 'labs/src/NN_*.py'}")
+    return found
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("labs", nargs="*", help="only labs whose file name starts with one of these (e.g. 01)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="verify committed notebooks match their sources")
+    mode.add_argument("--student", type=Path, metavar="DIR", help="write student versions into DIR")
+    parser.add_argument("--timeout", type=int, default=300, help="per-cell timeout in seconds (default 300)")
+    args = parser.parse_args(argv)
+    try:
+        sources = _sources(args.labs)
+        if args.check:
+            problems = [p for src in sources for p in check(src, LABS / f"{src.stem}.ipynb")]
+            for p in problems:
+                print("✗", p)
+            if not problems:
+                print(f"✓ {len(sources)} notebook(s) match their sources")
+            return 1 if problems else 0
+        if args.student:
+            if args.student.resolve() == LABS.resolve():
+                raise BuildError("write student versions somewhere else than labs/ (nbval would collect them)")
+            args.student.mkdir(parents=True, exist_ok=True)
+            for src in sources:
+                target = args.student / f"{src.stem}.ipynb"
+                nbformat.write(student_version(notebook_from_source(src)), target)
+                print(f"wrote {target}")
+            return 0
+        for src in sources:
+            nb = notebook_from_source(src)
+            elapsed = execute(nb, src.stem, args.timeout)
+            target = LABS / f"{src.stem}.ipynb"
+            nbformat.write(nb, target)
+            print(f"built {target.relative_to(ROOT)}: {len(nb.cells)} cells, executed in {elapsed:.1f} s")
+        return 0
+    except BuildError as e:
+        print(f"build_labs: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
