@@ -32,7 +32,7 @@
 # | **C25** a record is key, value, headers and a timestamp | the records inside a real Produce request | 6 |
 # | **C37** every request header carries API key, API version, correlation id and client id | the header, byte by byte, from four clients | 1, 4 |
 #
-# Lab 00 gave the tour; lab 02 builds on this one to show how clients and brokers agree on versions.
+# Lab 02 builds on this one to show how clients and brokers agree on versions.
 #
 # | what you look at | kafkalab module | Kafka source (apache/kafka) |
 # |---|---|---|
