@@ -179,6 +179,144 @@ def _bad(reason: str, offset: int, index: int, field: str) -> DecodeError:
     return DecodeError(reason, path=f"records[{index}].{field}" if field else f"records[{index}]", offset=offset)
 
 
+# The decode loop is written once, below, as a template: each ``VARINT(target, limit, "what")`` line expands
+# into the same inlined varint reader (one byte: a table lookup; two bytes: one more; longer ones, up to
+# ``limit`` bytes: the slow path ``_read_varint``), and ``VARINT3`` also inlines the three-byte case that the
+# deltas of big batches need. Inlining matters: a function call per varint would cost more than the varint.
+_VARINT = """\
+b = data[pos]
+if b < 0x80:
+    {target} = unzig[b]
+    pos += 1
+else:
+    c = data[pos + 1]
+    if c < 0x80:
+        {target} = unzig[(b & 0x7F) | (c << 7)]
+        pos += 2
+    else:
+        b, pos = varint(data, pos, {limit}, {what})
+        {target} = (b >> 1) ^ -(b & 1)"""
+
+_VARINT3 = """\
+b = data[pos]
+if b < 0x80:
+    {target} = unzig[b]
+    pos += 1
+else:
+    c = data[pos + 1]
+    if c < 0x80:
+        {target} = unzig[(b & 0x7F) | (c << 7)]
+        pos += 2
+    else:
+        d = data[pos + 2]
+        if d < 0x80:
+            b = (b & 0x7F) | (c & 0x7F) << 7 | d << 14
+            pos += 3
+        else:
+            b, pos = varint(data, pos, {limit}, {what})
+        {target} = (b >> 1) ^ -(b & 1)"""
+
+_DECODE_LOOP = """\
+def _decode_loop(data, pos, end, count, base_offset, base_timestamp, timestamp_type, log_append, max_timestamp,
+                 records):
+    append = records.append
+    new = tuple.__new__
+    cls = Record
+    varint = _read_varint
+    unzig = _UNZIGZAG
+    for i in range(count):
+        VARINT(length, 5, "length")
+        rec_end = pos + length
+        if length < 0 or rec_end > end:
+            raise _bad(f"record length {length} but {end - pos} bytes remain", pos, i, "length")
+        attributes = data[pos]
+        if attributes > 127:
+            attributes -= 256
+        pos += 1
+        VARINT3(ts_delta, 10, "timestamp_delta")
+        VARINT3(offset_delta, 5, "offset_delta")
+        VARINT(n, 5, "key_length")
+        if n >= 0:
+            if n > rec_end - pos:
+                raise _bad(f"key_length {n} but the record has {rec_end - pos} bytes left", pos, i, "key")
+            key = data[pos:pos + n]
+            pos += n
+        elif n == -1:
+            key = None
+        else:
+            raise _bad(f"invalid key_length {n}", pos, i, "key_length")
+        VARINT(n, 5, "value_length")
+        if n >= 0:
+            if n > rec_end - pos:
+                raise _bad(f"value_length {n} but the record has {rec_end - pos} bytes left", pos, i, "value")
+            value = data[pos:pos + n]
+            pos += n
+        elif n == -1:
+            value = None
+        else:
+            raise _bad(f"invalid value_length {n}", pos, i, "value_length")
+        if data[pos] == 0:
+            headers = ()
+            pos += 1
+        else:
+            VARINT(n, 5, "headers_count")
+            if n < 0 or 2 * n > rec_end - pos:
+                raise _bad(f"invalid headers_count {n} with {rec_end - pos} bytes left", pos, i, "headers_count")
+            # Few headers: grow a tuple (cheapest); many: a list (tuple growth would be quadratic).
+            headers = () if n <= 16 else []
+            h = n
+            while h:                              # (cheaper than a for loop over range(n))
+                h -= 1
+                VARINT(hk, 5, "header key_length")
+                if hk < 0 or hk > rec_end - pos:
+                    raise _bad(f"invalid header key_length {hk}", pos, i, "headers")
+                hkey = data[pos:pos + hk].decode()  # UTF-8; no argument is the fast path
+                pos += hk
+                VARINT(hv, 5, "header value_length")
+                if hv >= 0:
+                    if hv > rec_end - pos:
+                        raise _bad(f"header value_length {hv} but the record has {rec_end - pos} bytes left",
+                                   pos, i, "headers")
+                    headers += ((hkey, data[pos:pos + hv]),)
+                    pos += hv
+                elif hv == -1:
+                    headers += ((hkey, None),)
+                else:
+                    raise _bad(f"invalid header value_length {hv}", pos, i, "headers")
+            if n > 16:
+                headers = tuple(headers)
+        if pos != rec_end:
+            raise _bad(f"record length says {length} bytes but its fields took {pos - rec_end + length}",
+                       rec_end - length, i, "length")
+        append(new(cls, (base_offset + offset_delta,
+                         max_timestamp if log_append else base_timestamp + ts_delta,
+                         key, value, headers, timestamp_type, attributes, offset_delta, ts_delta)))
+    return pos
+"""
+
+
+def _expand(template: str) -> str:
+    """Replace every ``VARINT(...)`` / ``VARINT3(...)`` line of ``template`` by its inlined code."""
+    out = []
+    for line in template.splitlines():
+        stripped = line.lstrip()
+        for macro, body in (("VARINT3(", _VARINT3), ("VARINT(", _VARINT)):
+            if stripped.startswith(macro):
+                target, limit, what = (a.strip() for a in stripped[len(macro):-1].split(",", 2))
+                indent = line[:len(line) - len(stripped)]
+                code = body.format(target=target, limit=limit, what=what)
+                out.extend(indent + c for c in code.splitlines())
+                break
+        else:
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+_namespace: dict = {}
+exec(compile(_expand(_DECODE_LOOP), "<kafkalab.records.record decode loop>", "exec"), globals(), _namespace)
+_decode_loop = _namespace["_decode_loop"]
+
+
 def decode_records(data: bytes, pos: int, end: int, count: int, base_offset: int, base_timestamp: int,
                    timestamp_type: int, max_timestamp: int) -> list:
     """Decode ``count`` records from ``data[pos:end]`` (``data`` must be ``bytes``).
@@ -191,197 +329,19 @@ def decode_records(data: bytes, pos: int, end: int, count: int, base_offset: int
         raise DecodeError(f"records_count {count} needs at least {count * MIN_RECORD_SIZE} bytes but only "
                           f"{end - pos} remain", path="records_count", offset=pos)
     log_append = timestamp_type == TimestampType.LOG_APPEND_TIME
-    timestamp_type = TimestampType(timestamp_type)
-    records = []
-    append = records.append
-    new = tuple.__new__
-    cls = Record
-    varint = _read_varint
-    unzig = _UNZIGZAG
-    i = 0
-    # Every varint below is the same inlined pattern: one byte (< 0x80), two bytes, or the slow path.
-    paused = count > 256 and gc.isenabled()       # see gc_paused
-    if paused:
-        gc.disable()
-    try:
-        for i in range(count):
-            b = data[pos]
-            if b < 0x80:
-                length = unzig[b]
-                pos += 1
-            else:
-                c = data[pos + 1]
-                if c < 0x80:
-                    length = unzig[(b & 0x7F) | (c << 7)]
-                    pos += 2
-                else:
-                    b, pos = varint(data, pos, 5, "length")
-                    length = (b >> 1) ^ -(b & 1)
-            rec_end = pos + length
-            if length < 0 or rec_end > end:
-                raise _bad(f"record length {length} but {end - pos} bytes remain", pos, i, "length")
-            attributes = data[pos]
-            if attributes > 127:
-                attributes -= 256
-            pos += 1
-            b = data[pos]
-            if b < 0x80:
-                ts_delta = unzig[b]
-                pos += 1
-            else:
-                c = data[pos + 1]
-                if c < 0x80:
-                    ts_delta = unzig[(b & 0x7F) | (c << 7)]
-                    pos += 2
-                else:
-                    d = data[pos + 2]
-                    if d < 0x80:                 # three bytes: deltas in big batches
-                        b = (b & 0x7F) | (c & 0x7F) << 7 | d << 14
-                        pos += 3
-                    else:
-                        b, pos = varint(data, pos, 10, "timestamp_delta")
-                    ts_delta = (b >> 1) ^ -(b & 1)
-            b = data[pos]
-            if b < 0x80:
-                offset_delta = unzig[b]
-                pos += 1
-            else:
-                c = data[pos + 1]
-                if c < 0x80:
-                    offset_delta = unzig[(b & 0x7F) | (c << 7)]
-                    pos += 2
-                else:
-                    d = data[pos + 2]
-                    if d < 0x80:                 # three bytes: deltas in big batches
-                        b = (b & 0x7F) | (c & 0x7F) << 7 | d << 14
-                        pos += 3
-                    else:
-                        b, pos = varint(data, pos, 5, "offset_delta")
-                    offset_delta = (b >> 1) ^ -(b & 1)
-            b = data[pos]
-            if b < 0x80:
-                n = unzig[b]
-                pos += 1
-            else:
-                c = data[pos + 1]
-                if c < 0x80:
-                    n = unzig[(b & 0x7F) | (c << 7)]
-                    pos += 2
-                else:
-                    b, pos = varint(data, pos, 5, "key_length")
-                    n = (b >> 1) ^ -(b & 1)
-            if n >= 0:
-                if n > rec_end - pos:
-                    raise _bad(f"key_length {n} but the record has {rec_end - pos} bytes left", pos, i, "key")
-                key = data[pos:pos + n]
-                pos += n
-            elif n == -1:
-                key = None
-            else:
-                raise _bad(f"invalid key_length {n}", pos, i, "key_length")
-            b = data[pos]
-            if b < 0x80:
-                n = unzig[b]
-                pos += 1
-            else:
-                c = data[pos + 1]
-                if c < 0x80:
-                    n = unzig[(b & 0x7F) | (c << 7)]
-                    pos += 2
-                else:
-                    b, pos = varint(data, pos, 5, "value_length")
-                    n = (b >> 1) ^ -(b & 1)
-            if n >= 0:
-                if n > rec_end - pos:
-                    raise _bad(f"value_length {n} but the record has {rec_end - pos} bytes left", pos, i,
-                               "value")
-                value = data[pos:pos + n]
-                pos += n
-            elif n == -1:
-                value = None
-            else:
-                raise _bad(f"invalid value_length {n}", pos, i, "value_length")
-            if data[pos] == 0:
-                headers = ()
-                pos += 1
-            else:
-                b = data[pos]
-                if b < 0x80:
-                    n = unzig[b]
-                    pos += 1
-                else:
-                    c = data[pos + 1]
-                    if c < 0x80:
-                        n = unzig[(b & 0x7F) | (c << 7)]
-                        pos += 2
-                    else:
-                        b, pos = varint(data, pos, 5, "headers_count")
-                        n = (b >> 1) ^ -(b & 1)
-                if n < 0 or 2 * n > rec_end - pos:
-                    raise _bad(f"invalid headers_count {n} with {rec_end - pos} bytes left", pos, i,
-                               "headers_count")
-                # Few headers: grow a tuple (cheapest); many: a list (tuple growth would be quadratic).
-                headers = () if n <= 16 else []
-                h = n
-                while h:                              # (cheaper than a for loop over range(n))
-                    h -= 1
-                    b = data[pos]
-                    if b < 0x80:
-                        hk = unzig[b]
-                        pos += 1
-                    else:
-                        c = data[pos + 1]
-                        if c < 0x80:
-                            hk = unzig[(b & 0x7F) | (c << 7)]
-                            pos += 2
-                        else:
-                            b, pos = varint(data, pos, 5, "header key_length")
-                            hk = (b >> 1) ^ -(b & 1)
-                    if hk < 0 or hk > rec_end - pos:
-                        raise _bad(f"invalid header key_length {hk}", pos, i, "headers")
-                    hkey = data[pos:pos + hk].decode()  # UTF-8; no argument is the fast path
-                    pos += hk
-                    b = data[pos]
-                    if b < 0x80:
-                        hv = unzig[b]
-                        pos += 1
-                    else:
-                        c = data[pos + 1]
-                        if c < 0x80:
-                            hv = unzig[(b & 0x7F) | (c << 7)]
-                            pos += 2
-                        else:
-                            b, pos = varint(data, pos, 5, "header value_length")
-                            hv = (b >> 1) ^ -(b & 1)
-                    if hv >= 0:
-                        if hv > rec_end - pos:
-                            raise _bad(f"header value_length {hv} but the record has {rec_end - pos} bytes left",
-                                       pos, i, "headers")
-                        headers += ((hkey, data[pos:pos + hv]),)
-                        pos += hv
-                    elif hv == -1:
-                        headers += ((hkey, None),)
-                    else:
-                        raise _bad(f"invalid header value_length {hv}", pos, i, "headers")
-                if n > 16:
-                    headers = tuple(headers)
-            if pos != rec_end:
-                raise _bad(f"record length says {length} bytes but its fields took {pos - rec_end + length}",
-                           rec_end - length, i, "length")
-            append(new(cls, (base_offset + offset_delta,
-                             max_timestamp if log_append else base_timestamp + ts_delta,
-                             key, value, headers, timestamp_type, attributes, offset_delta, ts_delta)))
-    except DecodeError as e:
-        if not e.path:
-            e.path = f"records[{i}]"
-        raise
-    except IndexError:
-        raise _bad("the record runs past the end of the batch", min(pos, end), i, "") from None
-    except UnicodeDecodeError as e:
-        raise _bad(f"header key is not valid UTF-8 ({e.reason})", pos + e.start, i, "headers") from None
-    finally:
-        if paused:
-            gc.enable()
+    records: list = []
+    with gc_paused(count):
+        try:
+            pos = _decode_loop(data, pos, end, count, base_offset, base_timestamp, TimestampType(timestamp_type),
+                               log_append, max_timestamp, records)
+        except DecodeError as e:
+            if not e.path:
+                e.path = f"records[{len(records)}]"
+            raise
+        except IndexError:
+            raise _bad("the record runs past the end of the batch", end, len(records), "") from None
+        except UnicodeDecodeError as e:
+            raise _bad(f"header key is not valid UTF-8 ({e.reason})", e.start, len(records), "headers") from None
     if pos != end:
         raise DecodeError(f"{end - pos} bytes left over after the last of {count} records",
                           path=f"records[{count}]", offset=pos)
