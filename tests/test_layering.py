@@ -12,6 +12,8 @@ PKG = Path(__file__).resolve().parents[1] / "kafkalab"
 
 # room -> rooms it must never import (besides itself, every room may import these lower ones only)
 FORBIDDEN = {
+    "common": {"protocol", "records", "storage", "network", "server", "purgatory", "controller", "coordinator",
+               "security", "clients", "trace", "viz", "spark", "testing", "cli", "tools", "exercises"},
     "protocol": {"records", "storage", "network", "server", "purgatory", "controller", "coordinator", "security",
                  "clients", "trace", "viz", "spark", "testing", "cli", "tools"},
     "records": {"storage", "network", "server", "purgatory", "controller", "coordinator", "security", "clients",

@@ -1,0 +1,8 @@
+"""kafkalab.common -- the ground floor every room may stand on: clocks and schedulers.
+
+Nothing here imports any other part of kafkalab.
+"""
+from kafkalab.common.scheduler import MockScheduler, Scheduler, ScheduledTask, ThreadScheduler
+from kafkalab.common.time import MockTime, SystemTime, Time
+
+__all__ = ["Time", "SystemTime", "MockTime", "Scheduler", "ScheduledTask", "ThreadScheduler", "MockScheduler"]
