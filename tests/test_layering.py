@@ -23,13 +23,16 @@ FORBIDDEN = {
     "network": {"server", "clients", "viz", "spark", "testing", "cli"},
     "server": {"clients", "viz", "spark", "testing", "cli"},
     "purgatory": {"server", "clients", "viz", "spark", "testing", "cli"},
-    "controller": {"clients", "viz", "spark", "testing", "cli"},
+    "controller": {"server", "storage", "network", "clients", "viz", "spark", "testing", "cli"},
     "coordinator": {"clients", "viz", "spark", "testing", "cli"},
     "security": {"server", "clients", "viz", "spark", "testing", "cli"},
     "clients": {"server", "storage", "controller", "coordinator", "purgatory", "network", "viz", "spark",
                 "testing", "cli"},
     "trace": {"spark", "testing", "cli"},
     "viz": {"spark", "testing", "cli"},
+    # the embedded ZooKeeper stands alone: only kafkalab.common below it
+    "zk": {"protocol", "records", "storage", "network", "server", "purgatory", "controller", "coordinator",
+           "security", "clients", "trace", "viz", "spark", "testing", "cli", "tools", "exercises"},
 }
 
 

@@ -1,0 +1,411 @@
+"""The controller (ZooKeeper era): one broker, elected through ZooKeeper, that decides leaders for everyone.
+
+Theory of operation
+-------------------
+Every broker runs this code, but only one is *active*: the one that created the ephemeral ``/controller``
+znode first. The others watch that znode; when its owner's session ends (the broker died or was cut off),
+the znode disappears, the watches fire, and they race again. Each new controller increments
+``/controller_epoch`` and stamps every request and every ZooKeeper write with it, so a deposed controller
+that does not know it yet ("zombie") is ignored by brokers and fenced by ZooKeeper.
+
+The active controller works through **events**, one at a time (Kafka's ControllerEventManager):
+
+* *failover* -- read everything from ZooKeeper, tell every broker the whole state (UpdateMetadata), tell every
+  replica its role (LeaderAndIsr), elect leaders for partitions that have none;
+* *broker change* (``/brokers/ids`` children) -- a new broker gets the metadata and its replicas' roles; for a
+  dead broker, each partition it led gets a new leader (the first live ISR member in assignment order, see
+  :mod:`.election`) with a bumped leader epoch, and it leaves the ISR of the others;
+* *topic change* (``/brokers/topics`` children) -- a new topic's partitions get their first leader and ISR,
+  written to ``/brokers/topics/<t>/partitions/<p>/state``;
+* *partition modification* -- CreatePartitions added partitions to a topic;
+* *topic deletion* (``/admin/delete_topics``) -- StopReplica with delete to every replica, then the znodes go;
+* *ISR change notification* -- a leader changed an ISR in ZooKeeper; all brokers get UpdateMetadata.
+
+Every decision is written to ZooKeeper first (conditionally on the controller epoch's zkVersion), then sent
+to brokers through :class:`~kafkalab.controller.channel.ControllerBrokerRequestBatch`.
+
+Mirrors: ``core/src/main/scala/kafka/controller/KafkaController.scala``, ``PartitionStateMachine.scala``,
+``ReplicaStateMachine.scala``, ``TopicDeletionManager.scala``.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Callable, Optional
+
+from kafkalab.controller.channel import ControllerBrokerRequestBatch, send_all
+from kafkalab.controller.context import ControllerContext
+from kafkalab.controller.election import offline_partition_leader
+from kafkalab.zk import ControllerMovedException, KeeperException, NodeExistsException
+from kafkalab.zk.paths import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+
+__all__ = ["KafkaController"]
+
+log = logging.getLogger("kafkalab.controller.KafkaController")
+
+
+class KafkaController:
+    """``unclean_election(topic) -> bool`` answers ``unclean.leader.election.enable`` for a topic."""
+
+    def __init__(self, broker_id: int, zk, channel, *, inter_broker_listener: str = "PLAINTEXT",
+                 unclean_election: Optional[Callable[[str], bool]] = None, name: Optional[str] = None):
+        self.broker_id = broker_id
+        self.zk = zk
+        self.channel = channel
+        self.context = ControllerContext()
+        self.context.inter_broker_listener = inter_broker_listener
+        self.unclean_election = unclean_election or (lambda topic: False)
+        self.name = name or f"Controller id={broker_id}"
+        self.active_controller_id = -1
+        self.events: Optional[asyncio.Queue] = None
+        self._worker: Optional[asyncio.Task] = None
+        self.event_log: list[tuple[str, str]] = []   # (event, outcome) for labs
+        self._listeners: list[Callable[[str, dict], None]] = []
+
+    # ------------------------------------------------------------------------------------------ lifecycle
+    @property
+    def is_active(self) -> bool:
+        return self.active_controller_id == self.broker_id
+
+    def add_listener(self, fn: Callable[[str, dict], None]) -> None:
+        """``fn(event, details)`` after each processed event (labs draw controller timelines from this)."""
+        self._listeners.append(fn)
+
+    async def startup(self) -> None:
+        self.events = asyncio.Queue()
+        self._worker = asyncio.get_running_loop().create_task(self._run(), name=f"{self.name}-event-thread")
+        self.enqueue("startup")
+
+    async def shutdown(self) -> None:
+        if self._worker is not None:
+            self._worker.cancel()
+            await asyncio.gather(self._worker, return_exceptions=True)
+            self._worker = None
+        if self.is_active:
+            self._resign()
+
+    def enqueue(self, event: str, *args) -> None:
+        if self.events is not None:
+            self.events.put_nowait((event, args))
+
+    def _watch(self, event: str, *args) -> Callable:
+        return lambda _watched: self.enqueue(event, *args)
+
+    async def _run(self) -> None:
+        while True:
+            event, args = await self.events.get()
+            try:
+                await getattr(self, f"_on_{event}")(*args)
+                outcome = "ok"
+            except ControllerMovedException as e:
+                log.info("%s: %s while processing %s; resigning", self.name, e, event)
+                self._resign()
+                self.enqueue("reelect")
+                outcome = "controller moved"
+            except KeeperException as e:  # e.g. our session expired: try again after re-election
+                log.warning("%s: ZooKeeper error in %s: %s", self.name, event, e)
+                outcome = f"zookeeper error: {e}"
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("%s: error processing %s", self.name, event)
+                outcome = "error"
+            self.event_log.append((event, outcome))
+            for fn in list(self._listeners):
+                try:
+                    fn(event, {"outcome": outcome, "active": self.is_active, "epoch": self.context.epoch})
+                except Exception:
+                    pass
+
+    # ------------------------------------------------------------------------------------------ election
+    async def _on_startup(self) -> None:
+        self.zk.controller_exists(watch=self._watch("controller_change"))
+        await self._elect()
+
+    async def _on_reelect(self) -> None:
+        await self._elect()
+
+    async def _on_controller_change(self) -> None:
+        was_active = self.is_active
+        current = self.zk.get_controller_id(watch=self._watch("controller_change"))
+        self.active_controller_id = -1 if current is None else current
+        if was_active and not self.is_active:
+            self._resign()
+        if current is None:
+            await self._elect()
+
+    async def _elect(self) -> None:
+        try:
+            epoch, zk_version = self.zk.register_controller_and_increment_controller_epoch(self.broker_id)
+        except (ControllerMovedException, NodeExistsException):
+            current = self.zk.get_controller_id(watch=self._watch("controller_change"))
+            self.active_controller_id = -1 if current is None else current
+            if current is None:
+                self.enqueue("reelect")
+            return
+        self.zk.controller_exists(watch=self._watch("controller_change"))
+        self.active_controller_id = self.broker_id
+        self.context.clear()
+        self.context.inter_broker_listener = self.context.inter_broker_listener or "PLAINTEXT"
+        self.context.epoch, self.context.epoch_zk_version = epoch, zk_version
+        log.info("%s: elected as the controller with epoch %d", self.name, epoch)
+        await self._on_controller_failover()
+
+    def _resign(self) -> None:
+        log.info("%s: resigning as controller", self.name)
+        listener = self.context.inter_broker_listener
+        self.context.clear()
+        self.context.inter_broker_listener = listener
+        if self.active_controller_id == self.broker_id:
+            self.active_controller_id = -1
+
+    # ------------------------------------------------------------------------------------------ failover
+    async def _on_controller_failover(self) -> None:
+        ctx = self.context
+        self.zk.get_children("/brokers/ids", watch=self._watch("broker_change"))
+        self.zk.get_children("/brokers/topics", watch=self._watch("topic_change"))
+        self.zk.make_sure_persistent_path_exists("/admin/delete_topics")
+        self.zk.make_sure_persistent_path_exists("/isr_change_notification")
+        for broker_id, (info, epoch) in self.zk.get_all_broker_and_epochs_in_cluster().items():
+            ctx.live_brokers[broker_id] = info
+            ctx.broker_epochs[broker_id] = epoch
+        for topic in self.zk.get_all_topics_in_cluster():
+            self._load_topic(topic)
+        for tp, state in self.zk.get_topic_partition_states(
+                TopicPartition(t, p) for t, p in ctx.assignments).items():
+            ctx.partition_states[(tp.topic, tp.partition)] = state
+        deletions = self.zk.get_topic_deletions(watch=self._watch("topic_deletion"))
+        ctx.topics_being_deleted.update(t for t in deletions if (t, 0) in ctx.assignments or t in ctx.topic_ids)
+        self.zk.get_all_isr_change_notifications(watch=self._watch("isr_change_notification"))
+        batch = self._batch()
+        batch.add_update_metadata(ctx.live_broker_ids(), list(ctx.assignments))
+        # Partitions never initialised (the creator died halfway) or without a live leader need an election.
+        new = [tp for tp in ctx.assignments if tp not in ctx.partition_states]
+        self._initialize_partitions(new, batch)
+        self._elect_offline_partitions(ctx.offline_partitions(), batch)
+        for tp in ctx.assignments:
+            if tp not in new and tp[0] not in ctx.topics_being_deleted:
+                batch.add_leader_and_isr([b for b in ctx.replicas(tp) if ctx.is_live(b)], tp)
+        await self._send(batch)
+        if ctx.topics_being_deleted:
+            await self._delete_topics(sorted(ctx.topics_being_deleted))
+
+    def _load_topic(self, topic: str) -> None:
+        found = self.zk.get_replica_assignment_and_topic_id(topic, watch=self._watch("partition_modifications",
+                                                                                      topic))
+        if found is None:
+            return
+        self.context.topic_ids[topic] = found.topic_id
+        for p, ra in found.assignment.items():
+            self.context.assignments[(topic, p)] = tuple(ra.replicas)
+
+    def _batch(self) -> ControllerBrokerRequestBatch:
+        return ControllerBrokerRequestBatch(self.broker_id, self.context)
+
+    async def _send(self, batch: ControllerBrokerRequestBatch) -> None:
+        if batch.is_empty():
+            return
+        requests = batch.build(self.context.epoch, self.context.broker_epochs)
+        await send_all(self.channel, requests)
+
+    # ------------------------------------------------------------------------------------------ partitions
+    def _initialize_partitions(self, partitions, batch) -> None:
+        """NewPartition -> OnlinePartition: leader = first live replica, ISR = live replicas, epoch 0."""
+        ctx = self.context
+        states = {}
+        for tp in sorted(partitions):
+            live = [b for b in ctx.replicas(tp) if ctx.is_live(b)]
+            if not live:
+                log.warning("%s: no live replica for new partition %s-%s", self.name, *tp)
+                continue
+            lai = LeaderAndIsr(live[0], LeaderAndIsr.INITIAL_LEADER_EPOCH, tuple(live))
+            states[TopicPartition(*tp)] = LeaderIsrAndControllerEpoch(lai, ctx.epoch)
+        if not states:
+            return
+        results = self.zk.create_topic_partition_states(states, ctx.epoch_zk_version)
+        for tp, result in results.items():
+            key = (tp.topic, tp.partition)
+            if isinstance(result, Exception):
+                existing = self.zk.get_topic_partition_state(tp)
+                if existing is not None:
+                    ctx.partition_states[key] = existing
+                continue
+            ctx.partition_states[key] = states[tp]
+            batch.add_leader_and_isr([b for b in ctx.replicas(key) if ctx.is_live(b)], key, is_new=True)
+
+    def _elect_offline_partitions(self, partitions, batch) -> None:
+        """OfflinePartition -> OnlinePartition with a new leader chosen from the live ISR (or uncleanly)."""
+        ctx = self.context
+        updates = {}
+        for tp in partitions:
+            state = ctx.partition_states.get(tp)
+            if state is None:
+                continue
+            lai = state.leader_and_isr
+            election = offline_partition_leader(ctx.replicas(tp), lai.isr, ctx.live_broker_ids(),
+                                                self.unclean_election(tp[0]))
+            if election.leader < 0:
+                if lai.leader != -1:  # record that the partition is offline: leader -1, same ISR
+                    updates[tp] = lai.new_leader_and_isr(-1, lai.isr)
+                continue
+            if election.unclean:
+                log.warning("%s: unclean leader election for %s-%s: %s is not in the ISR %s; committed records "
+                            "may be lost", self.name, tp[0], tp[1], election.leader, list(lai.isr))
+            updates[tp] = lai.new_leader_and_isr(election.leader, election.isr)
+        self._write_states(updates, batch)
+
+    def _write_states(self, updates: dict, batch) -> None:
+        ctx = self.context
+        while updates:
+            result = self.zk.update_leader_and_isr({TopicPartition(*tp): lai for tp, lai in updates.items()},
+                                                   ctx.epoch, ctx.epoch_zk_version)
+            for tp, lai in result.finished_partitions.items():
+                key = (tp.topic, tp.partition)
+                if isinstance(lai, Exception):
+                    continue
+                ctx.partition_states[key] = LeaderIsrAndControllerEpoch(lai, ctx.epoch)
+                batch.add_leader_and_isr([b for b in ctx.replicas(key) if ctx.is_live(b)], key)
+            retry = {}
+            for tp in result.partitions_to_retry:  # somebody (a leader changing its ISR) wrote first: re-read
+                fresh = self.zk.get_topic_partition_state(tp)
+                key = (tp.topic, tp.partition)
+                if fresh is None or key not in updates:
+                    continue
+                ctx.partition_states[key] = fresh
+                wanted = updates[key]
+                retry[key] = LeaderAndIsr(wanted.leader, fresh.leader_and_isr.leader_epoch + 1, wanted.isr,
+                                          wanted.leader_recovery_state, fresh.leader_and_isr.partition_epoch)
+            updates = retry
+
+    # ------------------------------------------------------------------------------------------ brokers
+    async def _on_broker_change(self) -> None:
+        if not self.is_active:
+            return
+        ctx = self.context
+        ids = set(self.zk.get_children("/brokers/ids", watch=self._watch("broker_change")))
+        current = {int(i) for i in ids}
+        registered = self.zk.get_all_broker_and_epochs_in_cluster()
+        new = sorted(b for b in current if b not in ctx.live_brokers
+                     or registered.get(b, (None, -1))[1] != ctx.broker_epochs.get(b))
+        dead = sorted(b for b in ctx.live_brokers if b not in current)
+        for b in dead:
+            ctx.live_brokers.pop(b, None)
+            ctx.broker_epochs.pop(b, None)
+            ctx.shutting_down_brokers.discard(b)
+        for b in new:
+            info, epoch = registered[b]
+            ctx.live_brokers[b] = info
+            ctx.broker_epochs[b] = epoch
+        if dead:
+            await self._on_broker_failure(dead)
+        if new:
+            await self._on_broker_startup(new)
+
+    async def _on_broker_startup(self, new_brokers: list[int]) -> None:
+        ctx = self.context
+        batch = self._batch()
+        batch.add_update_metadata(ctx.live_broker_ids(), list(ctx.assignments))
+        for b in new_brokers:
+            for tp in ctx.partitions_on(b):
+                if tp[0] not in ctx.topics_being_deleted and tp in ctx.partition_states:
+                    batch.add_leader_and_isr([b], tp)
+        self._elect_offline_partitions(ctx.offline_partitions(), batch)
+        await self._send(batch)
+
+    async def _on_broker_failure(self, dead: list[int]) -> None:
+        ctx = self.context
+        batch = self._batch()
+        led = [tp for b in dead for tp in ctx.partitions_led_by(b)]
+        self._elect_offline_partitions(sorted(set(led)), batch)
+        # Followers on dead brokers leave the ISR (the leader stays; the leader epoch moves on).
+        shrink = {}
+        for b in dead:
+            for tp in ctx.partitions_on(b):
+                state = ctx.partition_states.get(tp)
+                if state is None or tp in led:
+                    continue
+                lai = state.leader_and_isr
+                if b in lai.isr and len(lai.isr) > 1:
+                    shrink[tp] = lai.new_leader_and_isr(lai.leader, [r for r in lai.isr if r != b])
+        self._write_states(shrink, batch)
+        batch.add_update_metadata(ctx.live_broker_ids(), list(ctx.assignments))
+        await self._send(batch)
+
+    # ------------------------------------------------------------------------------------------ topics
+    async def _on_topic_change(self) -> None:
+        if not self.is_active:
+            return
+        ctx = self.context
+        topics = set(self.zk.get_children("/brokers/topics", watch=self._watch("topic_change")))
+        known = set(ctx.topics)
+        added = sorted(topics - known)
+        for topic in sorted(known - topics):
+            ctx.remove_topic(topic)
+        if not added:
+            return
+        new_partitions = []
+        for topic in added:
+            self._load_topic(topic)
+            new_partitions.extend(ctx.partitions_of(topic))
+        batch = self._batch()
+        self._initialize_partitions(new_partitions, batch)
+        await self._send(batch)
+
+    async def _on_partition_modifications(self, topic: str) -> None:
+        if not self.is_active:
+            return
+        ctx = self.context
+        before = set(ctx.partitions_of(topic))
+        self._load_topic(topic)
+        added = [tp for tp in ctx.partitions_of(topic) if tp not in before]
+        if added:
+            batch = self._batch()
+            self._initialize_partitions(added, batch)
+            await self._send(batch)
+
+    async def _on_topic_deletion(self) -> None:
+        if not self.is_active:
+            return
+        topics = self.zk.get_topic_deletions(watch=self._watch("topic_deletion"))
+        known = [t for t in topics if t in self.context.topic_ids or self.context.partitions_of(t)]
+        unknown = [t for t in topics if t not in known]
+        if unknown:
+            self.zk.delete_topic_deletions(unknown, self.context.epoch_zk_version)
+        if known:
+            await self._delete_topics(known)
+
+    async def _delete_topics(self, topics: list[str]) -> None:
+        """Kafka's TopicDeletionManager, without the retries for offline replicas: all replicas stop and
+        delete the partition, then the topic's znodes are removed and brokers learn it is gone."""
+        ctx = self.context
+        ctx.topics_being_deleted.update(topics)
+        batch = self._batch()
+        for topic in topics:
+            for tp in ctx.partitions_of(topic):
+                batch.add_stop_replica([b for b in ctx.replicas(tp) if b in ctx.live_brokers], tp, delete=True)
+        batch.add_update_metadata(ctx.live_broker_ids(), [tp for t in topics for tp in ctx.partitions_of(t)])
+        await self._send(batch)
+        for topic in topics:
+            self.zk.delete_topic_znode(topic, ctx.epoch_zk_version)
+            self.zk.delete_topic_configs([topic], ctx.epoch_zk_version)
+            self.zk.delete_topic_deletions([topic], ctx.epoch_zk_version)
+            ctx.remove_topic(topic)
+
+    # ------------------------------------------------------------------------------------------ ISR changes
+    async def _on_isr_change_notification(self) -> None:
+        if not self.is_active:
+            return
+        ctx = self.context
+        seqs = self.zk.get_all_isr_change_notifications(watch=self._watch("isr_change_notification"))
+        if not seqs:
+            return
+        changed = self.zk.get_partitions_from_isr_change_notifications(seqs)
+        self.zk.delete_isr_change_notifications(seqs, ctx.epoch_zk_version)
+        tps = []
+        for tp, state in self.zk.get_topic_partition_states(changed).items():
+            ctx.partition_states[(tp.topic, tp.partition)] = state
+            tps.append((tp.topic, tp.partition))
+        if tps:
+            batch = self._batch()
+            batch.add_update_metadata(ctx.live_broker_ids(), tps)
+            await self._send(batch)

@@ -1,0 +1,18 @@
+"""kafkalab.network -- sockets to requests and back: listeners, processors, the request channel.
+
+* :mod:`.endpoint` -- ``PLAINTEXT://host:port`` listeners and security protocols.
+* :mod:`.request_channel` -- the bounded request queue, response actions, request timing, metrics and log.
+* :mod:`.socket_server` -- acceptors and per-connection processors; Kafka's rules for bad input; sendfile.
+
+Mirrors ``core/src/main/scala/kafka/network/``. This room knows nothing about logs, partitions or clients.
+"""
+from kafkalab.network.endpoint import ConfigError, EndPoint, parse_listeners, parse_protocol_map
+from kafkalab.network.request_channel import (ANONYMOUS, CloseConnectionResponse, NetworkRequest, NoOpResponse,
+                                              RequestChannel, RequestContext, RequestLog, RequestMetrics,
+                                              RequestRecord, SendResponse)
+from kafkalab.network.socket_server import SENDFILE_THRESHOLD, FileRegion, RecordsSlices, SocketServer
+
+__all__ = ["ConfigError", "EndPoint", "parse_listeners", "parse_protocol_map", "ANONYMOUS", "RequestChannel",
+           "RequestContext", "NetworkRequest", "RequestLog", "RequestMetrics", "RequestRecord", "SendResponse",
+           "NoOpResponse", "CloseConnectionResponse", "SocketServer", "FileRegion", "RecordsSlices",
+           "SENDFILE_THRESHOLD"]

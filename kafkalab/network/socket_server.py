@@ -1,0 +1,342 @@
+"""The socket server: acceptors, connection processors, and Kafka's rules for bad input.
+
+Theory of operation
+-------------------
+For every listener the broker binds one server socket (Kafka's *acceptor*). Each accepted connection gets a
+*processor* (here: one coroutine per connection) that
+
+1. reads bytes and cuts them into frames (an int32 size, then that many bytes). A size below 0 or above
+   ``socket.request.max.bytes`` closes the connection at once: the broker never allocates from a size it has
+   not checked (``InvalidReceiveException`` in Kafka).
+2. parses the request header and body *on the network side*. Anything that does not parse -- an unknown API
+   key, a version the broker does not support, a body that runs short -- closes the connection **without a
+   response**: the broker cannot know how the client would read one. The one exception is ApiVersions: a
+   client that asks with a version too new gets a reply in the oldest format (v0, error 35
+   UNSUPPORTED_VERSION, listing the ApiVersions versions the broker does support), because that is how a
+   client and a broker discover what they have in common (KIP-35, KIP-511).
+3. puts the request into the request channel and **mutes** the connection: it reads no further request
+   from this client until the response to this one has been written. So on one connection requests are
+   processed one at a time and answered in the order they were sent, however many the client pipelines;
+   the extra ones wait in the socket buffer (and here in the frame reader's buffer).
+4. writes the response. Record batches read from a log file go out with ``sendfile`` (zero-copy: the bytes
+   go from the page cache to the socket without passing through Python) when they are large enough.
+
+Idle connections are closed after ``connections.max.idle.ms``.
+
+Mirrors: ``core/src/main/scala/kafka/network/SocketServer.scala`` (Acceptor, Processor,
+``processCompletedReceives``, ``parseRequestHeader``) and ``clients/.../network/NetworkReceive.java``.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import socket
+import struct
+from typing import Callable, Optional
+
+from kafkalab.common.time import SYSTEM, Time
+from kafkalab.network.endpoint import EndPoint
+from kafkalab.network.request_channel import (ANONYMOUS, CloseConnectionResponse, NetworkRequest, NoOpResponse,
+                                              RequestChannel, RequestContext, SendResponse)
+from kafkalab.protocol import (RESPONSE_HEADER, ApiKey, DecodeError, ErrorCode, FrameReader, InvalidReceiveError,
+                               UnsupportedVersionError, api_name, codec, decode_request, response_class,
+                               response_header_version, response_schema)
+
+__all__ = ["SocketServer", "FileRegion", "SENDFILE_THRESHOLD"]
+
+log = logging.getLogger("kafkalab.network.SocketServer")
+
+#: Record data at least this large is written with sendfile; smaller pieces are copied (cheaper syscalls).
+SENDFILE_THRESHOLD = 64 * 1024
+_SIZE = struct.Struct(">i")
+
+
+class FileRegion:
+    """Bytes of a file to be sent as they are (a log segment slice): zero-copy with ``sendfile``.
+
+    ``len()`` works, so a FileRegion can stand in for a ``records`` field when a response is encoded.
+    """
+
+    __slots__ = ("path", "position", "size")
+
+    def __init__(self, path, position: int, size: int):
+        self.path, self.position, self.size = path, position, size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def read(self) -> bytes:
+        with open(self.path, "rb") as f:
+            f.seek(self.position)
+            return f.read(self.size)
+
+    def __repr__(self) -> str:
+        return f"FileRegion({os.path.basename(str(self.path))}, position={self.position}, size={self.size})"
+
+
+class RecordsSlices:
+    """Several FileRegions (or bytes) that together form one ``records`` field (a read across segments)."""
+
+    __slots__ = ("parts", "size")
+
+    def __init__(self, parts):
+        self.parts = list(parts)
+        self.size = sum(len(p) for p in self.parts)
+
+    def __len__(self) -> int:
+        return self.size
+
+
+class _Listener:
+    def __init__(self, endpoint: EndPoint, server: asyncio.AbstractServer):
+        self.endpoint = endpoint
+        self.server = server
+        sock = server.sockets[0]
+        self.port = sock.getsockname()[1]
+
+
+class SocketServer:
+    """Binds every listener, runs a processor per connection, and hands requests to the request channel.
+
+    ``enabled_apis`` maps API key -> (min, max) version that the broker serves (what ApiVersions
+    advertises); anything else is refused as Kafka refuses it.
+    """
+
+    def __init__(self, endpoints: list[EndPoint], channel: RequestChannel, enabled_apis: dict[int, tuple[int, int]],
+                 *, max_request_bytes: int = 104857600, connections_max_idle_ms: int = 600_000,
+                 time: Time = SYSTEM, on_close: Optional[Callable[[str], None]] = None, name: str = "broker"):
+        self.endpoints = endpoints
+        self.channel = channel
+        self.enabled_apis = enabled_apis
+        self.max_request_bytes = max_request_bytes
+        self.idle_timeout = connections_max_idle_ms / 1000.0 if connections_max_idle_ms > 0 else None
+        self.time = time
+        self.on_close = on_close
+        self.name = name
+        self.listeners: dict[str, _Listener] = {}
+        self._connections: dict[str, asyncio.StreamWriter] = {}
+        self._tasks: set[asyncio.Task] = set()
+        self._index = itertools.count()
+        self._closing = False
+
+    # ------------------------------------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        for ep in self.endpoints:
+            server = await asyncio.start_server(
+                lambda r, w, ep=ep: self._spawn(ep, r, w), host=ep.host or None, port=ep.port,
+                reuse_address=True, limit=1 << 20)
+            self.listeners[ep.listener_name] = _Listener(ep, server)
+
+    def _spawn(self, ep: EndPoint, reader, writer) -> None:
+        task = asyncio.ensure_future(self._process(ep, reader, writer))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def bound_port(self, listener_name: str) -> int:
+        return self.listeners[listener_name].port
+
+    def bound_endpoints(self) -> list[EndPoint]:
+        """The listeners with the ports actually bound (port 0 in the config means "any free port")."""
+        return [ep._replace(port=self.listeners[ep.listener_name].port) for ep in self.endpoints]
+
+    async def stop_accepting(self) -> None:
+        for listener in self.listeners.values():
+            listener.server.close()
+        for listener in self.listeners.values():
+            await listener.server.wait_closed()
+
+    async def stop(self) -> None:
+        """Stop accepting, close every connection, wait for the processors to finish."""
+        self._closing = True
+        for listener in self.listeners.values():
+            listener.server.close()
+        for writer in list(self._connections.values()):
+            writer.close()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def abort_all(self) -> None:
+        """Drop every socket at once, as a killed process would (no flush, no FIN handshake politeness)."""
+        self._closing = True
+        for listener in self.listeners.values():
+            listener.server.close()
+        for writer in list(self._connections.values()):
+            transport = writer.transport
+            if transport is not None:
+                transport.abort()
+        for task in list(self._tasks):
+            task.cancel()
+
+    @property
+    def connection_ids(self) -> list[str]:
+        return list(self._connections)
+
+    # ------------------------------------------------------------------------------------------ processor
+    async def _process(self, ep: EndPoint, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+        local = writer.get_extra_info("sockname") or ("?", 0)
+        peer = writer.get_extra_info("peername") or ("?", 0)
+        conn_id = f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}-{next(self._index)}"
+        self._connections[conn_id] = writer
+        self.channel.metrics.connections_created += 1
+        frames = FrameReader(self.max_request_bytes)
+        pending: list[bytes] = []
+        software = (None, None)
+        reason = "client closed the connection"
+        try:
+            while not self._closing:
+                if not pending:
+                    try:
+                        data = await asyncio.wait_for(reader.read(1 << 18), self.idle_timeout)
+                    except asyncio.TimeoutError:
+                        reason = "idle for longer than connections.max.idle.ms"
+                        break
+                    if not data:
+                        break
+                    try:
+                        pending.extend(frames.feed(data))
+                    except InvalidReceiveError as e:
+                        pending.extend(e.frames if getattr(e, "frames", None) else ())
+                        reason = f"{e.reason}; closing connection {conn_id}"
+                        log.warning("%s: %s", self.name, reason)
+                        await self._drain_pending(ep, conn_id, peer, pending, writer, software)
+                        break
+                    continue
+                frame = pending.pop(0)
+                outcome, software = await self._handle_frame(ep, conn_id, peer, frame, writer, software)
+                if outcome is not None:
+                    reason = outcome
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError):
+            reason = "connection reset"
+        except asyncio.CancelledError:
+            reason = "broker shutting down"
+        except Exception:  # never let one connection take the broker down
+            log.exception("%s: unexpected error on connection %s", self.name, conn_id)
+            reason = "unexpected error"
+        finally:
+            self._connections.pop(conn_id, None)
+            self.channel.metrics.connections_closed += 1
+            try:
+                writer.close()
+            except Exception:
+                pass
+            if self.on_close is not None:
+                self.on_close(conn_id)
+            log.debug("%s: closed %s (%s)", self.name, conn_id, reason)
+
+    async def _drain_pending(self, ep, conn_id, peer, pending, writer, software) -> None:
+        """Frames that arrived complete before a bad size prefix are still served, in order (as Kafka does)."""
+        while pending:
+            outcome, software = await self._handle_frame(ep, conn_id, peer, pending.pop(0), writer, software)
+            if outcome is not None:
+                return
+
+    async def _handle_frame(self, ep: EndPoint, conn_id: str, peer, frame: bytes, writer, software):
+        """Decode one frame, run it through the request channel, write the answer.
+
+        Returns ``(reason_to_close or None, software)``.
+        """
+        start_ns = self.time.nanoseconds()
+        received_ms = self.time.milliseconds()
+        try:
+            request = decode_request(frame)
+            key, version = request.api_key, request.api_version
+            if key not in self.enabled_apis:
+                raise DecodeError(f"Received request for disabled api {api_name(key)} (key {key})",
+                                  path="header.request_api_key", offset=0)
+            lo, hi = self.enabled_apis[key]
+            if not lo <= version <= hi:
+                raise UnsupportedVersionError(f"{api_name(key)} v{version} is not supported (lo {lo}, hi {hi})",
+                                              api_key=key, api_version=version, header=request.header)
+        except UnsupportedVersionError as e:
+            if e.api_key == ApiKey.API_VERSIONS and e.header is not None:
+                await self._send_api_versions_fallback(writer, e.header.correlation_id)
+                return None, software
+            log.warning("%s: closing %s: %s (client %s)", self.name, conn_id, e, _client(e.header))
+            return f"unsupported version: {e}", software
+        except DecodeError as e:
+            log.warning("%s: closing %s: error parsing request: %s", self.name, conn_id, e)
+            return f"error parsing request: {e}", software
+        header = request.header
+        if request.api_key == ApiKey.API_VERSIONS and request.api_version >= 3:
+            software = (request.body.client_software_name, request.body.client_software_version)
+        context = RequestContext(conn_id, peer[0], peer[1], ep.listener_name, ep.security_protocol, ANONYMOUS,
+                                 header, software[0], software[1])
+        net = NetworkRequest(context, request.body, len(frame) + 4, start_ns, received_ms)
+        await self.channel.send_request(net)
+        action = await net.response
+        if isinstance(action, SendResponse):
+            sent = await self._send(writer, header.request_api_key, header.request_api_version,
+                                    header.correlation_id, action.body)
+            self.channel.complete(net, sent, "response", self.time.nanoseconds())
+            return None, software
+        if isinstance(action, NoOpResponse):
+            self.channel.complete(net, 0, "no-response", self.time.nanoseconds())
+            return None, software
+        if isinstance(action, CloseConnectionResponse):
+            self.channel.complete(net, 0, "closed", self.time.nanoseconds())
+            return action.reason or "closed by the handler", software
+        raise TypeError(f"unknown response action {action!r}")
+
+    async def _send_api_versions_fallback(self, writer, correlation_id: int) -> None:
+        """The v0-format UNSUPPORTED_VERSION reply: header v0, error 35, [{18, min, max}], no throttle."""
+        lo, hi = self.enabled_apis.get(ApiKey.API_VERSIONS, (0, 0))
+        cls = response_class(ApiKey.API_VERSIONS)
+        body = cls(error_code=ErrorCode.UNSUPPORTED_VERSION,
+                   api_keys=(cls.ApiVersion(api_key=ApiKey.API_VERSIONS, min_version=lo, max_version=hi),))
+        await self._send(writer, ApiKey.API_VERSIONS, 0, correlation_id, body)
+
+    async def _send(self, writer: asyncio.StreamWriter, api_key: int, api_version: int, correlation_id: int,
+                    body) -> int:
+        """Encode and write one response; file regions go out with sendfile. Returns the bytes written."""
+        out: list = [b""]
+        hv = response_header_version(api_key, api_version)
+        codec.encode_into(RESPONSE_HEADER, hv, RESPONSE_HEADER.body_class(correlation_id=correlation_id), out)
+        codec.encode_into(response_schema(api_key), api_version, body, out)
+        total = 0
+        for piece in out:
+            total += len(piece)
+        out[0] = _SIZE.pack(total)
+        await self._write_pieces(writer, out)
+        return total + 4
+
+    async def _write_pieces(self, writer: asyncio.StreamWriter, pieces: list) -> None:
+        buffered: list = []
+        for piece in pieces:
+            if isinstance(piece, (bytes, bytearray, memoryview)):
+                buffered.append(piece)
+                continue
+            parts = piece.parts if isinstance(piece, RecordsSlices) else [piece]
+            for part in parts:
+                if isinstance(part, FileRegion) and part.size >= SENDFILE_THRESHOLD:
+                    if buffered:
+                        writer.write(b"".join(buffered))
+                        buffered = []
+                    await writer.drain()
+                    await self._sendfile(writer, part)
+                elif isinstance(part, FileRegion):
+                    buffered.append(part.read())
+                else:
+                    buffered.append(part)
+        if buffered:
+            writer.write(b"".join(buffered) if len(buffered) > 1 else buffered[0])
+        await writer.drain()
+
+    async def _sendfile(self, writer: asyncio.StreamWriter, region: FileRegion) -> None:
+        loop = asyncio.get_running_loop()
+        with open(region.path, "rb") as f:
+            await loop.sendfile(writer.transport, f, region.position, region.size, fallback=True)
+
+
+def _client(header) -> str:
+    return repr(header.client_id) if header is not None else "unknown"

@@ -1,0 +1,104 @@
+"""KafkaApis: dispatch every request to its handler, one module per API family.
+
+Theory of operation
+-------------------
+Kafka's ``KafkaApis.handle`` is one giant ``match`` on the API key. kafkalab splits it by family, one module
+each, and builds the dispatch table from the modules' declarations (:mod:`.base`), which also produce the
+ApiVersions advertisement::
+
+    api_versions   ApiVersions
+    metadata       Metadata
+    produce        Produce, InitProducerId
+    fetch          Fetch
+    offsets        ListOffsets, OffsetForLeaderEpoch, DeleteRecords
+    topics         CreateTopics, DeleteTopics, CreatePartitions
+    configs        DescribeConfigs, IncrementalAlterConfigs
+    cluster        DescribeCluster, DescribeTopicPartitions, DescribeLogDirs
+    coordinators   FindCoordinator
+
+Mirrors: ``core/src/main/scala/kafka/server/KafkaApis.scala`` and ``RequestHandlerHelper.scala``.
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+
+from kafkalab.network.request_channel import (CloseConnectionResponse, NetworkRequest, NoOpResponse,
+                                              SendResponse)
+from kafkalab.protocol import ErrorCode, api_name
+from kafkalab.server.apis.base import REGISTRY, Delayed, Handler
+
+# Importing the handler modules fills REGISTRY.
+from kafkalab.server.apis import api_versions, coordinators, fetch, metadata, offsets, produce  # noqa: F401,E402
+
+__all__ = ["KafkaApis", "REGISTRY", "enabled_apis"]
+
+log = logging.getLogger("kafkalab.server.KafkaApis")
+
+
+def enabled_apis() -> dict[int, tuple[int, int]]:
+    """API key -> (min, max) version: exactly what the handlers implement."""
+    return {key: (h.min_version, h.max_version) for key, h in sorted(REGISTRY.items())}
+
+
+class KafkaApis:
+    def __init__(self, broker, channel):
+        self.broker = broker
+        self.channel = channel
+        self._delayed: set[asyncio.Task] = set()
+
+    async def handle(self, request: NetworkRequest) -> None:
+        handler: Handler = REGISTRY[request.context.api_key]
+        try:
+            result = handler.func(self.broker, request)
+            if inspect.isawaitable(result):
+                result = await result
+        except Exception as e:  # answer like Kafka: an error code in the response, or close
+            result = self._error(handler, request, e)
+        if isinstance(result, Delayed):
+            request.local_complete_ns = self.channel.time.nanoseconds()
+            request.delayed = True
+            task = asyncio.get_running_loop().create_task(self._complete_later(handler, request, result))
+            self._delayed.add(task)
+            task.add_done_callback(self._delayed.discard)
+            return
+        self.channel.send_response(request, _action(result))
+
+    async def _complete_later(self, handler: Handler, request: NetworkRequest, delayed: Delayed) -> None:
+        try:
+            result = await delayed.awaitable
+        except asyncio.CancelledError:
+            self.channel.send_response(request, CloseConnectionResponse("broker shutting down"))
+            raise
+        except Exception as e:
+            result = self._error(handler, request, e)
+        self.channel.send_response(request, _action(result))
+
+    def _error(self, handler: Handler, request: NetworkRequest, e: Exception):
+        code = getattr(e, "error_code", None)
+        if code is None:
+            log.exception("%s: error handling %r", getattr(self.broker, "name", "broker"), request)
+            code = ErrorCode.UNKNOWN_SERVER_ERROR
+            message = None
+        else:
+            message = str(e)
+        request.error = f"{ErrorCode(code).name}: {message}" if message else ErrorCode(code).name
+        if handler.error_response is None:
+            return CloseConnectionResponse(f"{api_name(handler.api_key)} failed: {request.error}")
+        body = handler.error_response(request, code, message)
+        return body if body is not None else CloseConnectionResponse(request.error)
+
+    async def shutdown(self) -> None:
+        for task in list(self._delayed):
+            task.cancel()
+        if self._delayed:
+            await asyncio.gather(*self._delayed, return_exceptions=True)
+
+
+def _action(result):
+    if result is None:
+        return NoOpResponse()
+    if isinstance(result, (NoOpResponse, CloseConnectionResponse, SendResponse)):
+        return result
+    return SendResponse(result)

@@ -1,0 +1,97 @@
+"""FindCoordinator and InitProducerId: where a group lives, and ids for idempotent producers.
+
+Theory of operation
+-------------------
+**FindCoordinator.** Every consumer group is managed by one broker, its *coordinator*: the leader of one
+partition of the internal topic ``__consumer_offsets``, where the group's committed offsets and membership
+are stored. Which partition is a pure function of the group id: ``abs(hashCode(group.id)) %
+offsets.topic.num.partitions``, with Java's ``String.hashCode`` and Kafka's ``Utils.abs`` (which maps
+Integer.MIN_VALUE to 0), so every broker computes the same answer. The topic is created the first time
+somebody asks (with ``offsets.topic.num.partitions`` and ``offsets.topic.replication.factor``); until its
+leaders are elected the answer is COORDINATOR_NOT_AVAILABLE and the client asks again. v4+ batches several
+keys in one request (KIP-699).
+
+**InitProducerId.** An idempotent producer (``enable.idempotence=true``, the default of modern clients) asks
+for a producer id before its first Produce; the broker hands out ids from a block reserved in ZooKeeper (see
+:mod:`kafkalab.server.producer_id_manager`) with epoch 0. A producer asking again (after a fatal error, KIP-360)
+simply gets a fresh id. Transactional producers (with a ``transactional.id``) need a transaction coordinator,
+which this broker does not have: they get INVALID_REQUEST instead of a silent failure later.
+
+Mirrors: ``KafkaApis.handleFindCoordinatorRequest``, ``GroupMetadataManager.partitionFor``,
+``TransactionCoordinator.handleInitProducerId``.
+"""
+from __future__ import annotations
+
+from kafkalab.protocol import ApiKey, ErrorCode, response_class
+from kafkalab.server.apis.base import handles, top_level_error
+
+FindCoordinatorResponse = response_class(ApiKey.FIND_COORDINATOR)
+InitProducerIdResponse = response_class(ApiKey.INIT_PRODUCER_ID)
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+def java_string_hash(s: str) -> int:
+    """Java's ``String.hashCode``: ``s[0]*31^(n-1) + ... + s[n-1]`` over UTF-16 code units, as a signed int32."""
+    h = 0
+    units = s.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + ((units[i] << 8) | units[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def partition_for(key: str, num_partitions: int) -> int:
+    """``Utils.abs(key.hashCode()) % numPartitions`` (Utils.abs(Integer.MIN_VALUE) is 0, not negative)."""
+    h = java_string_hash(key)
+    return (0 if h == -(1 << 31) else abs(h)) % num_partitions
+
+
+def _find_error(request, code, message):
+    if request.context.api_version >= 4:
+        return FindCoordinatorResponse(coordinators=tuple(
+            FindCoordinatorResponse.Coordinator(key=k, node_id=-1, host="", port=-1, error_code=code,
+                                                error_message=message) for k in request.body.coordinator_keys))
+    return FindCoordinatorResponse(error_code=code, error_message=message, node_id=-1, host="", port=-1)
+
+
+def _coordinator(broker, key: str, key_type: int, listener: str):
+    """(error_code, message, node_id, host, port) for one group key."""
+    if key_type != 0:
+        return ErrorCode.INVALID_REQUEST, "transaction coordinators are not supported by this broker", -1, "", -1
+    if not key:
+        return ErrorCode.INVALID_REQUEST, "the group id is empty", -1, "", -1
+    cache = broker.metadata_cache
+    if not cache.contains_topic(OFFSETS_TOPIC):
+        broker.admin.auto_create_topics([OFFSETS_TOPIC])
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, "the offsets topic is being created", -1, "", -1
+    n = cache.partition_count(OFFSETS_TOPIC)
+    leader = cache.leader_of(OFFSETS_TOPIC, partition_for(key, n))
+    endpoint = cache.broker_endpoint(leader, listener) if leader >= 0 else None
+    if endpoint is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, "the coordinator is not available", -1, "", -1
+    return ErrorCode.NONE, None, leader, endpoint[0], endpoint[1]
+
+
+@handles(ApiKey.FIND_COORDINATOR, versions=(0, 6), error_response=_find_error)
+def handle_find_coordinator(broker, request):
+    body, version = request.body, request.context.api_version
+    listener = request.context.listener_name
+    if version >= 4:
+        coordinators = []
+        for key in body.coordinator_keys:
+            code, message, node, host, port = _coordinator(broker, key, body.key_type, listener)
+            coordinators.append(FindCoordinatorResponse.Coordinator(key=key, node_id=node, host=host, port=port,
+                                                                    error_code=code, error_message=message))
+        return FindCoordinatorResponse(throttle_time_ms=0, coordinators=tuple(coordinators))
+    code, message, node, host, port = _coordinator(broker, body.key, body.key_type, listener)
+    return FindCoordinatorResponse(throttle_time_ms=0, error_code=code, error_message=message, node_id=node,
+                                   host=host, port=port)
+
+
+@handles(ApiKey.INIT_PRODUCER_ID, versions=(0, 5), error_response=top_level_error(ApiKey.INIT_PRODUCER_ID))
+def handle_init_producer_id(broker, request):
+    body = request.body
+    if body.transactional_id is not None:
+        return InitProducerIdResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST, producer_id=-1,
+                                      producer_epoch=-1)
+    return InitProducerIdResponse(throttle_time_ms=0, error_code=ErrorCode.NONE,
+                                  producer_id=broker.producer_ids.generate_producer_id(), producer_epoch=0)

@@ -1,0 +1,134 @@
+"""Offsets: ListOffsets (time -> offset), OffsetForLeaderEpoch (where an epoch ended), DeleteRecords.
+
+Theory of operation
+-------------------
+**ListOffsets** turns a timestamp into an offset. Consumers use it to start at the beginning
+(``-2`` EARLIEST: the log start offset), at the end (``-1`` LATEST: the high watermark, or the last stable
+offset for ``read_committed``), or at a point in time (the first offset whose record timestamp is at least
+the one asked for, found through the time index). ``-3`` MAX_TIMESTAMP returns the record with the largest
+timestamp (v7+).
+
+**OffsetForLeaderEpoch** answers "where did leader epoch E end?" -- the start offset of the next epoch, or
+the log end offset for the current one (KIP-101, KIP-279). Followers use it after a leader change to find
+where their log diverged from the leader's, and truncate there instead of to their high watermark; consumers
+use it to detect that their position was truncated away (KIP-320).
+
+**DeleteRecords** moves a partition's log start offset forward (``-1`` = the high watermark): records below
+it can no longer be read, and whole segments below it are removed by the next retention check.
+
+Mirrors: ``KafkaApis.handleListOffsetRequest``, ``handleOffsetForLeaderEpochRequest``,
+``handleDeleteRecordsRequest``; ``Partition.fetchOffsetForTimestamp``, ``lastOffsetForLeaderEpoch``.
+"""
+from __future__ import annotations
+
+from kafkalab.protocol import ApiKey, ErrorCode, response_class
+from kafkalab.server.apis.base import handles
+from kafkalab.server.partition import PartitionError
+
+ListOffsetsResponse = response_class(ApiKey.LIST_OFFSETS)
+EpochResponse = response_class(ApiKey.OFFSET_FOR_LEADER_EPOCH)
+DeleteRecordsResponse = response_class(ApiKey.DELETE_RECORDS)
+
+ISOLATION = {0: "high_watermark", 1: "txn_committed"}
+
+
+def _list_offsets_error(request, code, message):
+    R = ListOffsetsResponse
+    return R(topics=tuple(R.ListOffsetsTopicResponse(name=t.name, partitions=tuple(
+        R.ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=code)
+        for p in t.partitions)) for t in request.body.topics))
+
+
+@handles(ApiKey.LIST_OFFSETS, versions=(1, 9), error_response=_list_offsets_error)
+def handle_list_offsets(broker, request):
+    body, version = request.body, request.context.api_version
+    R = ListOffsetsResponse
+    isolation = ISOLATION.get(body.isolation_level, "high_watermark") if body.replica_id == -1 else None
+    rm = broker.replica_manager
+    seen = set()
+    topics = []
+    for t in body.topics:
+        parts = []
+        for p in t.partitions:
+            key = (t.name, p.partition_index)
+            if key in seen:
+                parts.append(R.ListOffsetsPartitionResponse(partition_index=p.partition_index,
+                                                            error_code=ErrorCode.INVALID_REQUEST))
+                continue
+            seen.add(key)
+            try:
+                partition = rm.partition_or_error(t.name, p.partition_index)
+                found = partition.fetch_offset_for_timestamp(
+                    p.timestamp, isolation=isolation, current_leader_epoch=p.current_leader_epoch,
+                    fetch_only_from_leader=body.replica_id != -2)
+                if found is None:
+                    parts.append(R.ListOffsetsPartitionResponse(partition_index=p.partition_index,
+                                                                error_code=ErrorCode.NONE, timestamp=-1, offset=-1))
+                else:
+                    ts, offset, epoch = found
+                    parts.append(R.ListOffsetsPartitionResponse(
+                        partition_index=p.partition_index, error_code=ErrorCode.NONE, timestamp=ts, offset=offset,
+                        leader_epoch=epoch))
+            except PartitionError as e:
+                parts.append(R.ListOffsetsPartitionResponse(partition_index=p.partition_index,
+                                                            error_code=e.error_code))
+        topics.append(R.ListOffsetsTopicResponse(name=t.name, partitions=tuple(parts)))
+    return R(throttle_time_ms=0, topics=tuple(topics))
+
+
+def _epoch_error(request, code, message):
+    R = EpochResponse
+    return R(topics=tuple(R.OffsetForLeaderTopicResult(topic=t.topic, partitions=tuple(
+        R.EpochEndOffset(partition=p.partition, error_code=code) for p in t.partitions))
+        for t in request.body.topics))
+
+
+@handles(ApiKey.OFFSET_FOR_LEADER_EPOCH, versions=(2, 4), error_response=_epoch_error)
+def handle_offset_for_leader_epoch(broker, request):
+    body, version = request.body, request.context.api_version
+    R = EpochResponse
+    replica_id = body.replica_id if version >= 3 else -2
+    topics = []
+    for t in body.topics:
+        parts = []
+        for p in t.partitions:
+            try:
+                partition = broker.replica_manager.partition_or_error(t.topic, p.partition)
+                epoch, end = partition.last_offset_for_leader_epoch(
+                    p.current_leader_epoch, p.leader_epoch, fetch_only_from_leader=replica_id != -2)
+                parts.append(R.EpochEndOffset(partition=p.partition, error_code=ErrorCode.NONE, leader_epoch=epoch,
+                                              end_offset=end))
+            except PartitionError as e:
+                parts.append(R.EpochEndOffset(partition=p.partition, error_code=e.error_code))
+        topics.append(R.OffsetForLeaderTopicResult(topic=t.topic, partitions=tuple(parts)))
+    return R(throttle_time_ms=0, topics=tuple(topics))
+
+
+def _delete_records_error(request, code, message):
+    R = DeleteRecordsResponse
+    return R(topics=tuple(R.DeleteRecordsTopicResult(name=t.name, partitions=tuple(
+        R.DeleteRecordsPartitionResult(partition_index=p.partition_index, low_watermark=-1, error_code=code)
+        for p in t.partitions)) for t in request.body.topics))
+
+
+@handles(ApiKey.DELETE_RECORDS, versions=(0, 2), error_response=_delete_records_error)
+def handle_delete_records(broker, request):
+    R = DeleteRecordsResponse
+    topics = []
+    for t in request.body.topics:
+        parts = []
+        for p in t.partitions:
+            try:
+                partition = broker.replica_manager.partition_or_error(t.name, p.partition_index)
+                low = partition.delete_records_on_leader(p.offset)
+                parts.append(R.DeleteRecordsPartitionResult(partition_index=p.partition_index, low_watermark=low,
+                                                            error_code=ErrorCode.NONE))
+            except PartitionError as e:
+                parts.append(R.DeleteRecordsPartitionResult(partition_index=p.partition_index, low_watermark=-1,
+                                                            error_code=e.error_code))
+            except Exception as e:
+                code = getattr(e, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR)
+                parts.append(R.DeleteRecordsPartitionResult(partition_index=p.partition_index, low_watermark=-1,
+                                                            error_code=code))
+        topics.append(R.DeleteRecordsTopicResult(name=t.name, partitions=tuple(parts)))
+    return R(throttle_time_ms=0, topics=tuple(topics))

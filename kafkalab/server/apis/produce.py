@@ -1,0 +1,106 @@
+"""Produce: append record batches to partition leaders, and answer per partition.
+
+Theory of operation
+-------------------
+One Produce request can carry batches for many partitions of many topics (producers batch by broker). For
+each partition the leader checks, in Kafka's order:
+
+1. ``acks`` must be 0, 1 or -1 (all) -- otherwise INVALID_REQUIRED_ACKS for every partition;
+2. the topic must exist (UNKNOWN_TOPIC_OR_PARTITION; with ``auto.create.topics.enable`` the topic is
+   created for the client's next try) and this broker must lead the partition (NOT_LEADER_OR_FOLLOWER);
+3. for ``acks=all``, the ISR must hold at least ``min.insync.replicas`` replicas (NOT_ENOUGH_REPLICAS);
+4. the batch itself: exactly one v2 batch, valid CRC (CORRUPT_MESSAGE), not larger than ``max.message.bytes``
+   (MESSAGE_TOO_LARGE), base offset 0, idempotent sequence in order (OUT_OF_ORDER_SEQUENCE_NUMBER) --
+   done by the log (:mod:`kafkalab.storage`).
+
+Then the leader appends the batch *as received*, only patching its base offset and leader epoch, and answers
+with the base offset it assigned. ``acks=0`` gets no answer at all -- and if something went wrong, the
+connection is closed, because that is the only signal such a producer can notice. ``acks=all`` answers once
+every in-sync replica has the records (immediately when the leader is the only replica; with followers the
+request waits in the produce purgatory).
+
+A retried batch of an idempotent producer that was already written (same producer id, epoch and sequence)
+is not written again: the answer carries the offsets of the first write.
+
+Mirrors: ``KafkaApis.handleProduceRequest``, ``ReplicaManager.appendRecords``.
+"""
+from __future__ import annotations
+
+from kafkalab.network.request_channel import CloseConnectionResponse
+from kafkalab.protocol import ApiKey, ErrorCode, response_class
+from kafkalab.server.apis.base import handles
+from kafkalab.server.partition import PartitionError
+
+Response = response_class(ApiKey.PRODUCE)
+TopicResponse = Response.TopicProduceResponse
+PartitionResponse = Response.PartitionProduceResponse
+BatchIndexAndErrorMessage = Response.BatchIndexAndErrorMessage
+
+
+def _error(request, code, message):
+    if request.body.acks == 0:
+        return None  # nothing can be said to an acks=0 producer: close the connection
+    return Response(responses=tuple(
+        TopicResponse(name=t.name, topic_id=t.topic_id, partition_responses=tuple(
+            PartitionResponse(index=p.index, error_code=code, base_offset=-1, error_message=message)
+            for p in t.partition_data)) for t in request.body.topic_data))
+
+
+@handles(ApiKey.PRODUCE, versions=(0, 11), error_response=_error)
+def handle_produce(broker, request):
+    body, version = request.body, request.context.api_version
+    acks = body.acks
+    cache = broker.metadata_cache
+    entries = {}
+    errors = {}
+    names = {}
+    to_create = []
+    for t in body.topic_data:
+        name = t.name if version < 13 else cache.topic_name(t.topic_id)
+        for p in t.partition_data:
+            tp = (name, p.index)
+            names[tp] = (t.name, t.topic_id)
+            if acks not in (0, 1, -1):
+                errors[tp] = PartitionError(ErrorCode.INVALID_REQUIRED_ACKS)
+            elif name is None:
+                errors[tp] = PartitionError(ErrorCode.UNKNOWN_TOPIC_ID)
+            elif body.transactional_id is not None:
+                errors[tp] = PartitionError(ErrorCode.INVALID_TXN_STATE,
+                                            "this broker has no transaction coordinator: no transaction is open")
+            elif not cache.contains_topic(name):
+                errors[tp] = PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                if broker.config["auto.create.topics.enable"] and name not in to_create:
+                    to_create.append(name)
+            elif p.records is None:
+                errors[tp] = PartitionError(ErrorCode.INVALID_RECORD, "the records field is null")
+            else:
+                entries[tp] = p.records
+    if to_create:
+        broker.admin.auto_create_topics(to_create)
+    results = broker.replica_manager.append_records(entries, required_acks=acks) if entries else {}
+    results.update(errors)
+    if acks == 0:
+        failed = [tp for tp, r in results.items() if isinstance(r, PartitionError)]
+        if failed:
+            return CloseConnectionResponse(f"acks=0 produce failed for {len(failed)} partition(s): "
+                                           f"{results[failed[0]].error_code.name}")
+        return None
+    by_topic: dict = {}
+    for tp, result in results.items():
+        by_topic.setdefault(names[tp], []).append(_partition_response(tp[1], result))
+    return Response(throttle_time_ms=0, responses=tuple(
+        TopicResponse(name=name, topic_id=topic_id, partition_responses=tuple(parts))
+        for (name, topic_id), parts in by_topic.items()))
+
+
+def _partition_response(index: int, result):
+    if isinstance(result, PartitionError):
+        record_errors = ()
+        batch_index = getattr(result, "batch_index", None)
+        if batch_index is not None:
+            record_errors = (BatchIndexAndErrorMessage(batch_index=batch_index,
+                                                       batch_index_error_message=str(result)),)
+        return PartitionResponse(index=index, error_code=result.error_code, base_offset=-1,
+                                 error_message=str(result), record_errors=record_errors)
+    return PartitionResponse(index=index, error_code=ErrorCode.NONE, base_offset=result.first_offset,
+                             log_append_time_ms=result.log_append_time, log_start_offset=result.log_start_offset)

@@ -1,0 +1,214 @@
+"""The broker: every room of a Kafka server wired together, started in Kafka's order and stopped in reverse.
+
+Theory of operation
+-------------------
+``KafkaServer.startup`` brings a broker up in the order Kafka does (``KafkaServer.startup`` in the ZooKeeper
+era), each step needing the previous ones:
+
+1. connect to the coordination store (a ZooKeeper session) and read or create the cluster id;
+2. open the log directories (``LogManager``): load every partition's segments, recovering any that were not
+   closed cleanly (torn writes are truncated);
+3. the metadata cache, the replica manager and the admin manager;
+4. the request path: request channel, ``num.io.threads`` request handlers, and the socket server bound to
+   every listener (port 0 means "any free port");
+5. register in ZooKeeper: the ephemeral ``/brokers/ids/<id>`` znode with the advertised endpoints; it lives
+   as long as this broker's session;
+6. start the controller logic: run for election; whoever wins tells everyone (this broker included) what
+   it leads, through LeaderAndIsr and UpdateMetadata.
+
+A client can connect once step 4 is done, but the broker knows about topics only after the controller's
+UpdateMetadata reached it.
+
+Mirrors: ``core/src/main/scala/kafka/server/KafkaServer.scala``.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Callable, Optional
+
+from kafkalab.common.scheduler import MockScheduler, ThreadScheduler
+from kafkalab.common.time import SYSTEM, MockTime, Time
+from kafkalab.controller.controller import KafkaController
+from kafkalab.network import RequestChannel, SocketServer
+from kafkalab.protocol import ApiKey
+from kafkalab.server.admin_manager import AdminManager
+from kafkalab.server.apis import KafkaApis, enabled_apis
+from kafkalab.server.apis import controller_requests
+from kafkalab.server.config import KafkaConfig
+from kafkalab.server.metadata_cache import MetadataCache
+from kafkalab.server.producer_id_manager import ProducerIdManager
+from kafkalab.server.replica_manager import ReplicaManager
+from kafkalab.server.request_handler import KafkaRequestHandlerPool
+from kafkalab.storage.log_config import LogConfig
+from kafkalab.storage.log_manager import LogManager
+from kafkalab.zk import KafkaZkClient, ZkStore
+from kafkalab.zk.paths import BrokerInfo, EndPoint as ZkEndPoint
+
+__all__ = ["KafkaServer", "LocalControllerChannel"]
+
+log = logging.getLogger("kafkalab.server.KafkaServer")
+
+
+class LocalControllerChannel:
+    """Delivers controller requests to brokers running in this process by calling their handlers directly.
+
+    (The inter-broker network channel, which sends the same requests over each broker's inter-broker
+    listener, replaces it in a cluster; the request bodies are identical.)"""
+
+    def __init__(self, lookup: Callable[[int], Optional["KafkaServer"]]):
+        self.lookup = lookup
+
+    async def send(self, broker_id: int, api_key: int, api_version: int, body):
+        broker = self.lookup(broker_id)
+        if broker is None or not broker.is_running:
+            raise ConnectionError(f"broker {broker_id} is not reachable")
+        return broker.handle_controller_request(api_key, api_version, body)
+
+
+class KafkaServer:
+    """One broker. ``peers(id)`` finds other in-process brokers (for the controller's local channel)."""
+
+    def __init__(self, config, *, zk_store: Optional[ZkStore] = None, time: Time = SYSTEM,
+                 peers: Optional[Callable[[int], Optional["KafkaServer"]]] = None):
+        self.config = config if isinstance(config, KafkaConfig) else KafkaConfig(config)
+        self.broker_id = self.config.broker_id
+        self.name = f"KafkaServer id={self.broker_id}"
+        self.time = time
+        self.zk_store = zk_store
+        self._owns_store = zk_store is None
+        self._peers = peers or (lambda b: self if b == self.broker_id else None)
+        self.is_running = False
+        self.cluster_id: Optional[str] = None
+        self.bound_endpoints = []
+        self.zk = self.log_manager = self.replica_manager = self.admin = self.controller = None
+        self.socket_server = self.channel = self.apis = self.handlers = self.scheduler = None
+        self.metadata_cache = MetadataCache(self.broker_id)
+        self.broker_epoch = -1
+
+    # ------------------------------------------------------------------------------------------ startup
+    async def startup(self) -> "KafkaServer":
+        loop = asyncio.get_running_loop()
+        cfg = self.config
+        if self.zk_store is None:
+            data_dir = cfg["kafkalab.zookeeper.data.dir"] or str(Path(cfg.log_dirs[0]).resolve().parent / "zookeeper")
+            self.zk_store = ZkStore(data_dir, time=self.time)
+        if isinstance(self.time, MockTime):
+            self.scheduler = MockScheduler(self.time)
+        else:
+            self.scheduler = ThreadScheduler(self.time, executor=loop.call_soon_threadsafe,
+                                             name=f"kafka-scheduler-{self.broker_id}")
+        # 1. coordination store
+        self.zk = KafkaZkClient.connect(self.zk_store, cfg["zookeeper.session.timeout.ms"], auto_heartbeat=True,
+                                        dispatcher=lambda fn: loop.call_soon_threadsafe(fn))
+        self.zk.create_top_level_paths()
+        self.cluster_id = self.zk.get_or_create_cluster_id()
+        # 2. logs
+        self.log_manager = LogManager([str(d) for d in cfg.log_dirs], LogConfig.from_broker(cfg.originals),
+                                      time=self.time, scheduler=self.scheduler, broker_id=self.broker_id,
+                                      cluster_id=self.cluster_id, broker_props=cfg.originals)
+        self.log_manager.startup(self._topic_configs())
+        # 3. partitions and admin
+        self.admin = AdminManager(self)
+        self.producer_ids = ProducerIdManager(self.broker_id, self.zk)
+        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.metadata_cache,
+                                              topic_config_provider=self.admin.topic_config)
+        # 4. request path
+        self.channel = RequestChannel(cfg["queued.max.requests"], self.time)
+        self.apis = KafkaApis(self, self.channel)
+        self.handlers = KafkaRequestHandlerPool(self.channel, self.apis, cfg["num.io.threads"],
+                                                name=f"broker-{self.broker_id}")
+        self.handlers.start()
+        self.socket_server = SocketServer(cfg.listeners, self.channel, enabled_apis(),
+                                          max_request_bytes=cfg["socket.request.max.bytes"],
+                                          connections_max_idle_ms=cfg["connections.max.idle.ms"], time=self.time,
+                                          name=self.name)
+        await self.socket_server.start()
+        bound = {ep.listener_name: ep for ep in self.socket_server.bound_endpoints()}
+        self.bound_endpoints = [ep._replace(port=bound[ep.listener_name].port if ep.port == 0 else ep.port)
+                                for ep in cfg.advertised_listeners]
+        self.is_running = True
+        # 5. register
+        self.broker_epoch = self.zk.register_broker(BrokerInfo(
+            self.broker_id, tuple(ZkEndPoint(ep.host, ep.port, ep.listener_name, ep.security_protocol)
+                                  for ep in self.bound_endpoints), rack=cfg["broker.rack"]))
+        self.admin.watch_config_changes(self._on_topic_config_change)
+        # 6. controller
+        self.controller = KafkaController(self.broker_id, self.zk, LocalControllerChannel(self._peers),
+                                          inter_broker_listener=cfg.inter_broker_listener_name,
+                                          unclean_election=self._unclean_election, name=f"Controller id={self.broker_id}")
+        await self.controller.startup()
+        log.info("[%s] started (listeners: %s)", self.name, ", ".join(str(e) for e in self.bound_endpoints))
+        return self
+
+    def _topic_configs(self) -> dict:
+        """The config of every topic this broker may host, from ZooKeeper, before the logs are opened."""
+        configs = {}
+        for topic in self.zk.get_all_topics_in_cluster():
+            try:
+                configs[topic] = self.admin_topic_config(topic)
+            except Exception:
+                pass
+        return configs
+
+    def admin_topic_config(self, topic: str) -> LogConfig:
+        from kafkalab.zk.paths import ConfigType
+
+        return LogConfig.from_broker(self.config.originals, self.zk.get_entity_configs(ConfigType.TOPIC, topic))
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"{ep.host}:{ep.port}" for ep in self.bound_endpoints)
+
+    def _unclean_election(self, topic: str) -> bool:
+        try:
+            return bool(self.admin.topic_config(topic)["unclean.leader.election.enable"])
+        except Exception:
+            return False
+
+    def _on_topic_config_change(self, topic: str) -> None:
+        if self.replica_manager is not None and self.zk.topic_exists(topic):
+            self.replica_manager.update_topic_config(topic, self.admin.topic_config(topic))
+
+    def on_topic_deleted(self, topic: str) -> None:
+        """UpdateMetadata said the topic is gone (the replicas were already stopped)."""
+        log.info("[%s] topic %s deleted", self.name, topic)
+
+    # ------------------------------------------------------------------------------------------ controller
+    def handle_controller_request(self, api_key: int, api_version: int, body):
+        if api_key == ApiKey.LEADER_AND_ISR:
+            return controller_requests.leader_and_isr(self, body, api_version)
+        if api_key == ApiKey.UPDATE_METADATA:
+            return controller_requests.update_metadata(self, body, api_version)
+        if api_key == ApiKey.STOP_REPLICA:
+            return controller_requests.stop_replica(self, body, api_version)
+        raise ValueError(f"not a controller request: {api_key}")
+
+    # ------------------------------------------------------------------------------------------ shutdown
+    async def shutdown(self) -> None:
+        """A clean shutdown: stop serving, flush and checkpoint every log, leave ZooKeeper."""
+        if not self.is_running:
+            return
+        self.is_running = False
+        log.info("[%s] shutting down", self.name)
+        if self.socket_server is not None:
+            await self.socket_server.stop()
+        if self.handlers is not None:
+            await self.handlers.shutdown()
+        if self.apis is not None:
+            await self.apis.shutdown()
+        if self.controller is not None:
+            await self.controller.shutdown()
+        if self.replica_manager is not None:
+            self.replica_manager.shutdown()
+            self.log_manager.checkpoint_high_watermarks(self.replica_manager.high_watermarks())
+        if self.log_manager is not None:
+            self.log_manager.shutdown()
+        if self.scheduler is not None:
+            self.scheduler.shutdown()
+        if self.zk is not None:
+            self.zk.close()
+        if self._owns_store and self.zk_store is not None:
+            self.zk_store.close()
+        log.info("[%s] shut down completed", self.name)

@@ -1,0 +1,235 @@
+"""An in-process Kafka cluster for notebooks and tests: brokers and a coordination store on a background loop.
+
+Theory of operation
+-------------------
+A notebook cannot block on a server, and a Jupyter kernel already runs an asyncio event loop of its own, so
+``asyncio.run`` is off limits there. ``Cluster`` therefore starts **one background thread with its own event
+loop** and runs every broker of the cluster on it (plus the embedded coordination store they share). The
+notebook's code talks to that loop through ``asyncio.run_coroutine_threadsafe``: every public method here is
+an ordinary blocking call that works the same in a script, under pytest and inside a kernel.
+
+Brokers listen on free ports of 127.0.0.1 by default (``listeners=PLAINTEXT://127.0.0.1:0``); a restarted
+broker gets its old port back, so clients keep their bootstrap list. Data lives in a temporary directory that
+is removed on ``stop()`` unless ``log_dirs`` was given.
+
+::
+
+    with Cluster(brokers=1) as cluster:
+        producer = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap_servers})
+
+Mirrors the role of Kafka's ``KafkaClusterTestKit`` / ``EmbeddedKafkaCluster`` test harnesses.
+"""
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from kafkalab.common.time import SYSTEM, Time
+from kafkalab.server.broker import KafkaServer
+from kafkalab.zk import ZkStore
+
+__all__ = ["Cluster"]
+
+
+class _LoopThread:
+    """A daemon thread running an event loop forever; ``run(coro)`` executes on it and waits."""
+
+    def __init__(self, name: str):
+        self.loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self.thread = threading.Thread(target=self._main, name=name, daemon=True)
+        self.thread.start()
+        self._ready.wait()
+
+    def _main(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.call_soon(self._ready.set)
+        self.loop.run_forever()
+        pending = asyncio.all_tasks(self.loop)
+        for task in pending:
+            task.cancel()
+        if pending:
+            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        self.loop.close()
+
+    def run(self, coro, timeout: Optional[float] = 60.0):
+        if threading.current_thread() is self.thread:
+            raise RuntimeError("Cluster methods must not be called from the cluster's own event loop")
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def call(self, fn, *args, timeout: Optional[float] = 30.0):
+        async def wrapper():
+            return fn(*args)
+        return self.run(wrapper(), timeout)
+
+    def stop(self) -> None:
+        if self.loop.is_running():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+
+
+class Cluster:
+    """``brokers`` brokers (ids 0..n-1) sharing one embedded coordination store, on a background event loop.
+
+    ``overrides`` are broker configs (Kafka's names) applied to every broker; ``log_dirs`` a base directory
+    (each broker uses ``<log_dirs>/broker-<id>``); ``time`` an injectable clock (``MockTime``) for
+    deterministic labs.
+    """
+
+    def __init__(self, brokers: int = 1, overrides: Optional[Mapping[str, Any]] = None,
+                 log_dirs: Optional[str] = None, *, time: Time = SYSTEM, host: str = "127.0.0.1"):
+        if brokers < 1:
+            raise ValueError("a cluster needs at least one broker")
+        self.num_brokers = brokers
+        self.overrides = dict(overrides or {})
+        self.time = time
+        self.host = host
+        self._tmp: Optional[tempfile.TemporaryDirectory] = None
+        self.base_dir = Path(log_dirs) if log_dirs else None
+        self.brokers: dict[int, KafkaServer] = {}
+        self._ports: dict[int, int] = {}
+        self.zk_store: Optional[ZkStore] = None
+        self._loop: Optional[_LoopThread] = None
+
+    # ------------------------------------------------------------------------------------------ lifecycle
+    def __enter__(self) -> "Cluster":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self) -> "Cluster":
+        if self._loop is not None:
+            return self
+        if self.base_dir is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="kafkalab-")
+            self.base_dir = Path(self._tmp.name)
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        self._loop = _LoopThread("kafkalab-cluster")
+        self.zk_store = self._loop.call(lambda: ZkStore(str(self.base_dir / "zookeeper"), time=self.time))
+        for broker_id in range(self.num_brokers):
+            self.start_broker(broker_id)
+        self.wait_for_controller()
+        return self
+
+    def _broker_config(self, broker_id: int) -> dict:
+        port = self._ports.get(broker_id, 0)
+        config = {
+            "broker.id": broker_id,
+            "listeners": f"PLAINTEXT://{self.host}:{port}",
+            "log.dirs": str(self.base_dir / f"broker-{broker_id}"),
+            "offsets.topic.replication.factor": min(3, self.num_brokers),
+        }
+        config.update({k: v for k, v in self.overrides.items()})
+        return config
+
+    def start_broker(self, broker_id: int) -> KafkaServer:
+        server = KafkaServer(self._broker_config(broker_id), zk_store=self.zk_store, time=self.time,
+                             peers=self.brokers.get)
+        self.brokers[broker_id] = server
+        self._loop.run(server.startup())
+        if server.bound_endpoints:
+            self._ports.setdefault(broker_id, server.bound_endpoints[0].port)
+        return server
+
+    def stop_broker(self, broker_id: int) -> None:
+        server = self.brokers.get(broker_id)
+        if server is not None:
+            self._loop.run(server.shutdown())
+
+    def restart(self, broker_id: int) -> KafkaServer:
+        """Stop a broker cleanly (if running) and start it again on the same port and log directory."""
+        self.stop_broker(broker_id)
+        return self.start_broker(broker_id)
+
+    def stop(self) -> None:
+        if self._loop is None:
+            return
+        try:
+            for broker_id in sorted(self.brokers, reverse=True):
+                try:
+                    self._loop.run(self.brokers[broker_id].shutdown())
+                except Exception:
+                    pass
+            if self.zk_store is not None:
+                self._loop.call(self.zk_store.close)
+        finally:
+            self._loop.stop()
+            self._loop = None
+            if self._tmp is not None:
+                self._tmp.cleanup()
+                self._tmp = None
+                self.base_dir = None
+
+    # ------------------------------------------------------------------------------------------ views
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(b.bootstrap_servers for _, b in sorted(self.brokers.items()) if b.is_running)
+
+    @property
+    def controller_id(self) -> int:
+        for broker_id, b in sorted(self.brokers.items()):
+            if b.is_running and b.controller is not None and b.controller.is_active:
+                return broker_id
+        return -1
+
+    def broker(self, broker_id: int) -> KafkaServer:
+        return self.brokers[broker_id]
+
+    def call(self, fn, *args, timeout: float = 30.0):
+        """Run ``fn(*args)`` on the cluster's event loop (where broker state may be touched safely)."""
+        return self._loop.call(fn, *args, timeout=timeout)
+
+    def run(self, coro, timeout: float = 60.0):
+        return self._loop.run(coro, timeout)
+
+    def wait_for_controller(self, timeout: float = 10.0) -> int:
+        return self.wait_until(lambda: self.controller_id >= 0, timeout, "no controller was elected") and \
+            self.controller_id
+
+    def wait_until(self, condition, timeout: float = 10.0, message: str = "condition not met") -> bool:
+        """Poll ``condition()`` (evaluated on the cluster loop) until true or ``timeout`` seconds pass."""
+        async def poll():
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout
+            while not condition():
+                if loop.time() > deadline:
+                    raise TimeoutError(message)
+                await asyncio.sleep(0.01)
+            return True
+        return self._loop.run(poll(), timeout + 5)
+
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
+                     config: Optional[dict] = None, timeout: float = 10.0) -> None:
+        """Create a topic through a broker's admin path and wait until every broker knows its leaders."""
+        controller = self.brokers[self.controller_id if self.controller_id >= 0 else 0]
+        self.call(controller.admin.create_topic, name, partitions, replication_factor, None,
+                  {k: str(v) for k, v in (config or {}).items()})
+        self.wait_until(lambda: all(
+            b.metadata_cache.partition_count(name) == partitions and
+            all(p.leader >= 0 for p in b.metadata_cache.partitions(name))
+            for b in self.brokers.values() if b.is_running), timeout, f"topic {name} did not come online")
+
+    def partition_state(self, topic: str, partition: int) -> dict:
+        """Leader, leader epoch, ISR and replicas as the controller sees them, plus each replica's LEO and HW."""
+        def read():
+            cid = self.controller_id
+            state = self.brokers[cid].metadata_cache.partition_state(topic, partition) if cid >= 0 else None
+            replicas = {}
+            for broker_id, b in self.brokers.items():
+                p = b.replica_manager.get_partition(topic, partition) if b.is_running and b.replica_manager else None
+                if p is not None and p.log is not None:
+                    replicas[broker_id] = {"log_end_offset": p.log.log_end_offset,
+                                           "high_watermark": p.log.high_watermark}
+            return {"leader": state.leader if state else -1, "leader_epoch": state.leader_epoch if state else -1,
+                    "isr": list(state.isr) if state else [], "replicas": list(state.replicas) if state else [],
+                    "logs": replicas}
+        return self.call(read)
+
+    def __repr__(self) -> str:
+        running = sorted(b for b, s in self.brokers.items() if s.is_running)
+        return f"Cluster(brokers={running}, controller={self.controller_id}, bootstrap={self.bootstrap_servers!r})"
