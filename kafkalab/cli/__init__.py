@@ -4,12 +4,15 @@ Theory of operation
 -------------------
 One entry point with a sub-command per tool, named like the Kafka tool it mirrors where there is one::
 
+    kafkalab broker [server.properties] [--override key=value ...]      (kafka-server-start.sh)
+    kafkalab dump-log --files F [--print-data-log] [--deep-iteration]     (kafka-dump-log.sh)
     kafkalab decode FRAME_HEX_OR_FILE [--response API_KEY VERSION] [--size-prefix] [--records]
     kafkalab capture CLIENT [metadata|produce] [--first]
 
-``decode`` prints the annotated field tree and hex dump of a frame (what ``kafkalab.viz.show_frame`` draws
-in a notebook), ``capture`` runs a real client against a recording listener and lists what it sent. Later
-milestones add the broker (``kafkalab broker``, mirroring ``kafka-server-start.sh``) and the log dump tool.
+``broker`` runs a broker in the foreground, ``dump-log`` prints segment, index and checkpoint files with
+Kafka's tool's flags and output, ``decode`` prints the annotated field tree and hex dump of a frame (what
+``kafkalab.viz.show_frame`` draws in a notebook), ``capture`` runs a real client against a recording listener
+and lists what it sent.
 """
 from __future__ import annotations
 
@@ -17,16 +20,19 @@ import argparse
 import sys
 from typing import Optional, Sequence
 
+from kafkalab.cli import broker as _broker
 from kafkalab.cli import decode as _decode
 
 __all__ = ["main"]
-
-COMMANDS = {"decode": _decode}
 
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="kafkalab", description="kafkalab: Kafka, down to the bytes on the wire.")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _broker.add_parser(sub)
+    from kafkalab.tools import dump_log
+
+    dump_log.add_parser(sub)
     _decode.add_parser(sub)
     cap = sub.add_parser("capture", help="run a real client against a recording listener, list its requests")
     cap.add_argument("client", help="kcat, confluent-kafka, kafka-python or aiokafka")

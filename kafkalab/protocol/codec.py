@@ -130,9 +130,10 @@ _BASE_NS = {
 class _Gen:
     """Builds the source of one reader or writer, with its constants in a namespace."""
 
-    def __init__(self, message: Message, version: int):
+    def __init__(self, message: Message, version: int, strict: bool = True):
         self.message = message
         self.version = version
+        self.strict = strict
         self.flexible = message.is_flexible(version)
         self.ns = dict(_BASE_NS)
         self.funcs: list[list[str]] = []
@@ -363,7 +364,7 @@ class _Gen:
         names = [local[f.attr] for f in fields] + [ut]
         lines.append(f"{ind}{', '.join(names)}{',' if len(names) == 1 else ''} = {obj}")
         for f in fields:
-            if id(f) in present or f.ignorable:
+            if id(f) in present or f.ignorable or not self.strict:
                 continue
             dflt = self.const(self.message.default_value(f), "dflt")
             lines.append(f"{ind}if {local[f.attr]} != {dflt}:")
@@ -475,7 +476,7 @@ class _Gen:
 
 
 _READERS: dict[tuple[int, int], tuple[Callable, str]] = {}
-_WRITERS: dict[tuple[int, int], tuple[Callable, str]] = {}
+_WRITERS: dict[tuple[int, int, bool], tuple[Callable, str]] = {}
 
 
 def _check_version(message: Message, version: int) -> None:
@@ -496,13 +497,19 @@ def reader(message: Message, version: int) -> Callable:
     return hit[0]
 
 
-def writer(message: Message, version: int) -> Callable:
-    """The generated writer ``write(body, out: list) -> None`` of ``message`` at ``version``."""
-    key = (id(message), version)
+def writer(message: Message, version: int, *, strict: bool = True) -> Callable:
+    """The generated writer ``write(body, out: list) -> None`` of ``message`` at ``version``.
+
+    ``strict`` (Kafka's behaviour): a field that does not exist at ``version``, is not ignorable and holds a
+    non-default value is an EncodeError -- information would be lost silently. ``strict=False`` simply leaves
+    such fields out: a broker builds a response with every field it knows and sends what the version can
+    carry.
+    """
+    key = (id(message), version, strict)
     hit = _WRITERS.get(key)
     if hit is None:
         _check_version(message, version)
-        gen = _Gen(message, version)
+        gen = _Gen(message, version, strict)
         entry = gen.writer_for(message.name, message.fields)
         hit = (gen.compile(entry), gen.render())
         _WRITERS[key] = hit
@@ -512,8 +519,9 @@ def writer(message: Message, version: int) -> Callable:
 def source(message: Message, version: int, which: str = "read") -> str:
     """The Python source generated for ``message`` at ``version`` (``which`` = "read" or "write")."""
     (reader if which == "read" else writer)(message, version)
-    table = _READERS if which == "read" else _WRITERS
-    return table[(id(message), version)][1]
+    if which == "read":
+        return _READERS[(id(message), version)][1]
+    return _WRITERS[(id(message), version, True)][1]
 
 
 def decode(message: Message, version: int, buf, pos: int = 0, *, path: str = ""):
@@ -531,9 +539,9 @@ def decode(message: Message, version: int, buf, pos: int = 0, *, path: str = "")
         raise DecodeError(f"malformed {message.name} v{version}: {fast}", path=path, offset=pos) from None
 
 
-def encode_into(message: Message, version: int, body, out: list) -> None:
+def encode_into(message: Message, version: int, body, out: list, *, strict: bool = True) -> None:
     """Append the encoding of ``body`` to ``out`` as pieces (bytes or views) to be joined once by the caller."""
-    write = writer(message, version)
+    write = writer(message, version, strict=strict)
     try:
         write(body, out)
     except EncodeError:
