@@ -182,7 +182,7 @@ class Partition:
             hw, lso, lso_start, leo = (log.high_watermark, log.last_stable_offset, log.log_start_offset,
                                        log.log_end_offset)
             data = log.read(fetch_offset, max_bytes, isolation=isolation, min_one_message=min_one_message)
-            size = len(data.records) if data is not None and data.records is not None else 0
+            size = data.size_in_bytes if data is not None else 0  # without reading the bytes (sendfile later)
             return LogReadResult(data, hw, lso, lso_start, leo, size)
 
     def fetch_offset_for_timestamp(self, timestamp: int, *, isolation: Optional[str], current_leader_epoch: int,
@@ -206,11 +206,9 @@ class Partition:
             return (ts, offset, epoch)
 
     def _epoch_at(self, offset: int) -> int:
-        cache = self.log.leader_epoch_cache
-        try:
-            return cache.epoch_for_offset(offset) if hasattr(cache, "epoch_for_offset") else self.leader_epoch
-        except Exception:
-            return self.leader_epoch
+        """The leader epoch of the batch before ``offset`` (what ListOffsets LATEST reports), -1 if none."""
+        epoch = self.log.leader_epoch_cache.epoch_for_offset(max(offset - 1, 0))
+        return -1 if epoch is None else epoch
 
     def last_offset_for_leader_epoch(self, current_leader_epoch: int, leader_epoch: int,
                                      fetch_only_from_leader: bool = True) -> tuple[int, int]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time as _time
 
-from kafkalab.network.socket_server import FileRegion, RecordsSlices
+from kafkalab.network.socket_server import SENDFILE_THRESHOLD, FileRegion, RecordsSlices
 from kafkalab.protocol import ApiKey, ErrorCode, response_class
 from kafkalab.server.apis.base import Delayed, handles
 from kafkalab.server.partition import PartitionError
@@ -96,14 +96,13 @@ def _done(results, min_bytes: int) -> bool:
 
 
 def _records(info):
-    """A storage read as something the encoder writes with sendfile: file regions, or bytes."""
-    if info is None or info.records is None:
-        return None
-    slices = getattr(info, "file_slices", None)
-    if slices:
-        return RecordsSlices(FileRegion(path, pos, size) for path, pos, size in slices)
-    data = info.records
-    return data if isinstance(data, (bytes, memoryview)) else bytes(data)
+    """A storage read as the encoder should write it: big slices of segment files as file regions (sent with
+    sendfile), small ones as bytes (one pread)."""
+    if info is None or not info.slices:
+        return b""
+    parts = [FileRegion(s.path, s.position, s.size) if s.size >= SENDFILE_THRESHOLD else s.read()
+             for s in info.slices]
+    return parts[0] if len(parts) == 1 and isinstance(parts[0], bytes) else RecordsSlices(parts)
 
 
 def _response(body, version: int, results, unknown, cache):
@@ -114,11 +113,10 @@ def _response(body, version: int, results, unknown, cache):
             part = PartitionData(partition_index=partition, error_code=r.error_code, high_watermark=-1,
                                  last_stable_offset=-1, log_start_offset=-1, records=b"")
         else:
-            records = _records(r.records)
             part = PartitionData(partition_index=partition, error_code=ErrorCode.NONE,
                                  high_watermark=r.high_watermark, last_stable_offset=r.last_stable_offset,
                                  log_start_offset=r.log_start_offset, aborted_transactions=aborted,
-                                 records=records if records is not None else b"")
+                                 records=_records(r.records))
         by_topic.setdefault(topic, []).append(part)
     responses = [TopicResponse(topic=topic, topic_id=cache.topic_id(topic), partitions=tuple(parts))
                  for topic, parts in by_topic.items()]
