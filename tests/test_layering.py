@@ -29,6 +29,7 @@ FORBIDDEN = {
     "clients": {"server", "storage", "controller", "coordinator", "purgatory", "network", "viz", "spark",
                 "testing", "cli"},
     "trace": {"spark", "testing", "cli"},
+    "tools": {"server", "network", "clients", "spark", "testing", "cli"},
     "viz": {"spark", "testing", "cli"},
     # the embedded ZooKeeper stands alone: only kafkalab.common below it
     "zk": {"protocol", "records", "storage", "network", "server", "purgatory", "controller", "coordinator",

@@ -1,0 +1,581 @@
+"""UnifiedLog: one partition replica's log -- append, read, high watermark, truncation, retention.
+
+Theory of operation
+-------------------
+Everything a broker does with a partition's data goes through here. The log is a sequence of segments (see
+:mod:`.local_log`) plus four offsets that every Fetch response and every lab talks about::
+
+    log_start_offset <= last_stable_offset <= high_watermark <= log_end_offset
+    first readable      read_committed        read_uncommitted    next offset to assign
+                        consumers stop here   consumers stop here
+
+**Append as leader** (a Produce request): header checks, then the validator stamps offsets and the leader
+epoch into the batch *in place* (:mod:`.validator`), the leader epoch cache learns a new epoch, the active
+segment rolls if needed, the idempotent-producer state turns a retried batch into a harmless duplicate
+(:mod:`.producer_state`), and the bytes are appended verbatim. No fsync: with the default ``flush.messages``
+the data sits in the page cache until a roll, a scheduled flush or a clean shutdown. **Append as follower**
+keeps the leader's offsets and epochs and only checks that they continue the log.
+
+**Read** returns whole stored batches from the one holding the start offset, bounded by the isolation
+level's offset (LEO, high watermark, last stable offset) and ``max_bytes`` -- as file slices for
+``sendfile``, never decoded.
+
+The **high watermark** is set by the broker (``update_high_watermark``, clamped to [log start, LEO]); on a
+single broker it simply follows the LEO. **Truncation** (``truncate_to``) is how a follower drops a suffix that
+diverged from the leader, guided by :meth:`end_offset_for_epoch` (KIP-101/KIP-279). **Retention**
+(``delete_old_segments``) deletes whole segments below the high watermark that are too old
+(``retention.ms``), beyond ``retention.bytes``, or below the log start offset (DeleteRecords).
+
+**Crash model.** :meth:`simulate_crash` stops the log the way a power cut would: files are closed without
+flushing or trimming, and every byte that was never fsync'd is lost. Reopening it runs recovery.
+
+Mirrors: ``core/src/main/scala/kafka/log/UnifiedLog.scala`` (Kafka 3.9; tiered storage left out).
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+from typing import Optional
+
+from kafkalab.common import SystemTime
+from kafkalab.records import decode_batch, scan_batches
+from kafkalab.storage import log_file_utils as names
+from kafkalab.storage.checkpoints import LeaderEpochCheckpointFile, PartitionMetadataFile, kafka_uuid_string
+from kafkalab.storage.errors import (InconsistentTopicIdError, InvalidRecordError, KafkaStorageError,
+                                     OffsetOutOfRangeError, RecordBatchTooLargeError, RecordTooLargeError,
+                                     UnexpectedAppendOffsetError)
+from kafkalab.storage.fetch_data_info import FetchDataInfo, FetchIsolation
+from kafkalab.storage.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, LeaderEpochFileCache
+from kafkalab.storage.local_log import LocalLog
+from kafkalab.storage.log_append_info import AppendOrigin, LogAppendInfo
+from kafkalab.storage.log_loader import LogLoader, rebuild_producer_state
+from kafkalab.storage.log_segments import LogSegments
+from kafkalab.storage.producer_state import ProducerStateManager, flush_file
+from kafkalab.storage.retention import RetentionMixin
+from kafkalab.storage.segment import RollParams, TimestampAndOffset
+from kafkalab.storage.validator import (analyze_and_validate_records, validate_messages_and_assign_offsets,
+                                        writable_buffer)
+
+__all__ = ["UnifiedLog", "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP", "EARLIEST_LOCAL_TIMESTAMP",
+           "LATEST_TIERED_TIMESTAMP"]
+
+log = logging.getLogger(__name__)
+
+#: ListOffsets special timestamps (``ListOffsetsRequest``).
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+
+
+@contextlib.contextmanager
+def _storage_errors(what: str, log_):
+    """Kafka's ``maybeHandleIOException``: an I/O failure becomes KAFKA_STORAGE_ERROR for the client."""
+    try:
+        yield
+    except OSError as e:
+        raise KafkaStorageError(f"Error while {what} for {log_.topic_partition} in dir {log_.parent_dir}: {e}") from e
+
+
+class UnifiedLog(RetentionMixin):
+    """The log of one partition replica in ``<log dir>/<topic>-<partition>``.
+
+    ``had_clean_shutdown=False`` runs recovery from ``recovery_point``; ``log_start_offset`` and
+    ``recovery_point`` come from the log dir's checkpoint files (the LogManager reads them).
+    """
+
+    def __init__(self, directory, config, *, log_start_offset: int = 0, recovery_point: int = 0, scheduler=None,
+                 time=None, had_clean_shutdown: bool = True, topic_id=None,
+                 producer_id_expiration_ms: int = 86400000):
+        self.time = time or SystemTime()
+        self.scheduler = scheduler
+        self._lock = threading.RLock()
+        directory = str(directory)
+        self.topic_partition = names.parse_topic_partition_name(directory)
+        os.makedirs(directory, exist_ok=True)
+        checkpoint = LeaderEpochCheckpointFile(os.path.join(directory, names.LEADER_EPOCH_CHECKPOINT_FILENAME))
+        self.leader_epoch_cache = LeaderEpochFileCache(self.topic_partition, checkpoint, scheduler)
+        self.producer_state_manager = ProducerStateManager(self.topic_partition, directory,
+                                                           producer_id_expiration_ms=producer_id_expiration_ms,
+                                                           time=self.time)
+        segments = LogSegments()
+        loader = LogLoader(directory, self.topic_partition, config, scheduler, self.time,
+                           had_clean_shutdown=had_clean_shutdown, segments=segments,
+                           log_start_offset_checkpoint=log_start_offset, recovery_point_checkpoint=recovery_point,
+                           leader_epoch_cache=self.leader_epoch_cache,
+                           producer_state_manager=self.producer_state_manager)
+        loaded = loader.load()
+        self.recovery_report = loader.report
+        self._local = LocalLog(directory, config, segments, loaded.recovery_point, loaded.next_offset_metadata,
+                               scheduler, self.time, self.topic_partition)
+        self._log_start_offset = loaded.log_start_offset
+        self._high_watermark = loaded.log_start_offset
+        self._topic_id = None
+        self._init_topic_id(topic_id)
+
+    # ------------------------------------------------------------------------------------- identity
+    @property
+    def topic(self) -> str:
+        return self.topic_partition.topic
+
+    @property
+    def partition(self) -> int:
+        return self.topic_partition.partition
+
+    @property
+    def dir(self) -> str:
+        return self._local.dir
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self._local.dir)
+
+    @property
+    def parent_dir(self) -> str:
+        return self._local.parent_dir
+
+    @property
+    def config(self):
+        return self._local.config
+
+    def update_config(self, config):
+        """Use new topic configs (AlterConfigs); returns the old ones. Existing segments keep their files."""
+        old = self._local.config
+        self._local.update_config(config)
+        return old
+
+    @property
+    def topic_id(self):
+        return self._topic_id
+
+    def _partition_metadata_file(self) -> PartitionMetadataFile:
+        return PartitionMetadataFile(os.path.join(self.dir, names.PARTITION_METADATA_FILENAME))
+
+    def _init_topic_id(self, topic_id) -> None:
+        pm = self._partition_metadata_file()
+        if pm.exists():
+            stored = pm.read()
+            if topic_id is not None and kafka_uuid_string(topic_id) != kafka_uuid_string(stored):
+                raise InconsistentTopicIdError(f"Tried to assign topic ID {kafka_uuid_string(topic_id)} to log for "
+                                               f"topic partition {self.topic_partition},but log already contained "
+                                               f"topic ID {kafka_uuid_string(stored)}")
+            self._topic_id = stored
+        elif topic_id is not None:
+            self.assign_topic_id(topic_id)
+
+    def assign_topic_id(self, topic_id) -> None:
+        """Record the topic id (KIP-516) in ``partition.metadata``; a different existing id is an error."""
+        if self._topic_id is not None:
+            if kafka_uuid_string(self._topic_id) != kafka_uuid_string(topic_id):
+                raise InconsistentTopicIdError(f"Tried to assign topic ID {kafka_uuid_string(topic_id)} to log for "
+                                               f"topic partition {self.topic_partition},but log already contained "
+                                               f"topic ID {kafka_uuid_string(self._topic_id)}")
+            return
+        self._partition_metadata_file().write(topic_id)
+        self._topic_id = topic_id
+
+    # -------------------------------------------------------------------------------------- offsets
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._local.log_end_offset
+
+    @property
+    def log_end_offset_metadata(self):
+        return self._local.next_offset_metadata
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the high watermark, clamped to [log_start_offset, log_end_offset]; returns the value set."""
+        with self._lock:
+            self._high_watermark = min(max(offset, self._log_start_offset), self.log_end_offset)
+            return self._high_watermark
+
+    def maybe_increment_high_watermark(self, offset: int) -> bool:
+        """Move the high watermark forward only (the leader's rule); True if it moved."""
+        with self._lock:
+            if offset > self._high_watermark:
+                self.update_high_watermark(offset)
+                return True
+            return False
+
+    @property
+    def first_unstable_offset(self) -> Optional[int]:
+        first = self.producer_state_manager.first_unstable_offset()
+        return None if first is None else max(first, self._log_start_offset)
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The high watermark, or the first offset of the earliest open transaction if that is lower."""
+        first = self.first_unstable_offset
+        return self._high_watermark if first is None else min(first, self._high_watermark)
+
+    @property
+    def recovery_point(self) -> int:
+        return self._local.recovery_point
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self._local.segments.size_in_bytes()
+
+    size = size_in_bytes
+
+    @property
+    def segments(self) -> list:
+        return self._local.segments.values()
+
+    @property
+    def active_segment(self):
+        return self._local.segments.active_segment
+
+    @property
+    def number_of_segments(self) -> int:
+        return len(self._local.segments)
+
+    def log_segments(self, start: Optional[int] = None, end: Optional[int] = None) -> list:
+        return self._local.segments.values(start, end)
+
+    @property
+    def latest_epoch(self) -> Optional[int]:
+        return self.leader_epoch_cache.latest_epoch
+
+    @property
+    def last_flush_time(self) -> int:
+        return self._local.last_flushed_time
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._local.unflushed_messages
+
+    @property
+    def unflushed_bytes(self) -> int:
+        return sum(s.unflushed_bytes for s in self._local.segments)
+
+    def __repr__(self) -> str:
+        return (f"UnifiedLog({self.topic_partition}, logStartOffset={self.log_start_offset}, "
+                f"highWatermark={self.high_watermark}, logEndOffset={self.log_end_offset})")
+
+    # ---------------------------------------------------------------------------------------- append
+    def append_as_leader(self, records, *, leader_epoch: int, origin="client") -> LogAppendInfo:
+        """Validate ``records`` (one producer batch), give them offsets from the log end offset and the
+        leader epoch, and append them. Raises a :class:`~kafkalab.storage.errors.StorageError`."""
+        with _storage_errors("appending records", self):
+            return self._append(records, AppendOrigin.of(origin), assign_offsets=True, leader_epoch=leader_epoch,
+                                ignore_record_size=False)
+
+    def append_as_follower(self, records) -> LogAppendInfo:
+        """Append batches fetched from the leader as they are (offsets and leader epochs included)."""
+        with _storage_errors("appending records", self):
+            return self._append(records, AppendOrigin.REPLICATION, assign_offsets=False, leader_epoch=-1,
+                                ignore_record_size=True)
+
+    def _append(self, records, origin: AppendOrigin, *, assign_offsets: bool, leader_epoch: int,
+                ignore_record_size: bool) -> LogAppendInfo:
+        buf = writable_buffer(records) if assign_offsets else records
+        with self._lock:
+            info = analyze_and_validate_records(buf, topic_partition=self.topic_partition, config=self.config,
+                                                origin=origin, ignore_record_size=ignore_record_size,
+                                                require_offsets_monotonic=not assign_offsets,
+                                                log_start_offset=self._log_start_offset)
+            if assign_offsets and info.valid_bytes <= 0 and origin is AppendOrigin.CLIENT:
+                raise InvalidRecordError("Produce requests must have at least one record batch per partition")
+            if info.valid_bytes <= 0:
+                return info
+            if info.valid_bytes < len(buf):
+                buf = memoryview(buf)[:info.valid_bytes]
+            self._local.check_open()
+            if assign_offsets:
+                first = self.log_end_offset
+                result = validate_messages_and_assign_offsets(
+                    buf, first_offset=first, topic_partition=self.topic_partition, config=self.config,
+                    now=self.time.milliseconds(), leader_epoch=leader_epoch, origin=origin,
+                    source_compression=info.source_compression)
+                buf = result.validated_records
+                info.first_offset = first
+                info.last_offset = result.next_offset - 1
+                info.max_timestamp = result.max_timestamp
+                info.offset_of_max_timestamp = result.shallow_offset_of_max_timestamp
+                info.last_offset_of_first_batch = info.last_offset
+                if self.config.log_append_time:
+                    info.log_append_time = result.log_append_time
+                if result.message_size_maybe_changed and not ignore_record_size:
+                    for span in scan_batches(buf):
+                        if span.end - span.start > self.config.max_message_size:
+                            raise RecordTooLargeError(
+                                f"Message batch size is {span.end - span.start} bytes in append to partition "
+                                f"{self.topic_partition} which exceeds the maximum configured size of "
+                                f"{self.config.max_message_size}.")
+            elif info.first_or_last_offset_of_first_batch < self.log_end_offset:
+                raise UnexpectedAppendOffsetError(
+                    f"Unexpected offset in append to {self.topic_partition}. First offset "
+                    f"{info.first_or_last_offset_of_first_batch} is less than the next offset {self.log_end_offset}. "
+                    f"Log start offset = {self._log_start_offset}", info.first_offset, info.last_offset)
+            scan = scan_batches(buf)
+            for span in scan:
+                if span.header.partition_leader_epoch >= 0:
+                    self.leader_epoch_cache.assign(span.header.partition_leader_epoch, span.header.base_offset)
+            info.last_leader_epoch = scan.batches[-1].header.partition_leader_epoch
+            info.target_compression = scan.batches[0].header.attributes & 0x07
+            if len(buf) > self.config.segment_size:
+                raise RecordBatchTooLargeError(
+                    f"Message batch size is {len(buf)} bytes in append to partition {self.topic_partition}, which "
+                    f"exceeds the maximum configured segment size of {self.config.segment_size}.")
+            self._maybe_roll(len(buf), info)
+            updated, completed, duplicate = self._analyze_and_validate_producer_state(buf, scan, origin)
+            info.log_start_offset = self._log_start_offset
+            if duplicate is not None:
+                info.first_offset = duplicate.first_offset
+                info.last_offset = duplicate.last_offset
+                info.log_append_time = duplicate.timestamp      # as Kafka does, whatever the timestamp type
+                info.duplicate = True
+                return info
+            self._local.append(info.last_offset, info.max_timestamp, info.offset_of_max_timestamp, buf)
+            psm = self.producer_state_manager
+            for append_info in updated.values():
+                psm.update(append_info)
+            for txn in completed:
+                psm.complete_txn(txn)
+            psm.update_map_end_offset(info.last_offset + 1)
+            if self._local.unflushed_messages >= self.config.flush_interval:
+                self.flush()
+            return info
+
+    def _analyze_and_validate_producer_state(self, buf, scan, origin: AppendOrigin):
+        psm = self.producer_state_manager
+        updated: dict = {}
+        completed = []
+        for span in scan:
+            h = span.header
+            if not h.has_producer_id:
+                continue
+            if origin is AppendOrigin.CLIENT:
+                entry = psm.last_entry(h.producer_id)
+                duplicate = entry.find_duplicate_batch(h) if entry is not None else None
+                if duplicate is not None:
+                    return updated, completed, duplicate
+            append_info = updated.get(h.producer_id)
+            if append_info is None:
+                append_info = updated[h.producer_id] = psm.prepare_update(h.producer_id, origin)
+            data = memoryview(buf)[span.start:span.end] if h.is_control_batch else None
+            txn = append_info.append(h, data)
+            if txn is not None:
+                completed.append(txn)
+        return updated, completed, None
+
+    def _maybe_roll(self, messages_size: int, info: LogAppendInfo):
+        segment = self.active_segment
+        params = RollParams(self.config.segment_ms, self.config.segment_size, info.max_timestamp, info.last_offset,
+                            messages_size, self.time.milliseconds())
+        if segment.should_roll(params):
+            log.debug("[%s] Rolling new log segment: %s", self.topic_partition, segment.roll_reason(params))
+            return self.roll(info.first_offset if info.first_offset >= 0 else info.last_offset - 2147483647)
+        return segment
+
+    # ------------------------------------------------------------------------------------------ read
+    def read(self, start_offset: int, max_bytes: int, *, isolation="high_watermark",
+             min_one_message: bool = True) -> FetchDataInfo:
+        """Whole batches from the one holding ``start_offset``, never past the isolation bound (LEO,
+        high watermark or last stable offset), at most ``max_bytes`` unless ``min_one_message`` lets the first
+        batch exceed it. OFFSET_OUT_OF_RANGE below the log start offset or past the log end offset."""
+        isolation = FetchIsolation.of(isolation)
+        with self._lock, _storage_errors("reading", self):
+            if start_offset < self._log_start_offset:
+                raise OffsetOutOfRangeError(f"Received request for offset {start_offset} for partition "
+                                            f"{self.topic_partition}, but we only have log segments starting from "
+                                            f"offset: {self._log_start_offset}.")
+            bound = {FetchIsolation.LOG_END: self.log_end_offset,
+                     FetchIsolation.HIGH_WATERMARK: self._high_watermark,
+                     FetchIsolation.TXN_COMMITTED: self.last_stable_offset}[isolation]
+            return self._local.read(start_offset, max_bytes, min_one_message=min_one_message, bound_offset=bound,
+                                    include_aborted_txns=isolation is FetchIsolation.TXN_COMMITTED)
+
+    def fetch_offset_by_timestamp(self, target_timestamp: int) -> Optional[TimestampAndOffset]:
+        """ListOffsets: ``(timestamp, offset, leader_epoch)`` of the first record with a timestamp >= the target,
+        or for the special values -2 EARLIEST, -1 LATEST (the LEO; the broker caps it at the HW/LSO for
+        consumers), -3 MAX_TIMESTAMP, -4 EARLIEST_LOCAL (= EARLIEST without tiered storage), -5 LATEST_TIERED
+        (offset -1 without tiered storage). None when no record qualifies."""
+        cache = self.leader_epoch_cache
+        with self._lock:
+            if target_timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+                earliest = cache.earliest_entry
+                known = earliest is not None and earliest.start_offset <= self._log_start_offset
+                epoch = earliest.epoch if known else None
+                return TimestampAndOffset(-1, self._log_start_offset, epoch)
+            if target_timestamp == LATEST_TIMESTAMP:
+                return TimestampAndOffset(-1, self.log_end_offset, cache.latest_epoch)
+            if target_timestamp == LATEST_TIERED_TIMESTAMP:
+                return TimestampAndOffset(-1, -1, -1)
+            if target_timestamp == MAX_TIMESTAMP:
+                return self._max_timestamp_offset()
+            for segment in self.segments:
+                if segment.largest_timestamp() >= target_timestamp:
+                    return segment.find_offset_by_timestamp(target_timestamp, self._log_start_offset)
+            return None
+
+    def _max_timestamp_offset(self) -> Optional[TimestampAndOffset]:
+        best = max(self.segments, key=lambda s: s.max_timestamp_so_far)
+        ts, _ = best.read_max_timestamp_and_offset_so_far()
+        if ts < 0:
+            return None
+        position = best.offset_index.lookup(best.shallow_offset_of_max_timestamp_so_far).position
+        for batch in best.log.batches(position):
+            if batch.header.max_timestamp == ts:
+                epoch = batch.header.partition_leader_epoch
+                if batch.header.timestamp_type == 1:
+                    return TimestampAndOffset(ts, batch.base_offset, epoch if epoch >= 0 else None)
+                for record in decode_batch(best.log.read(batch.position, batch.size), verify=False).records:
+                    if record.timestamp == ts:
+                        return TimestampAndOffset(ts, record.offset, epoch if epoch >= 0 else None)
+        return None
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> tuple:
+        """OffsetForLeaderEpoch: ``(epoch, end_offset)`` -- the largest epoch <= ``leader_epoch`` this replica
+        knows and where it ended (the LEO for the latest epoch); ``(-1, -1)`` (UNDEFINED_EPOCH,
+        UNDEFINED_EPOCH_OFFSET, what the response carries) when unknown. KIP-101, KIP-279."""
+        with self._lock:
+            epoch, offset = self.leader_epoch_cache.end_offset_for(leader_epoch, self.log_end_offset)
+            return (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET) if offset == UNDEFINED_EPOCH_OFFSET else (epoch, offset)
+
+    def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
+        """A new leader records the start of its epoch at its LEO (Partition.makeLeader does this)."""
+        self.leader_epoch_cache.assign(leader_epoch, start_offset)
+
+    # ---------------------------------------------------------------------------- roll, flush, truncate
+    def roll(self, expected_next_offset: Optional[int] = None):
+        """Start a new active segment; snapshot producer state at its base offset and flush the old segment
+        in the background (Kafka does not make the appending thread wait for fsync)."""
+        with self._lock, _storage_errors("rolling a segment", self):
+            new_segment = self._local.roll(expected_next_offset)
+            psm = self.producer_state_manager
+            psm.update_map_end_offset(new_segment.base_offset)
+            snapshot = psm.take_snapshot(sync=False)
+            if self.scheduler is not None:
+                self.scheduler.schedule("flush-log", lambda: self._flush_after_roll(snapshot, new_segment.base_offset))
+            return new_segment
+
+    def _flush_after_roll(self, snapshot: Optional[str], offset: int) -> None:
+        if self._local.closed:
+            return
+        if snapshot is not None and os.path.exists(snapshot):
+            flush_file(snapshot)
+        self._flush(offset, including_offset=False)
+
+    def flush(self, offset: Optional[int] = None, *, force_flush_active_segment: bool = False) -> None:
+        """fsync everything below ``offset`` (default: the LEO) and move the recovery point there."""
+        if offset is None:
+            self._flush(self.log_end_offset, including_offset=force_flush_active_segment)
+        else:
+            self._flush(offset, including_offset=False)
+
+    def _flush(self, offset: int, *, including_offset: bool) -> None:
+        flush_offset = offset + 1 if including_offset else offset
+        with self._lock, _storage_errors("flushing", self):
+            if flush_offset > self._local.recovery_point:
+                self._local.flush(flush_offset)
+                self._local.mark_flushed(offset)
+
+    def truncate_to(self, target_offset: int) -> bool:
+        """Drop every batch holding an offset >= ``target_offset`` (a follower removing a diverged suffix).
+        Returns True if anything was removed."""
+        if target_offset < 0:
+            raise ValueError(f"Cannot truncate partition {self.topic_partition} to a negative offset "
+                             f"({target_offset}).")
+        with self._lock:
+            if target_offset >= self.log_end_offset:
+                self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
+                return False
+            self._local.check_open()
+            if self._local.segments.first_segment_base_offset() > target_offset:
+                self.truncate_fully_and_start_at(target_offset)
+                return True
+            deleted = self._local.truncate_to(target_offset)
+            for segment in deleted:
+                self.producer_state_manager.delete_snapshot(segment.base_offset)
+            self.leader_epoch_cache.truncate_from_end(target_offset)
+            self._log_start_offset = min(target_offset, self._log_start_offset)
+            rebuild_producer_state(self.producer_state_manager, self._local.segments, self._log_start_offset,
+                                   self.log_end_offset, self.time, reload_from_clean_shutdown=False)
+            if self._high_watermark >= self.log_end_offset:
+                self._high_watermark = self.log_end_offset
+            return True
+
+    def truncate_fully_and_start_at(self, new_offset: int, log_start_offset: Optional[int] = None) -> None:
+        """Delete everything and continue at ``new_offset`` (a follower far behind the leader's log start)."""
+        with self._lock:
+            deleted = self._local.truncate_fully_and_start_at(new_offset)
+            for segment in deleted:
+                self.producer_state_manager.delete_snapshot(segment.base_offset)
+            self.leader_epoch_cache.clear_and_flush()
+            self.producer_state_manager.truncate_fully_and_start_at(new_offset)
+            self._log_start_offset = new_offset if log_start_offset is None else log_start_offset
+            rebuild_producer_state(self.producer_state_manager, self._local.segments, self._log_start_offset,
+                                   new_offset, self.time, reload_from_clean_shutdown=False)
+            self._high_watermark = self.log_end_offset
+
+    # ----------------------------------------------------------------------------------- life cycle
+    def remove_expired_producers(self, now_ms: int) -> list:
+        with self._lock:
+            return self.producer_state_manager.remove_expired_producers(now_ms)
+
+    def take_producer_snapshot(self) -> Optional[str]:
+        with self._lock:
+            return self.producer_state_manager.take_snapshot()
+
+    def close(self) -> None:
+        """Clean close: snapshot producer state at the LEO, trim the indexes, close the files."""
+        with self._lock:
+            if self._local.closed:
+                return
+            self.producer_state_manager.take_snapshot()
+            self._local.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._local.closed
+
+    def rename_dir(self, name: str) -> None:
+        with self._lock:
+            if self._local.rename_dir(name):
+                self.producer_state_manager.update_parent_dir(self.dir)
+                self.leader_epoch_cache.checkpoint = LeaderEpochCheckpointFile(
+                    os.path.join(self.dir, names.LEADER_EPOCH_CHECKPOINT_FILENAME))
+
+    def delete(self, *, delay: bool = False) -> None:
+        """Delete every file of this log and its directory: now, or (``delay=True``) the way Kafka deletes a
+        partition -- rename the directory ``<topic>-<partition>.<uuid>-delete`` at once and remove it after
+        ``file.delete.delay.ms`` on the scheduler. (:meth:`LogManager.delete_log` does the delayed form itself.)"""
+        with self._lock:
+            if delay:
+                self.rename_dir(names.log_delete_dir_name(self.topic_partition))
+                if self.scheduler is not None:
+                    self.scheduler.schedule("kafka-delete-logs", self.delete, self.config.file_delete_delay_ms)
+                    return
+            if self._local.closed and not self._local.segments:
+                return
+            self.leader_epoch_cache.clear()
+            for segment in self._local.delete_all_segments():
+                self.producer_state_manager.delete_snapshot(segment.base_offset)
+            self._local.delete_empty_dir()
+
+    def simulate_crash(self, lose_unflushed: bool = True) -> dict:
+        """Stop the log as a power cut would: no snapshot, no index trimming, files closed as they are; with
+        ``lose_unflushed`` every byte never fsync'd is lost (and files never made durable vanish). Returns
+        ``{segment base offset: bytes lost}``. Reopen the directory with ``had_clean_shutdown=False``."""
+        with self._lock:
+            lost = {}
+            for segment in self.segments:
+                if lose_unflushed:
+                    lost[segment.base_offset] = segment.simulate_power_loss()
+                else:
+                    segment.close_handlers()
+            self._local.closed = True
+            return lost

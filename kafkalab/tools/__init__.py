@@ -1,0 +1,14 @@
+"""kafkalab.tools -- command-line tools named after the Kafka tools they mirror.
+
+Theory of operation
+-------------------
+Kafka ships admin and debugging scripts (``bin/kafka-*.sh``) that work directly on a broker's files or speak
+the protocol. kafkalab keeps their names, flags and output shapes so that what a learner sees here is what
+the real tool prints on a real cluster. Each tool is a module with ``main(argv)`` (and ``add_parser`` so the
+``kafkalab`` CLI can mount it as a sub-command):
+
+* :mod:`.dump_log` -- ``kafka-dump-log.sh``: print segment, index, snapshot and checkpoint files.
+  ``python -m kafkalab.tools.dump_log --files ...``; ``kafkalab dump-log`` once mounted.
+
+Mirrors: ``core/src/main/scala/kafka/tools/`` and ``tools/src/main/java/org/apache/kafka/tools/``.
+"""
