@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 SETUP  := $(VENV)/.kafkalab-setup
 
-.PHONY: lab test setup check-python clean
+.PHONY: lab test broker setup check-python clean
 
 ## lab: set everything up and start JupyterLab on labs/ (each notebook starts its own embedded broker)
 lab: setup
@@ -14,9 +14,13 @@ lab: setup
 test: setup
 	$(PY) -m pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with labs/sanitize.cfg tests labs
 
+## broker: a standalone lab broker on 127.0.0.1:9092 (logs in ./kafka-logs), for kcat and scripts; Ctrl-C stops it
+broker: setup
+	$(VENV)/bin/kafkalab broker
+
 setup: $(SETUP)
 
-$(SETUP): pyproject.toml | check-python
+$(SETUP): pyproject.toml constraints.txt | check-python
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[test]"

@@ -1,0 +1,572 @@
+# Source of labs/06_the_log.ipynb ("percent" format). Edit this file, then rebuild and re-execute:
+#     .venv/bin/python scripts/build_labs.py 06
+# Review the prose and code here; the .ipynb keeps the outputs that nbval compares.
+
+# %% [markdown]
+# # Lab 06 · The log on disk
+#
+# A Produce request ends in a file. Which file, in which directory, holding which bytes? This lab starts a
+# broker, produces to it, and then opens its log directory like you would on a real Kafka machine: you list
+# the files, compare the bytes a client sent with the bytes on disk, watch segments roll, follow an offset
+# through the index, and read everything back from any offset, as often as you like. Then you drive the
+# storage layer by hand, with a clock you control, to see retention delete old segments, compaction keep the
+# latest value per key, and recovery cut a half-written batch after a crash.
+#
+# **By the end of this lab you can**
+#
+# 1. name every file in a partition directory and in a log dir, and say what it is for;
+# 2. show that the broker stores a batch **as the client sent it**, except two fields it patches;
+# 3. predict when a segment rolls and which `.log` file holds a given offset;
+# 4. walk a lookup: segment, sparse offset index, batch headers;
+# 5. read a segment with `kafkalab dump-log` (Kafka's `kafka-dump-log.sh`);
+# 6. re-read a partition from any offset, and find the offset for a point in time;
+# 7. explain retention by time and by size, compaction and tombstones, and crash recovery.
+
+# %% [markdown]
+# ### Where this lab sits
+#
+# | course concept | what you will see | section |
+# |---|---|---|
+# | **C18** the broker stores records as received, without transforming them | client bytes vs `.log` bytes: only `base_offset` and `partition_leader_epoch` differ, the CRC still holds | 2 |
+# | **C24** a partition is an append-only array: append at the end, read from any offset | segments, offsets, the index lookup | 3-5 |
+# | **C19** records stay after being read; retention by time and size deletes old data | read twice from offset 10; `retention.ms`, `retention.bytes` with a mock clock | 6, 8 |
+# | **C31** (seek, timestamp → offset) | `assign` + `seek`, `offsets_for_times`, ListOffsets earliest / latest / max timestamp | 6 |
+# | **C27** compaction keeps the latest record per key; tombstones delete keys | a compacted topic before and after the cleaner | 9 |
+#
+# | what you look at | kafkalab module | Kafka source (apache/kafka) |
+# |---|---|---|
+# | segments, indexes, roll | `kafkalab/storage/segment.py`, `offset_index.py`, `local_log.py` | `storage/.../internals/log/LogSegment.java`, `OffsetIndex.java`, `core/.../log/LocalLog.scala` |
+# | the log of a partition, reads, ListOffsets | `kafkalab/storage/log.py` | `core/src/main/scala/kafka/log/UnifiedLog.scala` |
+# | retention | `kafkalab/storage/retention.py` | `UnifiedLog.deleteOldSegments` |
+# | compaction | `kafkalab/storage/cleaner.py` | `core/src/main/scala/kafka/log/LogCleaner.scala` |
+# | recovery | `kafkalab/storage/log_loader.py` | `storage/.../internals/log/LogLoader.java` |
+# | the dump tool | `kafkalab/tools/dump_log.py` | `core/src/main/scala/kafka/tools/DumpLogSegments.scala` |
+# | reading the files, pictures, checks | `kafkalab/exercises/lab06.py` | — |
+
+# %%
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+from confluent_kafka import Consumer, TopicPartition
+from IPython.display import HTML
+
+from kafkalab import Cluster
+from kafkalab.common.time import MockTime
+from kafkalab.exercises import lab06
+from kafkalab.exercises.lab02 import BrokerLog
+from kafkalab.records import SimpleRecord, build_batch, crc_is_valid, decode_batch, decode_batches
+from kafkalab.storage import LogConfig, LogManager, UnifiedLog
+
+pd.set_option("display.max_colwidth", 100)
+broker_log = BrokerLog().install()            # the broker's warnings: kept in a list, shown when we ask
+workdir = tempfile.TemporaryDirectory(prefix="kafkalab-lab06-")   # everything this lab writes; printed relative
+BASE = Path(workdir.name)
+
+cluster = Cluster(brokers=1, log_dirs=str(BASE / "cluster")).start()
+LOG_DIR = BASE / "cluster" / "broker-0"                # the broker's log.dirs
+PARTITION = LOG_DIR / f"{lab06.TOPIC}-0"               # <log.dirs>/<topic>-<partition>
+cluster.create_topic(lab06.TOPIC, partitions=1, config={
+    "segment.bytes": 1024,          # tiny segments, so that we see several (the default is 1 GiB)
+    "index.interval.bytes": 256,    # an index entry every 256 bytes of batches (default 4096)
+    "retention.ms": -1})            # keep forever: our records carry timestamps from 2023 (section 8 shows why)
+print(f"topic {lab06.TOPIC!r} created; its replica lives in <log.dirs>/{PARTITION.name}")
+
+# %% [markdown]
+# ## 1 · What a Produce leaves behind
+#
+# We produce on a bare connection (lab 02's `RawConnection`), so that we know every byte we sent. Each record
+# is a sensor reading with a **fixed** timestamp: record *i* is stamped `T0 + i` seconds (`T0` is
+# 2023-11-14 22:13:20 UTC). The first batch holds three records.
+
+# %%
+def reading(i):
+    """Record i: key sensor-0..2, a small JSON value, timestamp T0 + i seconds."""
+    return SimpleRecord(f"sensor-{i % 3}".encode(), f'{{"celsius": {18 + i % 7}.{i % 10}}}'.encode(), (),
+                        lab06.T0 + 1000 * i)
+
+
+first = build_batch([reading(i) for i in range(3)])
+print("base offsets assigned:", lab06.produce_batches(cluster.bootstrap_servers, lab06.TOPIC, [first]))
+pd.DataFrame(lab06.file_tree(LOG_DIR)).set_index("file")
+
+# %% [markdown]
+# One directory per partition replica, named `<topic>-<partition>`, and in it one **segment**: a `.log` file
+# with the batch (159 bytes, exactly the size of what we sent) and two index files. Every segment file is named
+# after the first offset it holds, zero-padded to 20 digits. The index files are **preallocated** to
+# `segment.index.bytes` (10 MiB) while the segment is active, and trimmed when it is closed.
+#
+# Three small text files say whom the data belongs to. The values that are random per run are replaced here by
+# a description; on your disk you see the real ones.
+
+# %%
+for name in ["meta.properties", f"{PARTITION.name}/partition.metadata", f"{PARTITION.name}/leader-epoch-checkpoint"]:
+    print(f"--- {name}\n{lab06.read_masked(LOG_DIR / name)}")
+
+# %% [markdown]
+# `leader-epoch-checkpoint` is a version (`0`), a count (`1`) and one line per leader epoch: *epoch 0 started at
+# offset 0*. A broker uses it after a leader change to find out how far its log agrees with the new leader's
+# (lab 08).
+#
+# ## 2 · Stored as sent
+#
+# Send a second batch and put the bytes we sent next to the bytes now in the `.log` file, right after the
+# first batch.
+
+# %%
+second = build_batch([reading(i) for i in range(3, 6)])
+print("base offsets assigned:", lab06.produce_batches(cluster.bootstrap_servers, lab06.TOPIC, [second]))
+on_disk = (PARTITION / "00000000000000000000.log").read_bytes()
+stored = on_disk[len(first):len(first) + len(second)]
+diff = lab06.ByteDiff(second, stored)
+diff
+
+# %% [markdown]
+# Two fields differ, both in the first 21 bytes: the **base offset** (the producer sends 0, the leader writes
+# the offset it assigned: 3) and the **partition leader epoch** (the producer sends -1, the leader writes its
+# epoch: 0). Everything else — the CRC, the timestamps, the producer fields and every record byte — is what the
+# client sent. The CRC-32C covers the bytes from offset 21 on (lab 01), which is exactly why the broker may
+# patch those two fields without recomputing it, and why a consumer can still verify the batch:
+
+# %%
+print(repr(diff))
+print("CRC valid as sent:", crc_is_valid(second), "| CRC valid on disk:", crc_is_valid(stored))
+print("same records:", decode_batch(second).records == tuple(r._replace(offset=r.offset - 3)
+                                                           for r in decode_batch(stored).records))
+
+# %% [markdown]
+# No decompression, no re-encoding, no per-record work: the broker checks the header, assigns offsets by
+# writing 12 bytes, and appends. A consumer gets these same bytes back, and the broker can send them from the
+# file to the socket with `sendfile` (zero-copy). That is a large part of why one broker can move hundreds of
+# megabytes per second.
+#
+# ## 3 · Segments roll
+#
+# The topic has `segment.bytes = 1024`. Produce 30 more batches of three records (offsets 6 to 95):
+
+# %%
+more = [build_batch([reading(i) for i in range(n, n + 3)]) for n in range(6, 96, 3)]
+offsets = lab06.produce_batches(cluster.bootstrap_servers, lab06.TOPIC, more)
+print(f"{len(offsets)} batches at base offsets {offsets[0]}..{offsets[-1]}")
+segs = lab06.segments(PARTITION)
+pd.DataFrame([{"segment": s.name, "bytes": s.log_bytes, "batches": len(s.batches), "offsets":
+               f"{s.base_offset}-{s.next_offset - 1}", "index entries": len(s.index)} for s in segs]).set_index("segment")
+
+# %% [markdown]
+# Each batch is 159 bytes; six of them make 954 bytes, and a seventh would push the segment past 1024, so
+# before appending it the broker **rolls**: it closes the active segment (trimming its indexes to their used
+# size) and starts a new one named after the next offset. Only the last segment, the *active* one, is ever
+# appended to; the others are immutable until retention or compaction replace them. (Segments also roll by age,
+# `segment.ms`, and when an index is full.)
+#
+# The picture: one bar per segment, one block per batch (its base offset on it), and under each bar the
+# entries of that segment's offset index, `offset→position`, with an arrow to the byte they point at.
+
+# %%
+lab06.SegmentMap(segs, segment_bytes=1024, title=f"{PARTITION.name}: {len(segs)} segments")
+
+# %%
+pd.DataFrame(lab06.file_tree(PARTITION)).set_index("file")
+
+# %% [markdown]
+# ## 4 · The sparse index
+#
+# A segment's `.index` does not list every offset. The broker adds an entry only after more than
+# `index.interval.bytes` (here 256) bytes of batches since the previous one: with 159-byte batches, every
+# second batch. Each entry is 8 bytes: an offset *relative to the segment's base offset* (4 bytes, so the file
+# stays small; Kafka writes the last offset of the batch) and the byte position where that batch starts in
+# the `.log`.
+
+# %%
+seg = segs[2]
+raw = (PARTITION / f"{seg.base_offset:020d}.index").read_bytes()
+print(f"{seg.base_offset:020d}.index: {len(raw)} bytes = {len(raw) // 8} entries")
+for n in range(len(raw) // 8):
+    chunk = raw[8 * n:8 * n + 8]
+    rel, pos = int.from_bytes(chunk[:4], "big"), int.from_bytes(chunk[4:], "big")
+    print(f"  {chunk[:4].hex()} {chunk[4:].hex()}  relative offset {rel} (= {seg.base_offset + rel}), position {pos}")
+
+# %% [markdown]
+# To serve a Fetch at offset 47, the broker (1) picks the segment with the largest base offset ≤ 47, (2)
+# binary-searches its index for the last entry ≤ 47, and (3) reads batch headers from that position on, jumping
+# `batch_length` bytes at a time, until a batch holds offset 47. It never reads a record to get there.
+
+# %%
+pd.DataFrame(lab06.lookup_walk(PARTITION, 47)).set_index("step")
+
+# %%
+lab06.SegmentMap(segs, segment_bytes=1024, highlight=47, title="looking up offset 47")
+
+# %% [markdown]
+# A sparse index is the trade-off: the index stays tiny (it can be kept in memory for every segment) and a
+# lookup reads at most `index.interval.bytes` plus one batch too much. The `.timeindex` works the same way for
+# time, with 12-byte entries (timestamp, relative offset); section 6 uses it.
+
+# %% [markdown]
+# ## 5 · `kafkalab dump-log`
+#
+# Kafka ships `kafka-dump-log.sh` to look inside these files without a broker; `kafkalab dump-log` takes the
+# same flags and prints the same shape. Here is the first segment, batch by batch, with `--print-data-log`
+# adding every record (run in the partition directory, so file names print short):
+
+# %%
+result = subprocess.run([sys.executable, "-m", "kafkalab.cli", "dump-log", "--files", "00000000000000000000.log",
+                         "--print-data-log"], cwd=PARTITION, capture_output=True, text=True, check=True)
+print(result.stdout)
+
+# %% [markdown]
+# `baseOffset`, `lastOffset`, `count`, `partitionLeaderEpoch`, `CreateTime`, `crc` and `isvalid` are the batch
+# header of section 2, read from disk; `position` is where the batch starts in the file, the number the index
+# stores. The same tool reads indexes and checkpoints (`lab06.dump_log` calls it from Python):
+
+# %%
+print(lab06.dump_log(PARTITION, [f"{seg.base_offset:020d}.index", f"{seg.base_offset:020d}.timeindex",
+                                 "leader-epoch-checkpoint"]))
+
+# %% [markdown]
+# ## 6 · Read from anywhere, again and again
+#
+# Reading does not remove anything. A consumer says where to start: confluent-kafka's `assign` with an offset,
+# and `seek` to go somewhere else. Read four records from offset 10, then seek back to 10 and read them again.
+# (`assign`, not `subscribe`: the consumer joins no group and commits nothing; confluent-kafka still wants a
+# `group.id` in its configuration.)
+
+# %%
+consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "client.id": "kafkalab-lab06", "group.id": "lab06",
+                     "enable.auto.commit": False, "client.software.name": "kafkalab-lab",
+                     "client.software.version": "1.0"})
+
+
+def read(n):
+    out = []
+    while len(out) < n:
+        for m in consumer.consume(n - len(out), timeout=5.0):
+            if m.error() is None:
+                out.append((m.offset(), m.key().decode(), m.value().decode(), m.timestamp()[1]))
+    return out
+
+
+consumer.assign([TopicPartition(lab06.TOPIC, 0, 10)])
+first_read = read(4)
+consumer.seek(TopicPartition(lab06.TOPIC, 0, 10))
+second_read = read(4)
+print("same records both times:", first_read == second_read)
+pd.DataFrame(first_read, columns=["offset", "key", "value", "timestamp"]).set_index("offset")
+
+# %% [markdown]
+# And the other direction: *which offset belongs to a point in time?* `offsets_for_times` sends ListOffsets
+# with a timestamp; the broker finds the first record stamped at or after it, using each segment's largest
+# timestamp and its `.timeindex`. Our record *i* has timestamp `T0 + i` s, so the answer for `T0 + 42.5 s` is
+# offset 43.
+
+# %%
+wanted = {"T0 + 42.5 s": lab06.T0 + 42_500, "T0 (the first record)": lab06.T0, "T0 + 1 hour (future)": lab06.T0 + 3_600_000}
+found = {label: consumer.offsets_for_times([TopicPartition(lab06.TOPIC, 0, ts)], timeout=10)[0].offset
+         for label, ts in wanted.items()}                # one call per timestamp: see below
+pd.DataFrame({"timestamp": list(wanted.values()), "offset": list(found.values())}, index=list(wanted))
+
+# %% [markdown]
+# "No such record" comes back as offset -1 (the client then applies `auto.offset.reset`). Why one call per
+# timestamp? A ListOffsets request carries *one* timestamp per partition; ask for the same partition three times
+# in one call and librdkafka sends only one of them. ListOffsets also takes
+# special timestamps: **-2** earliest (the log start offset), **-1** latest (the log end offset, the next offset
+# to be written), **-3** the record with the largest timestamp (KIP-734). Asked on a bare connection:
+
+# %%
+special = {-2: "earliest", -1: "latest", -3: "max timestamp"}
+answers = lab06.list_offsets(cluster.bootstrap_servers, lab06.TOPIC, list(special))
+pd.DataFrame([{"timestamp sent": ts, "meaning": special[ts], "answer: timestamp": t, "answer: offset": o}
+              for ts, (t, o) in zip(special, answers)]).set_index("timestamp sent")
+
+# %%
+consumer.close()
+cluster.stop_broker(0)
+print("broker stopped cleanly; the log dir now holds:")
+pd.DataFrame([r for r in lab06.file_tree(LOG_DIR) if "/" not in r["file"]]).set_index("file")[["what"]]
+
+# %% [markdown]
+# On a clean shutdown the broker writes its **checkpoints**: per partition the recovery point (everything below
+# it is known to be on disk), the high watermark (`replication-offset-checkpoint`) and, when it is above the
+# first segment, the log start offset; and `.kafka_cleanshutdown`, which tells the next start that no recovery
+# is needed. Each checkpoint is a version, a count, then one `topic partition offset` line per partition. (They
+# also list `__consumer_offsets`, which the broker creates when a client first asks for a group
+# coordinator, as confluent-kafka did; we print only our partition's line.)
+
+# %%
+for name in ["recovery-point-offset-checkpoint", "replication-offset-checkpoint"]:
+    version, count, *entries = lab06.read_masked(LOG_DIR / name).splitlines()
+    ours = [e for e in entries if e.startswith(lab06.TOPIC + " ")]
+    print(f"--- {name}: version {version}; our partition: {ours}")
+cluster.stop()
+
+# %% [markdown]
+# ## 7 · The storage layer by hand, with a clock we control
+#
+# Retention and compaction are decided by the clock: *is this segment older than `retention.ms`?* Waiting a
+# week is not an option, so from here on we drive kafkalab's storage layer directly — `UnifiedLog`, the class
+# the broker calls for each partition (Kafka's class of the same name) — with a `MockTime` clock that moves only
+# when we say so. The broker's own code path is the same one we used above.
+
+# %%
+clock = MockTime(start_ms=lab06.T0)
+retention_dir = BASE / "by-hand" / "metrics-0"
+metrics = UnifiedLog(retention_dir, LogConfig({"segment.bytes": 600, "retention.ms": 7_200_000}), time=clock)
+for i in range(30):                                  # one batch every 10 minutes, stamped with the clock's time
+    metrics.append_as_leader(build_batch([SimpleRecord(b"host-1", b"cpu=%d" % (40 + i), (), clock.milliseconds())]),
+                             leader_epoch=0)
+    clock.advance(600_000)
+metrics.update_high_watermark(metrics.log_end_offset)
+
+
+def segment_table(log):
+    now = clock.milliseconds()
+    return pd.DataFrame([{"segment": f"{s.base_offset:020d}.log", "bytes": s.size,
+                          "newest record": "—" if s.size == 0 else f"T0 + {(s.largest_timestamp() - lab06.T0) // 60_000} min",
+                          "age of newest (min)": "—" if s.size == 0 else (now - s.largest_timestamp()) // 60_000}
+                         for s in log.segments]).set_index("segment")
+
+
+print(f"now: T0 + {(clock.milliseconds() - lab06.T0) // 60_000} min; log start offset {metrics.log_start_offset}, "
+      f"log end offset {metrics.log_end_offset}")
+segment_table(metrics)
+
+# %% [markdown]
+# ## 8 · Retention: deleting whole segments
+#
+# `retention.ms = 7 200 000` (two hours). Retention never deletes single records: it deletes **whole segments,
+# oldest first**, each one once its *newest* record is older than `retention.ms`, and never the active segment.
+# The broker runs this check every `log.retention.check.interval.ms` (5 minutes); here we call it:
+
+# %%
+deleted = metrics.delete_old_segments()
+print(f"deleted {deleted} segment(s); log start offset is now {metrics.log_start_offset}")
+segment_table(metrics)
+
+# %% [markdown]
+# The newest records of segments 0 and 7 were 240 and 170 minutes old: both segments go, with every record in
+# them, including the ones only a little over two hours old. Segment 14 (100 minutes) stays, and so does
+# everything after it: the check walks from the oldest segment and stops at the first one it must keep. The
+# **log start offset** moves to the first remaining offset: a consumer asking for offset 3 now gets
+# `OFFSET_OUT_OF_RANGE` and resets (`auto.offset.reset`).
+#
+# This is also why the broker topic in section 1 had `retention.ms = -1`: our records are stamped in 2023, and
+# with the default of seven days the broker would have deleted them at its first retention check.
+#
+# Retention by size, `retention.bytes`, is a limit *per partition*: delete the oldest segment as long as the
+# log without it is still at least `retention.bytes`. Whole segments again, so the log may stay a little above
+# the limit.
+
+# %%
+metrics.update_config(LogConfig({"segment.bytes": 600, "retention.ms": -1, "retention.bytes": 700}))
+print(f"before: {metrics.size_in_bytes} bytes in {metrics.number_of_segments} segments")
+deleted = metrics.delete_old_segments()
+print(f"retention.bytes = 700: deleted {deleted} segment(s); {metrics.size_in_bytes} bytes left, "
+      f"log start offset {metrics.log_start_offset}")
+segment_table(metrics)
+
+# %% [markdown]
+# ## 9 · Compaction: the latest value per key
+#
+# A topic with `cleanup.policy = compact` is not trimmed by age but **by key**: the cleaner keeps the latest
+# record of each key and drops the older ones. A record with a key and a *null* value, a **tombstone**, says
+# "this key is deleted". We use a `LogManager` (the broker's owner of all logs, and of the cleaner) and ask its
+# cleaner to run now.
+
+# %%
+metrics.close()
+manager = LogManager(BASE / "by-hand" / "compacted", LogConfig({}), time=clock, cleaner_enable=True)
+manager.startup()
+prices = manager.get_or_create_log("prices", 0, LogConfig({"cleanup.policy": "compact", "segment.bytes": 400,
+                                                           "min.cleanable.dirty.ratio": 0.01}))
+UPDATES = [("AAPL", "190"), ("MSFT", "370"), ("AAPL", "191"), ("GOOG", "130"), ("MSFT", "371"), ("GOOG", None),
+           ("AAPL", "192"), ("TSLA", "240"), ("MSFT", "372"), ("AMZN", "145"), ("TSLA", "238"), ("AAPL", "193")]
+for key, value in UPDATES:
+    prices.append_as_leader(build_batch([SimpleRecord(key.encode(), None if value is None else value.encode(), (),
+                                                      clock.milliseconds())]), leader_epoch=0)
+prices.roll()                                       # the active segment is never cleaned: close it
+prices.update_high_watermark(prices.log_end_offset)
+
+
+def records_of(log):
+    rows = []
+    for s in log.segments:
+        for b in decode_batches(s.log.read(0, s.size)):
+            rows += [{"offset": r.offset, "segment": f"{s.base_offset:020d}.log", "key": r.key.decode(),
+                      "value": "∅ (tombstone)" if r.value is None else r.value.decode()} for r in b.records]
+    return pd.DataFrame(rows).set_index("offset")
+
+
+before = records_of(prices)
+result = manager.cleaner.clean_now(prices)
+after = records_of(prices)
+print(f"cleaned offsets {result.first_dirty_offset}-{result.end_offset - 1}: read {result.stats.messages_read} "
+      f"records, kept {result.stats.messages_written}")
+HTML('<div style="display:flex;gap:32px;align-items:flex-start"><div><b>before</b>' + before.to_html()
+     + '</div><div><b>after</b>' + after.to_html() + "</div></div>")
+
+# %% [markdown]
+# Each key kept its latest record, **at its original offset**: compaction leaves gaps, it never renumbers
+# (a consumer at offset 5 simply gets the next record that still exists). GOOG's tombstone stays, so that
+# consumers reading later learn that GOOG was deleted; the cleaner removes it only once it has been in the
+# cleaned part of the log for `delete.retention.ms` (one day by default). Compaction runs in the background,
+# segment by segment and never on the active segment, so a consumer may still see older values per key.
+#
+# ## 10 · A crash in the middle of a write
+#
+# What if the power fails while a batch is half written? Write five batches, close the log, then tear the end
+# of the file in two ways: append the first 30 bytes of another batch (an incomplete write), then flip the last
+# 5 bytes of the last batch (a corrupted one). Each time, reopen the directory *as after an unclean shutdown*,
+# which makes the loader scan the segment batch by batch and check each CRC.
+
+# %%
+orders_dir = BASE / "by-hand" / "orders-0"
+orders = UnifiedLog(orders_dir, LogConfig({}), time=clock)
+for n in range(5):
+    orders.append_as_leader(build_batch([SimpleRecord(b"order-%d" % (2 * n + j), b"paid", (), lab06.T0)
+                                         for j in range(2)]), leader_epoch=0)
+orders.flush()
+orders.close()
+segment = orders_dir / "00000000000000000000.log"
+print(f"{segment.name}: {segment.stat().st_size} bytes, offsets 0-9")
+
+torn = build_batch([SimpleRecord(b"order-10", b"paid", (), lab06.T0)])
+with open(segment, "ab") as f:
+    f.write(torn[:30])                                  # the power fails 30 bytes into the next batch
+broker_log.clear()
+reopened = UnifiedLog(orders_dir, LogConfig({}), time=clock, had_clean_shutdown=False)
+print(reopened.recovery_report.summary().replace("; ", "\n  "))
+reopened.close()
+
+# %%
+size = segment.stat().st_size
+with open(segment, "r+b") as f:
+    f.seek(size - 5)
+    f.write(b"\xff" * 5)                               # the last batch's bytes are no longer what was written
+reopened = UnifiedLog(orders_dir, LogConfig({}), time=clock, had_clean_shutdown=False)
+print(reopened.recovery_report.summary().replace("; ", "\n  "))
+print("what survives:", [(r.offset, r.key.decode()) for b in decode_batches(segment.read_bytes()) for r in b.records])
+reopened.close()
+
+# %% [markdown]
+# Recovery keeps every batch that is complete *and* CRC-valid, and cuts the file at the first one that is not,
+# together with everything after it (a log is only useful without holes). The torn write loses only the half
+# batch, whose append never finished, so no producer was told it succeeded. The corrupted batch costs offsets
+# 8-9, which a follower gets back from its leader (lab 08). The loader also rebuilds the indexes of the segments it
+# scanned. A broker writes the recovery point at each checkpoint, so after a crash it only scans the segments
+# after it, not the whole log.
+
+# %% [markdown]
+# ## 11 · Exercises
+#
+# Each exercise has a task, an answer cell and a check cell. Write your answer in the answer cell (replace the
+# `...`), run it, then run the check: ✓ means right; ✗ comes with a hint. The checks compute the right answer
+# from the data in the task, so you can change the data and try again.
+#
+# *Instructors:* the answer cells of this notebook hold the solutions (tagged `solution`, collapsed in
+# JupyterLab); `scripts/build_labs.py --student DIR` writes a copy where they are replaced by `...`.
+#
+# ### Exercise 1 · Which file?
+#
+# A partition directory holds the segments below. Which `.log` file holds offset `OFFSET`? Give its file name.
+
+# %%
+BASE_OFFSETS = [0, 1187, 2391, 3580, 4766]
+OFFSET = 3579
+print([f"{b:020d}.log" for b in BASE_OFFSETS])
+
+# %% tags=["solution"]
+segment_file = f"{max(b for b in BASE_OFFSETS if b <= OFFSET):020d}.log"
+
+# %%
+lab06.check_segment_file(segment_file, BASE_OFFSETS, OFFSET)
+
+# %% [markdown]
+# ### Exercise 2 · Where does the scan start?
+#
+# The offset index of segment `00000000000000002391.log` has the entries below (`offset, position`, offsets
+# already absolute). At which byte position does the broker start reading batch headers to find `TARGET`?
+
+# %%
+ENTRIES = [(2403, 4215), (2417, 8437), (2430, 12660), (2446, 16874), (2459, 21099)]
+TARGET = 2445
+
+# %% tags=["solution"]
+start_position = [p for o, p in ENTRIES if o <= TARGET][-1]
+
+# %%
+lab06.check_index_position(start_position, ENTRIES, TARGET, base_offset=2391)
+
+# %% [markdown]
+# ### Exercise 3 · Retention by time
+#
+# A partition has the segments below, `(base offset, largest timestamp)`, the last one active. It is now `NOW`
+# and `retention.ms` is `RETENTION_MS` (two days). Which segments does the next retention check delete, and
+# what is the log start offset afterwards? Answer with a dict `{"deleted": [...], "log_start_offset": ...}`.
+
+# %%
+HOUR = 3_600_000
+NOW = lab06.T0 + 100 * HOUR
+RETENTION_MS = 48 * HOUR
+SEGMENTS = [(0, lab06.T0 + 20 * HOUR), (310, lab06.T0 + 45 * HOUR), (702, lab06.T0 + 58 * HOUR),
+            (1090, lab06.T0 + 51 * HOUR), (1475, lab06.T0 + 99 * HOUR)]
+pd.DataFrame([{"base offset": b, "newest record: hours before NOW": (NOW - ts) // HOUR} for b, ts in SEGMENTS])
+
+# %% tags=["solution"]
+expired = []
+for base, largest in SEGMENTS[:-1]:
+    if NOW - largest <= RETENTION_MS:
+        break
+    expired.append(base)
+retention_answer = {"deleted": expired, "log_start_offset": SEGMENTS[len(expired)][0]}
+
+# %%
+lab06.check_retention(retention_answer, SEGMENTS, NOW, RETENTION_MS)
+
+# %% [markdown]
+# (Segment 1090's newest record is 49 hours old, yet it stays: the segment before it is still young enough, and
+# retention deletes from the oldest end only.)
+#
+# ### Exercise 4 · What does compaction keep?
+#
+# A compacted topic holds these records (offset = position in the list; `None` is a tombstone). Which offsets
+# remain after the cleaner has run (before `delete.retention.ms` has passed)? Give a list of offsets.
+
+# %%
+LOG = [("user-1", "alice"), ("user-2", "bob"), ("user-1", "alice@new"), ("user-3", "carol"), ("user-2", None),
+       ("user-4", "dave"), ("user-3", "carol@new"), ("user-1", None)]
+pd.DataFrame([{"key": k, "value": "None (tombstone)" if v is None else v} for k, v in LOG]).rename_axis("offset")
+
+# %% tags=["solution"]
+kept = sorted({key: offset for offset, (key, value) in enumerate(LOG)}.values())
+
+# %%
+lab06.check_compaction(kept, LOG)
+
+# %% [markdown]
+# ## 12 · Recap
+#
+# * **A partition is a directory** `<log.dirs>/<topic>-<partition>` of segments; each segment is a `.log`, an
+#   `.index` and a `.timeindex`, named after its first offset (20 digits). Around them: `partition.metadata`
+#   (topic id), `leader-epoch-checkpoint`, and per log dir `meta.properties` and the checkpoint files.
+# * **Stored as sent (C18).** The leader rewrites only `base_offset` and `partition_leader_epoch`, before the
+#   CRC range; the records are never re-encoded, so the CRC still holds and the bytes can go out with `sendfile`.
+# * **Append-only, read anywhere (C24).** Segments roll at `segment.bytes` (or `segment.ms`); only the active one
+#   is written. A lookup picks the segment, binary-searches the sparse index (one entry per
+#   `index.interval.bytes`), then walks batch headers.
+# * **Records stay after being read (C19).** Read from offset 10 twice, same records. Time → offset with
+#   ListOffsets / `offsets_for_times`; -2, -1, -3 for earliest, latest, max timestamp (C31).
+# * **Retention** deletes whole segments, oldest first, by `retention.ms` (newest record's age) or
+#   `retention.bytes` (per partition), never the active one; the log start offset moves up.
+# * **Compaction (C27)** keeps the latest record per key at its original offset; tombstones stay for
+#   `delete.retention.ms`; the active segment is never cleaned.
+# * **Recovery** after an unclean shutdown scans from the recovery point, keeps every complete CRC-valid batch
+#   and cuts the rest.
+#
+# **Next:** lab 07, *Fetching, the high watermark and purgatory*: the bytes go the other way, from the `.log`
+# to the consumer.
+
+# %%
+workdir.cleanup()
+print("lab files removed")
