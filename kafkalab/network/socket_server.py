@@ -7,7 +7,10 @@ For every listener the broker binds one server socket (Kafka's *acceptor*). Each
 
 1. reads bytes and cuts them into frames (an int32 size, then that many bytes). A size below 0 or above
    ``socket.request.max.bytes`` closes the connection at once: the broker never allocates from a size it has
-   not checked (``InvalidReceiveException`` in Kafka).
+   not checked (``InvalidReceiveException`` in Kafka). As in Kafka's ``NetworkReceive``, a large frame gets a
+   buffer of its own once its size is known and the socket receives straight into it (an asyncio
+   ``BufferedProtocol`` over :class:`~kafkalab.protocol.FrameReader`), so a 1 MB Produce request is copied
+   once, by the kernel, and its ``records`` are a view into that buffer.
 2. parses the request header and body *on the network side*. Anything that does not parse -- an unknown API
    key, a version the broker does not support, a body that runs short -- closes the connection **without a
    response**: the broker cannot know how the client would read one. The one exception is ApiVersions: a
@@ -17,7 +20,7 @@ For every listener the broker binds one server socket (Kafka's *acceptor*). Each
 3. puts the request into the request channel and **mutes** the connection: it reads no further request
    from this client until the response to this one has been written. So on one connection requests are
    processed one at a time and answered in the order they were sent, however many the client pipelines;
-   the extra ones wait in the socket buffer (and here in the frame reader's buffer).
+   the extra ones wait in the socket buffer (reading pauses while a complete request waits its turn).
 4. writes the response. Record batches read from a log file go out with ``sendfile`` (zero-copy: the bytes
    go from the page cache to the socket without passing through Python) when they are large enough.
 
@@ -29,6 +32,7 @@ Mirrors: ``core/src/main/scala/kafka/network/SocketServer.scala`` (Acceptor, Pro
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import logging
 import os
@@ -97,6 +101,116 @@ class _Listener:
         self.port = sock.getsockname()[1]
 
 
+class _Connection(asyncio.BufferedProtocol):
+    """One client connection: the socket receives into the :class:`FrameReader`'s buffers; complete frames
+    wait here for the processor coroutine, which also writes the responses (``write``/``drain``/``close``,
+    like an ``asyncio.StreamWriter``).
+
+    Muting: while a complete frame waits for the processor, reading is paused, so further requests stay in
+    the client's socket buffer (Kafka's ``Selector.mute``)."""
+
+    def __init__(self, server: "SocketServer", ep: EndPoint):
+        self.server, self.ep = server, ep
+        self.transport: Optional[asyncio.Transport] = None
+        self.frames = FrameReader(server.max_request_bytes)
+        self.ready: collections.deque = collections.deque()
+        self.error: Optional[InvalidReceiveError] = None   # a bad size prefix: close once ready is served
+        self.eof = False
+        self.lost: Optional[Exception] = None
+        self._waiter: Optional[asyncio.Future] = None
+        self._drain_waiter: Optional[asyncio.Future] = None
+        self._paused_writing = False
+
+    # ---------------------------------------------------------------------- protocol callbacks (the loop)
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        self.server._spawn(self.ep, self)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.frames.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        try:
+            done = self.frames.buffer_updated(nbytes)
+        except InvalidReceiveError as e:
+            self.ready.extend(e.frames)
+            self.error = e
+            self.transport.pause_reading()
+            self._wake()
+            return
+        if done:
+            self.ready.extend(done)
+            self.transport.pause_reading()   # mute until the processor has taken every complete frame
+            self._wake()
+
+    def eof_received(self) -> bool:
+        self.eof = True
+        self._wake()
+        return False
+
+    def connection_lost(self, exc) -> None:
+        self.eof = True
+        self.lost = exc
+        self._wake()
+        if self._drain_waiter is not None and not self._drain_waiter.done():
+            self._drain_waiter.set_exception(ConnectionResetError("connection lost"))
+
+    def pause_writing(self) -> None:
+        self._paused_writing = True
+
+    def resume_writing(self) -> None:
+        self._paused_writing = False
+        if self._drain_waiter is not None and not self._drain_waiter.done():
+            self._drain_waiter.set_result(None)
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    # ---------------------------------------------------------------------- used by the processor
+    async def next_frame(self, timeout: Optional[float]):
+        """The next complete frame; None at end of stream. Raises the InvalidReceiveError of a bad size
+        (after the frames before it), asyncio.TimeoutError when idle for ``timeout`` seconds."""
+        while not self.ready:
+            if self.error is not None:
+                raise self.error
+            if self.eof:
+                if self.lost is not None and not isinstance(self.lost, asyncio.CancelledError):
+                    raise ConnectionResetError(str(self.lost))
+                return None
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await asyncio.wait_for(self._waiter, timeout)
+            finally:
+                self._waiter = None
+        frame = self.ready.popleft()
+        if not self.ready and self.error is None and not self.eof:
+            self.transport.resume_reading()
+        return frame
+
+    def get_extra_info(self, name: str, default=None):
+        return self.transport.get_extra_info(name, default)
+
+    def write(self, data) -> None:
+        self.transport.write(data)
+
+    async def drain(self) -> None:
+        if self.transport.is_closing():
+            await asyncio.sleep(0)  # let connection_lost run; a write on a closed transport is dropped
+            if self.lost is not None or self.eof:
+                raise ConnectionResetError("connection lost")
+        if self._paused_writing:
+            self._drain_waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._drain_waiter
+            finally:
+                self._drain_waiter = None
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+
 class SocketServer:
     """Binds every listener, runs a processor per connection, and hands requests to the request channel.
 
@@ -124,13 +238,12 @@ class SocketServer:
     # ------------------------------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
         for ep in self.endpoints:
-            server = await asyncio.start_server(
-                lambda r, w, ep=ep: self._spawn(ep, r, w), host=ep.host or None, port=ep.port,
-                reuse_address=True, limit=1 << 20)
+            server = await asyncio.get_running_loop().create_server(
+                lambda ep=ep: _Connection(self, ep), host=ep.host or None, port=ep.port, reuse_address=True)
             self.listeners[ep.listener_name] = _Listener(ep, server)
 
-    def _spawn(self, ep: EndPoint, reader, writer) -> None:
-        task = asyncio.ensure_future(self._process(ep, reader, writer))
+    def _spawn(self, ep: EndPoint, conn: _Connection) -> None:
+        task = asyncio.ensure_future(self._process(ep, conn))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -176,7 +289,7 @@ class SocketServer:
         return list(self._connections)
 
     # ------------------------------------------------------------------------------------------ processor
-    async def _process(self, ep: EndPoint, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _process(self, ep: EndPoint, writer: _Connection) -> None:
         sock = writer.get_extra_info("socket")
         if sock is not None:
             try:
@@ -188,30 +301,21 @@ class SocketServer:
         conn_id = f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}-{next(self._index)}"
         self._connections[conn_id] = writer
         self.channel.metrics.connections_created += 1
-        frames = FrameReader(self.max_request_bytes)
-        pending: list[bytes] = []
         software = (None, None)
         reason = "client closed the connection"
         try:
             while not self._closing:
-                if not pending:
-                    try:
-                        data = await asyncio.wait_for(reader.read(1 << 18), self.idle_timeout)
-                    except asyncio.TimeoutError:
-                        reason = "idle for longer than connections.max.idle.ms"
-                        break
-                    if not data:
-                        break
-                    try:
-                        pending.extend(frames.feed(data))
-                    except InvalidReceiveError as e:
-                        pending.extend(e.frames if getattr(e, "frames", None) else ())
-                        reason = f"{e.reason}; closing connection {conn_id}"
-                        log.warning("%s: %s", self.name, reason)
-                        await self._drain_pending(ep, conn_id, peer, pending, writer, software)
-                        break
-                    continue
-                frame = pending.pop(0)
+                try:
+                    frame = await writer.next_frame(self.idle_timeout)
+                except asyncio.TimeoutError:
+                    reason = "idle for longer than connections.max.idle.ms"
+                    break
+                except InvalidReceiveError as e:
+                    reason = f"{e.reason}; closing connection {conn_id}"
+                    log.warning("%s: %s", self.name, reason)
+                    break
+                if frame is None:
+                    break
                 outcome, software = await self._handle_frame(ep, conn_id, peer, frame, writer, software)
                 if outcome is not None:
                     reason = outcome
@@ -234,14 +338,7 @@ class SocketServer:
                 self.on_close(conn_id)
             log.debug("%s: closed %s (%s)", self.name, conn_id, reason)
 
-    async def _drain_pending(self, ep, conn_id, peer, pending, writer, software) -> None:
-        """Frames that arrived complete before a bad size prefix are still served, in order (as Kafka does)."""
-        while pending:
-            outcome, software = await self._handle_frame(ep, conn_id, peer, pending.pop(0), writer, software)
-            if outcome is not None:
-                return
-
-    async def _handle_frame(self, ep: EndPoint, conn_id: str, peer, frame: bytes, writer, software):
+    async def _handle_frame(self, ep: EndPoint, conn_id: str, peer, frame, writer, software):
         """Decode one frame, run it through the request channel, write the answer.
 
         Returns ``(reason_to_close or None, software)``.
@@ -296,7 +393,7 @@ class SocketServer:
                    api_keys=(cls.ApiVersion(api_key=ApiKey.API_VERSIONS, min_version=lo, max_version=hi),))
         await self._send(writer, ApiKey.API_VERSIONS, 0, correlation_id, body)
 
-    async def _send(self, writer: asyncio.StreamWriter, api_key: int, api_version: int, correlation_id: int,
+    async def _send(self, writer: _Connection, api_key: int, api_version: int, correlation_id: int,
                     body) -> int:
         """Encode and write one response; file regions go out with sendfile. Returns the bytes written."""
         out: list = [b""]
@@ -311,7 +408,7 @@ class SocketServer:
         await self._write_pieces(writer, out)
         return total + 4
 
-    async def _write_pieces(self, writer: asyncio.StreamWriter, pieces: list) -> None:
+    async def _write_pieces(self, writer: _Connection, pieces: list) -> None:
         buffered: list = []
         for piece in pieces:
             if isinstance(piece, (bytes, bytearray, memoryview)):
@@ -333,7 +430,7 @@ class SocketServer:
             writer.write(b"".join(buffered) if len(buffered) > 1 else buffered[0])
         await writer.drain()
 
-    async def _sendfile(self, writer: asyncio.StreamWriter, region: FileRegion) -> None:
+    async def _sendfile(self, writer: _Connection, region: FileRegion) -> None:
         loop = asyncio.get_running_loop()
         with open(region.path, "rb") as f:
             await loop.sendfile(writer.transport, f, region.position, region.size, fallback=True)

@@ -12,11 +12,20 @@ blindly: a negative size, or one above ``max_size`` (the broker's ``socket.reque
 default), raises :class:`InvalidReceiveError` before a single byte is buffered for it -- Kafka then closes the
 connection without answering (``NetworkReceive.readFrom``).
 
+A server that wants to avoid copying can also let the socket write *into* the reader, the way Kafka's
+``NetworkReceive`` does: ask :meth:`FrameReader.get_buffer` where the next bytes should go, receive into it
+(``recv_into``; asyncio's ``BufferedProtocol``), then report how many arrived with
+:meth:`FrameReader.buffer_updated`. Small frames are collected in a scratch buffer; once the size of a large
+frame is known, the reader allocates that frame's own buffer and hands out the rest of it, so the bytes of a
+1 MB Produce request are copied once, by the kernel. Such frames come back as read-only ``memoryview`` objects
+over that buffer (decoders slice ``records`` out of them without copying).
+
 Mirrors: ``clients/src/main/java/org/apache/kafka/common/network/NetworkReceive.java``.
 """
 from __future__ import annotations
 
 import struct
+from typing import Optional
 
 from kafkalab.protocol.errors import DecodeError
 
@@ -26,6 +35,10 @@ __all__ = ["FrameReader", "InvalidReceiveError", "size_prefixed", "DEFAULT_MAX_F
 DEFAULT_MAX_FRAME_BYTES = 104857600
 
 _SIZE = struct.Struct(">i")
+#: A frame at least this large gets a buffer of its own as soon as its size is known (no re-copying).
+LARGE_FRAME_BYTES = 64 * 1024
+#: Where small frames (and the size prefixes) are received when receiving in place.
+SCRATCH_BYTES = 64 * 1024
 
 
 class InvalidReceiveError(DecodeError):
@@ -64,11 +77,14 @@ class FrameReader:
         self.max_size = max_size
         self._buf = bytearray()
         self._need = -1  # size of the frame being assembled, -1 while the size is still unknown
+        self._frame: Optional[memoryview] = None  # a large frame's own buffer, while it is being filled
+        self._filled = 0
+        self._scratch: Optional[memoryview] = None
 
     @property
     def buffered(self) -> int:
         """Bytes received but not yet returned as part of a frame."""
-        return len(self._buf)
+        return len(self._buf) + self._filled
 
     @property
     def expected_size(self) -> int:
@@ -81,25 +97,68 @@ class FrameReader:
         Frames that were complete before the bad size are not lost: the error carries them in ``.frames``, so
         feeding a stream whole or in pieces yields the same frames before the error.
         """
-        self._buf += data
+        return self._feed(data, False)
+
+    # -------------------------------------------------------------------------- receiving in place
+    def get_buffer(self) -> memoryview:
+        """Where the next received bytes should be written (then call :meth:`buffer_updated`)."""
+        if self._frame is not None:
+            return self._frame[self._filled:]
+        if self._scratch is None:
+            self._scratch = memoryview(bytearray(SCRATCH_BYTES))
+        return self._scratch
+
+    def buffer_updated(self, nbytes: int) -> list:
+        """``nbytes`` were written into the last :meth:`get_buffer`; return every frame now complete.
+
+        Large frames come back as read-only memoryviews over their own buffer, small ones as ``bytes``.
+        """
+        if self._frame is not None:
+            self._filled += nbytes
+            return [self._finish(True)] if self._filled == len(self._frame) else []
+        return self._feed(self._scratch[:nbytes], True)
+
+    def _finish(self, as_view: bool):
+        frame = self._frame
+        self._frame, self._filled, self._need = None, 0, -1
+        return frame.toreadonly() if as_view else bytes(frame)
+
+    def _feed(self, data, as_view: bool) -> list:
         frames = []
+        if self._frame is not None:               # the rest of a large frame first, straight into its buffer
+            data = memoryview(data).cast("B")
+            take = min(len(data), len(self._frame) - self._filled)
+            self._frame[self._filled:self._filled + take] = data[:take]
+            self._filled += take
+            if self._filled < len(self._frame):
+                return frames
+            frames.append(self._finish(as_view))
+            data = data[take:]
+        self._buf += data
         buf = self._buf
         pos = 0
-        while True:
-            if self._need < 0:
-                if len(buf) - pos < 4:
+        with memoryview(buf) as view:
+            while True:
+                if self._need < 0:
+                    if len(buf) - pos < 4:
+                        break
+                    size = _SIZE.unpack_from(buf, pos)[0]
+                    if size < 0 or size > self.max_size:
+                        view.release()
+                        del buf[:pos]
+                        raise InvalidReceiveError(size, self.max_size, frames)
+                    self._need = size
+                    pos += 4
+                if len(buf) - pos < self._need:
+                    if self._need >= LARGE_FRAME_BYTES:   # give it its own buffer; the rest will go there
+                        self._frame = memoryview(bytearray(self._need))
+                        self._filled = len(buf) - pos
+                        self._frame[:self._filled] = view[pos:]
+                        pos = len(buf)
                     break
-                size = _SIZE.unpack_from(buf, pos)[0]
-                if size < 0 or size > self.max_size:
-                    del buf[:pos]
-                    raise InvalidReceiveError(size, self.max_size, frames)
-                self._need = size
-                pos += 4
-            if len(buf) - pos < self._need:
-                break
-            frames.append(bytes(buf[pos:pos + self._need]))
-            pos += self._need
-            self._need = -1
+                frames.append(bytes(view[pos:pos + self._need]))
+                pos += self._need
+                self._need = -1
         if pos:
             del buf[:pos]
         return frames

@@ -40,6 +40,8 @@ Public API::
     set_base_offset(buf, pos, base_offset)            set_last_offset(buf, pos, last_offset)
     set_partition_leader_epoch(buf, pos, epoch)       set_max_timestamp(buf, pos, timestamp_type, ts) -> bool
     assign_offsets(buf, first_offset, partition_leader_epoch, start=0, end=None) -> next offset
+    scan_records(buf, pos, end, count) -> RecordsSummary(count, min_timestamp_delta, max_timestamp_delta,
+                                          null_keys, offsets_in_order)   (checks records, builds none)
     crc32c(data, value=0)   batch_checksum(buf, pos=0)   stored_checksum(buf, pos=0)
     crc_is_valid(buf, pos=0) -> bool   ensure_crc_valid(buf, pos=0)   (DecodeError -> CORRUPT_MESSAGE)
     # compression
@@ -75,12 +77,13 @@ from kafkalab.records.header import (LOG_OVERHEAD, MAGIC, NO_PARTITION_LEADER_EP
                                      BatchScan, BatchSpan, assign_offsets, read_batch_header, scan_batches,
                                      set_base_offset, set_last_offset, set_max_timestamp,
                                      set_partition_leader_epoch)
-from kafkalab.records.record import Record, SimpleRecord, TimestampType
+from kafkalab.records.record import Record, RecordsSummary, SimpleRecord, TimestampType, scan_records
 
 __all__ = [
     "decode_batch", "decode_batches", "RecordBatch", "Record", "build_batch", "SimpleRecord", "encode_batch",
     "read_batch_header", "BatchHeader", "scan_batches", "BatchScan", "BatchSpan", "set_base_offset",
-    "set_last_offset", "set_partition_leader_epoch", "set_max_timestamp", "assign_offsets",
+    "set_last_offset", "set_partition_leader_epoch", "set_max_timestamp", "assign_offsets", "scan_records",
+    "RecordsSummary",
     "crc32c", "batch_checksum", "stored_checksum", "crc_is_valid", "ensure_crc_valid",
     "CompressionType", "compress", "decompress", "snappy_compress_xerial", "DEFAULT_MAX_DECOMPRESSED_BYTES",
     "ControlRecordType", "EndTransactionMarker", "control_record_key", "parse_control_record_key",

@@ -34,6 +34,12 @@ one ``tuple.__new__`` call. Every length is checked against the bytes that remai
 the fast loop fails, :mod:`kafkalab.records.annotate` (the readable reference decoder) walks the same bytes
 again to name the exact field and byte.
 
+A broker needs less than a consumer. To validate an uncompressed batch it must walk every record (the
+lengths must add up, every varint must be well formed, header keys must be UTF-8), but it keeps nothing of
+them but a summary: the smallest and largest timestamp delta, how many keys are null, whether the offset
+deltas run 0, 1, 2 ... :func:`scan_records` is that walk. It is the decode loop with the record-building
+parts left out (same template, same checks), and it reads the buffer in place, so the request's buffer is never copied and no per-record object is made.
+
 Mirrors: ``clients/src/main/java/org/apache/kafka/common/record/DefaultRecord.java`` and
 ``clients/src/main/java/org/apache/kafka/common/utils/ByteUtils.java`` (varints).
 """
@@ -46,7 +52,7 @@ from typing import NamedTuple, Optional
 from kafkalab.protocol.errors import DecodeError, EncodeError
 
 __all__ = ["Record", "SimpleRecord", "TimestampType", "decode_records", "encode_records", "MIN_RECORD_SIZE",
-           "gc_paused"]
+           "gc_paused", "RecordsSummary", "scan_records"]
 
 #: The smallest possible record: seven one-byte fields (length, attributes, two deltas, two null lengths,
 #: zero headers). A record count larger than ``remaining bytes / 7`` cannot be honest.
@@ -295,6 +301,75 @@ def _decode_loop(data, pos, end, count, base_offset, base_timestamp, timestamp_t
 """
 
 
+# The broker's walk: the same structure checks as _DECODE_LOOP, nothing built (see the module docstring).
+_SCAN_LOOP = """\
+def _scan_loop(data, pos, end, count):
+    varint = _read_varint
+    unzig = _UNZIGZAG
+    lo, hi = 1 << 64, -1 << 64                    # beyond any varlong
+    null_keys = 0
+    in_order = True
+    for i in range(count):
+        VARINT(length, 5, "length")
+        rec_end = pos + length
+        if length < 0 or rec_end > end:
+            raise _bad(f"record length {length} but {end - pos} bytes remain", pos, i, "length")
+        pos += 1                                  # attributes: unused by the broker
+        VARINT3(ts_delta, 10, "timestamp_delta")
+        if ts_delta < lo:
+            lo = ts_delta
+        if ts_delta > hi:
+            hi = ts_delta
+        VARINT3(offset_delta, 5, "offset_delta")
+        if offset_delta != i:
+            in_order = False
+        VARINT(n, 5, "key_length")
+        if n >= 0:
+            if n > rec_end - pos:
+                raise _bad(f"key_length {n} but the record has {rec_end - pos} bytes left", pos, i, "key")
+            pos += n
+        elif n == -1:
+            null_keys += 1
+        else:
+            raise _bad(f"invalid key_length {n}", pos, i, "key_length")
+        VARINT(n, 5, "value_length")
+        if n >= 0:
+            if n > rec_end - pos:
+                raise _bad(f"value_length {n} but the record has {rec_end - pos} bytes left", pos, i, "value")
+            pos += n
+        elif n != -1:
+            raise _bad(f"invalid value_length {n}", pos, i, "value_length")
+        if data[pos] == 0:
+            pos += 1
+        else:
+            VARINT(n, 5, "headers_count")
+            if n < 0 or 2 * n > rec_end - pos:
+                raise _bad(f"invalid headers_count {n} with {rec_end - pos} bytes left", pos, i, "headers_count")
+            h = n
+            while h:
+                h -= 1
+                VARINT(hk, 5, "header key_length")
+                if hk < 0 or hk > rec_end - pos:
+                    raise _bad(f"invalid header key_length {hk}", pos, i, "headers")
+                str(data[pos:pos + hk], "utf-8")  # header keys must be UTF-8
+                pos += hk
+                VARINT(hv, 5, "header value_length")
+                if hv >= 0:
+                    if hv > rec_end - pos:
+                        raise _bad(f"header value_length {hv} but the record has {rec_end - pos} bytes left",
+                                   pos, i, "headers")
+                    pos += hv
+                elif hv != -1:
+                    raise _bad(f"invalid header value_length {hv}", pos, i, "headers")
+        if pos != rec_end:
+            raise _bad(f"record length says {length} bytes but its fields took {pos - rec_end + length}",
+                       rec_end - length, i, "length")
+    if not count:
+        lo = hi = 0
+    return pos, lo, hi, null_keys, in_order
+"""
+
+
 def _expand(template: str) -> str:
     """Replace every ``VARINT(...)`` / ``VARINT3(...)`` line of ``template`` by its inlined code."""
     out = []
@@ -315,6 +390,8 @@ def _expand(template: str) -> str:
 _namespace: dict = {}
 exec(compile(_expand(_DECODE_LOOP), "<kafkalab.records.record decode loop>", "exec"), globals(), _namespace)
 _decode_loop = _namespace["_decode_loop"]
+exec(compile(_expand(_SCAN_LOOP), "<kafkalab.records.record scan loop>", "exec"), globals(), _namespace)
+_scan_loop = _namespace["_scan_loop"]
 
 
 def decode_records(data: bytes, pos: int, end: int, count: int, base_offset: int, base_timestamp: int,
@@ -346,6 +423,40 @@ def decode_records(data: bytes, pos: int, end: int, count: int, base_offset: int
         raise DecodeError(f"{end - pos} bytes left over after the last of {count} records",
                           path=f"records[{count}]", offset=pos)
     return records
+
+
+class RecordsSummary(NamedTuple):
+    """What a broker keeps of a walk over a batch's records (:func:`scan_records`)."""
+
+    count: int
+    min_timestamp_delta: int     # 0 when there are no records
+    max_timestamp_delta: int
+    null_keys: int               # records without a key (refused by a compacted topic)
+    offsets_in_order: bool       # offset deltas are 0, 1, 2 ... (what a producer writes)
+
+
+def scan_records(data, pos: int, end: int, count: int) -> RecordsSummary:
+    """Check that ``data[pos:end]`` holds exactly ``count`` well-formed records, without decoding them.
+
+    ``data`` is any bytes-like object of single bytes (``bytes``, ``bytearray``, ``memoryview``), read in place. Raises DecodeError like
+    :func:`decode_records`, though with less precise messages: a caller that must explain a failure decodes
+    the batch again (the reference decoder names the field and byte).
+    """
+    if count < 0:
+        raise DecodeError(f"negative records_count {count}", path="records_count", offset=pos)
+    if count * MIN_RECORD_SIZE > end - pos:
+        raise DecodeError(f"records_count {count} needs at least {count * MIN_RECORD_SIZE} bytes but only "
+                          f"{end - pos} remain", path="records_count", offset=pos)
+    try:
+        pos, lo, hi, null_keys, in_order = _scan_loop(data, pos, end, count)
+    except IndexError:
+        raise DecodeError("a record runs past the end of the buffer", path="records", offset=end) from None
+    except UnicodeDecodeError as e:
+        raise DecodeError(f"header key is not valid UTF-8 ({e.reason})", path="records", offset=pos) from None
+    if pos != end:
+        raise DecodeError(f"{end - pos} bytes left over after the last of {count} records",
+                          path=f"records[{count}]", offset=pos)
+    return RecordsSummary(count, lo, hi, null_keys, in_order)
 
 
 # ------------------------------------------------------------------------------------------------ encoding

@@ -10,33 +10,45 @@ watches ``/brokers/topics``, then elects leaders and tells the replicas (LeaderA
 rest. Config changes are written to ``/config/topics/<t>`` plus a sequential *change notification* under
 ``/config/changes`` that every broker watches to reload the topic's config.
 
+So a ZooKeeper write is not the end of an admin request: a client that gave a timeout wants to hear back
+only once the change is *visible*. Kafka parks such requests in the topic purgatory (``DelayedCreatePartitions``,
+``DelayedDeleteTopics``) until the controller's UpdateMetadata shows every new partition with a leader, or the
+topic gone; :meth:`AdminManager.wait_for` plays that part for the handlers in :mod:`kafkalab.server.apis.topics`.
+
 Topic names: at most 249 characters of ASCII letters, digits, ``.``, ``_`` and ``-``, not ``.`` or ``..``.
 ``.`` and ``_`` collide in metric names, so Kafka warns about (and rejects creating) a topic that differs from
 an existing one only by them.
 
 Mirrors: ``core/src/main/scala/kafka/server/ZkAdminManager.scala``, ``core/src/main/scala/kafka/zk/AdminZkClient.scala``,
-``clients/.../internals/Topic.java``, ``core/src/main/scala/kafka/server/ConfigHandler.scala``.
+``clients/.../internals/Topic.java``, ``core/src/main/scala/kafka/server/ConfigHandler.scala``,
+``ConfigAdminManager.prepareIncrementalConfigs``, ``DelayedCreatePartitions.scala``, ``DelayedDeleteTopics.scala``.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
-from typing import Optional
+from typing import Callable, Optional
 
 from kafkalab.controller.election import AssignmentError, assign_replicas_to_brokers
 from kafkalab.protocol import ErrorCode
 from kafkalab.server.partition import PartitionError
+from kafkalab.storage.errors import InvalidConfigurationError
 from kafkalab.storage.log_config import TOPIC_CONFIGS, LogConfig
-from kafkalab.zk import NoNodeException, TopicExistsException
+from kafkalab.zk import NodeExistsException, NoNodeException, TopicExistsException
 from kafkalab.zk.paths import ConfigType
 
-__all__ = ["AdminManager", "validate_topic_name", "INTERNAL_TOPICS"]
+__all__ = ["AdminManager", "validate_topic_name", "INTERNAL_TOPICS", "OP_SET", "OP_DELETE", "OP_APPEND",
+           "OP_SUBTRACT"]
 
 log = logging.getLogger("kafkalab.server.AdminManager")
 
 MAX_NAME_LENGTH = 249
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+#: IncrementalAlterConfigs operations (``AlterConfigOp.OpType``).
+OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
+WAIT_POLL_S = 0.005
 
 
 def validate_topic_name(name: str) -> None:
@@ -59,6 +71,24 @@ def _collision_key(name: str) -> str:
     return name.replace(".", "_")
 
 
+def _validate_replica_assignment(assignment: dict[int, list[int]], replication_factor: int) -> None:
+    """AdminZkClient.validateReplicaAssignment for the partitions CreatePartitions adds by hand."""
+    for p, replicas in sorted(assignment.items()):
+        if not replicas:
+            raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"Cannot have replication factor of 0 for partition id {p}.")
+        if len(set(replicas)) != len(replicas):
+            raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"Duplicate brokers not allowed in replica assignment: "
+                                 f"{', '.join(map(str, replicas))} for partition id {p}.")
+    bad = [(p, len(r)) for p, r in sorted(assignment.items()) if len(r) != replication_factor]
+    if bad:
+        raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             f"Inconsistent replication factor between partitions, partition 0 has "
+                             f"{replication_factor} while partitions [{', '.join(str(p) for p, _ in bad)}] have "
+                             f"replication factors [{', '.join(str(n) for _, n in bad)}], respectively.")
+
+
 class AdminManager:
     def __init__(self, broker):
         self.broker = broker
@@ -71,50 +101,80 @@ class AdminManager:
     # ------------------------------------------------------------------------------------------ create
     def validate_new_topic(self, name: str, partitions: int, replication_factor: int, assignment: Optional[dict],
                            configs: dict) -> dict[int, list[int]]:
-        """Everything CreateTopics checks; returns the assignment to write. Raises PartitionError."""
-        validate_topic_name(name)
-        if self.zk.topic_exists(name):
+        """Everything CreateTopics checks, in Kafka's order; returns the assignment to write. Raises PartitionError.
+
+        ``ZkAdminManager.createTopics`` first (already known, null config values, counts vs. manual assignment,
+        placement), then ``AdminZkClient.validateTopicCreate`` (name, being deleted, exists, collisions, the
+        shape of the assignment, the configs)."""
+        if self.broker.metadata_cache.contains_topic(name):
             raise PartitionError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
-        key = _collision_key(name)
-        for existing in self.zk.get_all_topics_in_cluster():
-            if _collision_key(existing) == key:
-                raise PartitionError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                                     f"Topic '{name}' collides with existing topic: {existing}")
-        try:
-            LogConfig.from_broker(self.config.originals, configs)
-        except ValueError as e:
-            raise PartitionError(ErrorCode.INVALID_CONFIG, str(e)) from None
+        nulls = [k for k, v in configs.items() if v is None]
+        if nulls:
+            raise PartitionError(ErrorCode.INVALID_CONFIG,
+                                 f"Null value not supported for topic configs: {','.join(nulls)}")
         brokers = self._live_brokers()
         if assignment:
             if partitions != -1 or replication_factor != -1:
                 raise PartitionError(ErrorCode.INVALID_REQUEST, "Both numPartitions or replicationFactor and "
                                      "replicasAssignments were set. Both cannot be used at the same time.")
-            parts = sorted(assignment)
-            if parts != list(range(len(parts))):
+            placed = {int(p): [int(b) for b in r] for p, r in assignment.items()}
+        else:
+            if partitions == -1:
+                partitions = self.config["num.partitions"]
+            if replication_factor == -1:
+                replication_factor = self.config["default.replication.factor"]
+            if partitions <= 0:
+                raise PartitionError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+            try:
+                placed = assign_replicas_to_brokers(partitions, replication_factor, brokers)
+            except AssignmentError as e:
+                raise PartitionError(ErrorCode.INVALID_REPLICATION_FACTOR, str(e)) from None
+        # AdminZkClient.validateTopicCreate
+        validate_topic_name(name)
+        if self.zk.is_topic_marked_for_deletion(name):
+            raise PartitionError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' is marked for deletion.")
+        if self.zk.topic_exists(name):
+            raise PartitionError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        if "." in name or "_" in name:
+            existing = self.zk.get_all_topics_in_cluster()
+            if name in existing:
+                raise PartitionError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+            colliding = [t for t in existing if _collision_key(t) == _collision_key(name)]
+            if colliding:
+                raise PartitionError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                     f"Topic '{name}' collides with existing topics: {', '.join(colliding)}")
+        if len({len(r) for r in placed.values()}) != 1:
+            raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 "All partitions should have the same number of replicas")
+        for replicas in placed.values():
+            if len(set(replicas)) != len(replicas):
                 raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                     "Unexpected existing replica assignment for topic... partitions must be "
-                                     "consecutive and start at 0")
-            for p, replicas in assignment.items():
-                if not replicas or len(set(replicas)) != len(replicas):
-                    raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                         f"Duplicate replica assignment found: {list(replicas)}")
-                missing = [b for b in replicas if b not in brokers]
-                if missing:
-                    raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                         f"Unknown broker(s) in replica assignment: {', '.join(map(str, missing))}.")
-            return {p: list(r) for p, r in assignment.items()}
-        if partitions == -1:
-            partitions = self.config["num.partitions"]
-        if replication_factor == -1:
-            replication_factor = self.config["default.replication.factor"]
-        if partitions <= 0:
-            raise PartitionError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
-        if replication_factor <= 0:
-            raise PartitionError(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
+                                     f"Duplicate replica assignment found: {placed}")
+        if sorted(placed) != list(range(len(placed))):
+            raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 "partitions should be a consecutive 0-based integer sequence")
+        # kafkalab (like a KRaft controller, unlike a ZooKeeper-era broker) refuses replicas on unknown brokers
+        # up front instead of creating partitions that can never get a leader.
+        if any(not r for r in placed.values()):
+            raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 "The manual partition assignment includes an empty replica list.")
+        missing = sorted({b for r in placed.values() for b in r if b not in brokers})
+        if missing:
+            raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"Unknown broker(s) in replica assignment: {', '.join(map(str, missing))}.")
+        self._validate_topic_configs(configs)
+        return placed
+
+    def _validate_topic_configs(self, configs: dict) -> LogConfig:
+        """LogConfig.validate: the names first (InvalidConfigurationException), then the values against the
+        broker's defaults (ConfigException). Both are INVALID_CONFIG; the message says which."""
+        for key in configs:
+            if key not in TOPIC_CONFIGS:
+                raise PartitionError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {key}")
         try:
-            return assign_replicas_to_brokers(partitions, replication_factor, brokers)
-        except AssignmentError as e:
-            raise PartitionError(ErrorCode.INVALID_REPLICATION_FACTOR, str(e)) from None
+            return LogConfig.from_broker(self.config.originals, configs)
+        except (ValueError, InvalidConfigurationError) as e:
+            raise PartitionError(ErrorCode.INVALID_CONFIG, str(e)) from None
 
     def create_topic(self, name: str, partitions: int = -1, replication_factor: int = -1,
                      assignment: Optional[dict] = None, configs: Optional[dict] = None,
@@ -161,44 +221,71 @@ class AdminManager:
 
     # ------------------------------------------------------------------------------------------ delete / grow
     def delete_topic(self, name: str) -> None:
+        """AdminZkClient.deleteTopic: write the marker ``/admin/delete_topics/<topic>``; the controller does the
+        rest. A topic already marked is fine (the caller still waits for it to go)."""
         if not self.config["delete.topic.enable"]:
             raise PartitionError(ErrorCode.TOPIC_DELETION_DISABLED)
         if not self.zk.topic_exists(name):
-            raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic `{name}` to delete does not exist")
         if not self.zk.is_topic_marked_for_deletion(name):
-            self.zk.create_delete_topic_path(name)
+            try:
+                self.zk.create_delete_topic_path(name)
+            except NodeExistsException:
+                pass  # TopicAlreadyMarkedForDeletionException: swallowed, as Kafka does
+
+    def is_topic_queued_for_deletion(self, name: str) -> bool:
+        controller = self.broker.controller
+        queued = controller is not None and name in controller.context.topics_being_deleted
+        return queued or self.zk.is_topic_marked_for_deletion(name)
 
     def create_partitions(self, name: str, count: int, assignment: Optional[list] = None,
-                          validate_only: bool = False) -> None:
+                          validate_only: bool = False) -> list[int]:
+        """CreatePartitions for one topic (``ZkAdminManager.createPartitions``,
+        ``AdminZkClient.createNewPartitionsAssignment``). ``assignment`` is None (place them like a new topic's)
+        or one replica list per new partition. Returns every partition the topic has afterwards."""
         found = self.zk.get_replica_assignment_and_topic_id(name)
-        if found is None or self.zk.is_topic_marked_for_deletion(name):
-            raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        if found is None or not found.assignment:
+            raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
         existing = {p: list(ra.replicas) for p, ra in found.assignment.items()}
         current = len(existing)
-        if count < current:
+        increment = count - current
+        if increment < 0:
             raise PartitionError(ErrorCode.INVALID_PARTITIONS,
                                  f"Topic currently has {current} partitions, which is higher than the requested "
                                  f"{count}.")
-        if count == current:
+        if increment == 0:
             raise PartitionError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions.")
         brokers = self._live_brokers()
-        rf = len(existing[0]) if existing else 1
-        if assignment:
-            if len(assignment) != count - current:
+        first = existing.get(0)
+        if first is None:
+            raise PartitionError(ErrorCode.UNKNOWN_SERVER_ERROR,
+                                 f"Unexpected existing replica assignment for topic '{name}', partition id 0 is "
+                                 f"missing. Assignment: {existing}")
+        if assignment is not None:
+            unknown = sorted({b for r in assignment for b in r} - set(brokers))
+            if unknown:
                 raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                     f"Increasing the number of partitions by {count - current} but "
-                                     f"{len(assignment)} assignments provided.")
-            new = {current + i: list(r) for i, r in enumerate(assignment)}
+                                     f"Unknown broker(s) in replica assignment: {', '.join(map(str, unknown))}.")
+            if len(assignment) != increment:
+                raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                     f"Increasing the number of partitions by {increment} but {len(assignment)} "
+                                     f"assignments provided.")
+            new = {current + i: [int(b) for b in r] for i, r in enumerate(assignment)}
+            _validate_replica_assignment(new, len(first))
         else:
+            # AdminZkClient: start at the broker holding partition 0's first replica (its index in the list).
+            start = max(0, next((i for i, b in enumerate(brokers) if b >= first[0]), -1))
             try:
-                new = assign_replicas_to_brokers(count - current, rf, brokers, start_partition=current,
-                                                 start_index=existing[0][0] if existing else None)
+                new = assign_replicas_to_brokers(increment, len(first), brokers, start_partition=current,
+                                                 start_index=start)
             except AssignmentError as e:
                 raise PartitionError(ErrorCode.INVALID_REPLICATION_FACTOR, str(e)) from None
-        if validate_only:
-            return
         existing.update(new)
-        self.zk.set_topic_assignment(name, found.topic_id, existing)
+        if not validate_only:
+            self.zk.set_topic_assignment(name, found.topic_id, existing)
+            log.info("broker %d: topic %s now has %d partitions (new: %s)", self.broker.broker_id, name,
+                     len(existing), new)
+        return sorted(existing)
 
     # ------------------------------------------------------------------------------------------ configs
     def topic_config(self, name: str) -> LogConfig:
@@ -209,35 +296,73 @@ class AdminManager:
 
     def alter_topic_config(self, name: str, changes: list[tuple[str, int, Optional[str]]],
                            validate_only: bool = False) -> None:
-        """IncrementalAlterConfigs for a topic: ops 0 SET, 1 DELETE, 2 APPEND, 3 SUBTRACT (lists only)."""
-        if not self.zk.topic_exists(name):
-            raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        """IncrementalAlterConfigs for a topic: ops 0 SET, 1 DELETE, 2 APPEND, 3 SUBTRACT (lists only).
+
+        As ``ZkAdminManager.incrementalAlterConfigs``: apply the operations to the stored overrides
+        (``prepareIncrementalConfigs``; APPEND/SUBTRACT start from the built-in default when the topic has no
+        override), then check the topic exists and validate the result, then write it and the change
+        notification every broker reacts to."""
+        if not name:
+            raise PartitionError(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
         overrides = dict(self.topic_overrides(name))
         for key, op, value in changes:
-            if key not in TOPIC_CONFIGS:
-                raise PartitionError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {key}")
-            if op == 0:
+            if op == OP_SET:
                 overrides[key] = value
-            elif op == 1:
+            elif op == OP_DELETE:
                 overrides.pop(key, None)
-            elif op in (2, 3):
-                if TOPIC_CONFIGS[key].type.name != "LIST":
+            elif op in (OP_APPEND, OP_SUBTRACT):
+                verb = "append" if op == OP_APPEND else "subtract"
+                spec = TOPIC_CONFIGS.get(key)
+                if spec is None:
+                    raise PartitionError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {key}")
+                if spec.type.name != "LIST":
                     raise PartitionError(ErrorCode.INVALID_CONFIG,
-                                         f"Config value append is not allowed for config key: {key}")
+                                         f"Config value {verb} is not allowed for config key: {key}")
                 current = overrides.get(key)
-                items = [s for s in (current.split(",") if current else
-                                     [str(v) for v in self.topic_config(name)[key]]) if s]
-                delta = [s for s in (value or "").split(",") if s]
-                items = items + [d for d in delta if d not in items] if op == 2 else [i for i in items if i not in delta]
+                if current is None:
+                    current = ",".join(spec.default) if spec.default else ""
+                items = [s for s in current.split(",") if s] if op == OP_APPEND else current.split(",")
+                delta = (value or "").split(",")
+                if op == OP_APPEND:
+                    items = items + [d for d in delta if d not in items]
+                else:
+                    for d in delta:  # a multiset difference, like Scala's List.diff
+                        if d in items:
+                            items.remove(d)
                 overrides[key] = ",".join(items)
             else:
-                raise PartitionError(ErrorCode.INVALID_REQUEST, f"Unknown config operation {op}")
+                raise PartitionError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
+        if not self.broker.metadata_cache.contains_topic(name) or not self.zk.topic_exists(name):
+            raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+        validate_topic_name(name)
         try:
-            LogConfig.from_broker(self.config.originals, overrides)
-        except ValueError as e:
-            raise PartitionError(ErrorCode.INVALID_CONFIG, str(e)) from None
+            self._validate_topic_configs(overrides)
+        except PartitionError as e:
+            message = str(e)
+            if message.startswith("Invalid value"):  # a ConfigException: Kafka names the resource
+                message = f"Invalid config value for resource ConfigResource(type=TOPIC, name='{name}'): {message}"
+            raise PartitionError(ErrorCode.INVALID_CONFIG, message) from None
         if not validate_only:
+            log.info("broker %d: updating topic %s with new configuration: %s", self.broker.broker_id, name,
+                     overrides)
             self.zk.change_topic_config(name, overrides)
+
+    # ------------------------------------------------------------------------------------------ waiting
+    async def wait_for(self, done: Callable[[], bool], timeout_ms: int) -> bool:
+        """Wait until ``done()`` (a look at this broker's metadata cache) holds, at most ``timeout_ms``.
+
+        This plays Kafka's *topic purgatory* (``DelayedCreatePartitions``, ``DelayedDeleteTopics``): the
+        operation waits for the controller's UpdateMetadata to reach this broker. Kafka re-checks it each time
+        an UpdateMetadata arrives; kafkalab's metadata cache has no change callback, so it looks every few
+        milliseconds instead -- on the event loop, never holding a request handler."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(timeout_ms, 0) / 1000
+        while not done():
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            await asyncio.sleep(min(WAIT_POLL_S, remaining))
+        return True
 
     # ------------------------------------------------------------------------------------------ notifications
     def watch_config_changes(self, apply) -> None:

@@ -10,7 +10,9 @@ The leader's append runs two passes over the bytes a producer sent.
 (CORRUPT_MESSAGE). A partial batch at the end is simply not counted (``valid_bytes``).
 
 **2. validate_messages_and_assign_offsets** (Kafka's ``LogValidator``) applies the rules that need the
-records: exactly one batch per partition from a client, ``records_count`` consistent with
+records (for an uncompressed batch kept as it is, by walking them with
+:func:`~kafkalab.records.scan_records`, which checks every record but builds none; only if some record
+may break a rule is the batch decoded, to name each bad record): exactly one batch per partition from a client, ``records_count`` consistent with
 ``last_offset_delta``, no control batch from a client, a sequence number whenever a producer id is set, a key
 on every record of a compacted topic, timestamps within ``message.timestamp.before.max.ms`` /
 ``after.max.ms`` (INVALID_TIMESTAMP, with per-record ``record_errors``). Then it assigns offsets::
@@ -32,8 +34,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from kafkalab.protocol.errors import DecodeError
-from kafkalab.records import (CompressionType, TimestampType, batch_checksum, build_batch, decode_batch, scan_batches,
-                              set_last_offset, set_max_timestamp, set_partition_leader_epoch, stored_checksum)
+from kafkalab.records import (RECORD_BATCH_OVERHEAD, CompressionType, TimestampType, batch_checksum, build_batch,
+                              decode_batch, scan_batches, scan_records, set_last_offset, set_max_timestamp,
+                              set_partition_leader_epoch, stored_checksum)
+from kafkalab.records.header import TIMESTAMP_TYPE_MASK
 from kafkalab.storage.errors import (CorruptRecordError, InvalidRecordError, InvalidTimestampError,
                                      OffsetsOutOfOrderError, RecordError, RecordTooLargeError)
 from kafkalab.storage.log_append_info import AppendOrigin, LogAppendInfo
@@ -194,14 +198,19 @@ def validate_messages_and_assign_offsets(buf, *, first_offset: int, topic_partit
     span = scan.batches[0]
     h = span.header
     _validate_batch(h, topic_partition, origin)
+    log_append_time = config.log_append_time
+    timestamp_type = TimestampType.LOG_APPEND_TIME if log_append_time else TimestampType.CREATE_TIME
+    target = target_compression(config, source_compression)
+    if source_compression == CompressionType.NONE and (target == CompressionType.NONE or h.is_control_batch):
+        max_ts = _clean_uncompressed_max_timestamp(buf, span, h, config, now)
+        if max_ts is not None:
+            return _assign_in_place(buf, span.start, first_offset + h.records_count, leader_epoch, timestamp_type,
+                                    max_ts, now, log_append_time)
     try:
         batch = decode_batch(buf, span.start, verify=False)
     except DecodeError as e:
         raise InvalidRecordError(f"Found invalid record structure in topic partition {topic_partition}: {e}") from None
     _raise_record_errors(_record_errors(batch, topic_partition, config, now))
-    log_append_time = config.log_append_time
-    timestamp_type = TimestampType.LOG_APPEND_TIME if log_append_time else TimestampType.CREATE_TIME
-    target = target_compression(config, source_compression)
     records = batch.records
     next_offset = first_offset + len(records)
     max_ts = NO_TIMESTAMP
@@ -217,11 +226,8 @@ def validate_messages_and_assign_offsets(buf, *, first_offset: int, topic_partit
     if in_place and source_compression != CompressionType.NONE:
         in_place = all(r.offset_delta == i for i, r in enumerate(records))
     if in_place:
-        set_last_offset(buf, span.start, next_offset - 1)
-        set_partition_leader_epoch(buf, span.start, leader_epoch)
-        set_max_timestamp(buf, span.start, timestamp_type, max_ts)
-        shallow = next_offset - 1 if max_ts != NO_TIMESTAMP or log_append_time else -1
-        return ValidationResult(now, buf, max_ts, shallow, False, next_offset)
+        return _assign_in_place(buf, span.start, next_offset, leader_epoch, timestamp_type, max_ts, now,
+                                log_append_time)
 
     rebuilt = build_batch(list(records), compression=target, compression_level=_compression_level(config, target),
                           producer_id=h.producer_id, producer_epoch=h.producer_epoch, base_sequence=h.base_sequence,
@@ -229,3 +235,39 @@ def validate_messages_and_assign_offsets(buf, *, first_offset: int, topic_partit
                           partition_leader_epoch=leader_epoch, base_offset=first_offset,
                           timestamp_type=timestamp_type, log_append_time=now if log_append_time else None)
     return ValidationResult(now, rebuilt, max_ts, next_offset - 1, True, next_offset)
+
+
+def _assign_in_place(buf, pos: int, next_offset: int, leader_epoch: int, timestamp_type, max_ts: int, now: int,
+                     log_append_time: bool) -> ValidationResult:
+    """Patch offsets, leader epoch (and for LogAppendTime the max timestamp) into the batch at ``buf[pos]``."""
+    set_last_offset(buf, pos, next_offset - 1)
+    set_partition_leader_epoch(buf, pos, leader_epoch)
+    set_max_timestamp(buf, pos, timestamp_type, max_ts)
+    shallow = next_offset - 1 if max_ts != NO_TIMESTAMP or log_append_time else -1
+    return ValidationResult(now, buf, max_ts, shallow, False, next_offset)
+
+
+def _clean_uncompressed_max_timestamp(buf, span, h, config, now: int):
+    """The fast path for an uncompressed batch kept as it is: walk its records without decoding them.
+
+    Returns the batch's max timestamp when every record passes (structure, key on a compacted topic,
+    timestamp range), or None when some record may not -- then the caller decodes the batch, which finds the
+    exact records and builds the per-record errors Kafka returns. The summary is enough to decide: if the
+    smallest and the largest timestamp are within bounds, all of them are.
+    """
+    try:
+        summary = scan_records(buf, span.start + RECORD_BATCH_OVERHEAD, span.end, h.records_count)
+    except DecodeError:
+        return None
+    if summary.null_keys and config.compact:
+        return None
+    if h.attributes & TIMESTAMP_TYPE_MASK:         # the producer claims LogAppendTime: refused per record
+        return None
+    if not summary.count:
+        return now if config.log_append_time else NO_TIMESTAMP
+    if not config.log_append_time:
+        lo, hi = h.base_timestamp + summary.min_timestamp_delta, h.base_timestamp + summary.max_timestamp_delta
+        if now - lo > config.message_timestamp_before_max_ms or hi - now > config.message_timestamp_after_max_ms:
+            return None
+        return max(hi, NO_TIMESTAMP)
+    return now

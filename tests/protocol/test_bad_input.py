@@ -310,3 +310,29 @@ def test_frames_before_a_bad_size_are_not_lost():
         for b in stream:
             got += reader.feed(bytes([b]))
     assert got == [b"one", b"two"] and info.value.frames == ()
+
+
+def test_frame_reader_receiving_in_place_matches_feed():
+    """get_buffer/buffer_updated (recv_into) cut a stream into the same frames as feed(), however it arrives."""
+    import random
+
+    rng = random.Random(7)
+    frames = [rng.randbytes(rng.choice((0, 3, 100, 70_000, 200_000))) for _ in range(40)]
+    stream = b"".join(struct.pack(">i", len(f)) + f for f in frames)
+    for _ in range(20):
+        reader, got, pos = kp.FrameReader(), [], 0
+        while pos < len(stream):
+            target = reader.get_buffer()
+            n = min(len(target), rng.choice((1, 4, 1000, 65536, 300_000)), len(stream) - pos)
+            target[:n] = stream[pos:pos + n]
+            pos += n
+            got.extend(bytes(f) for f in reader.buffer_updated(n))
+        assert got == frames
+        assert reader.buffered == 0
+    fed, pos = kp.FrameReader(), 0
+    out = []
+    while pos < len(stream):
+        n = rng.choice((1, 7, 5000, 100_000))
+        out.extend(fed.feed(stream[pos:pos + n]))
+        pos += n
+    assert out == frames and all(type(f) is bytes for f in out)

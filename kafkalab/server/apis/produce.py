@@ -9,9 +9,10 @@ each partition the leader checks, in Kafka's order:
 2. the topic must exist (UNKNOWN_TOPIC_OR_PARTITION; with ``auto.create.topics.enable`` the topic is
    created for the client's next try) and this broker must lead the partition (NOT_LEADER_OR_FOLLOWER);
 3. for ``acks=all``, the ISR must hold at least ``min.insync.replicas`` replicas (NOT_ENOUGH_REPLICAS);
-4. the batch itself: exactly one v2 batch, valid CRC (CORRUPT_MESSAGE), not larger than ``max.message.bytes``
-   (MESSAGE_TOO_LARGE), base offset 0, idempotent sequence in order (OUT_OF_ORDER_SEQUENCE_NUMBER) --
-   done by the log (:mod:`kafkalab.storage`).
+4. the batch itself: zstd only from Produce v7 on (UNSUPPORTED_COMPRESSION_TYPE, checked here); then, done by
+   the log (:mod:`kafkalab.storage`): exactly one v2 batch, valid CRC (CORRUPT_MESSAGE), not larger than
+   ``max.message.bytes`` (MESSAGE_TOO_LARGE), base offset 0, idempotent sequence in order
+   (OUT_OF_ORDER_SEQUENCE_NUMBER).
 
 Then the leader appends the batch *as received*, only patching its base offset and leader epoch, and answers
 with the base offset it assigned. ``acks=0`` gets no answer at all -- and if something went wrong, the
@@ -73,6 +74,10 @@ def handle_produce(broker, request):
                     to_create.append(name)
             elif p.records is None:
                 errors[tp] = PartitionError(ErrorCode.INVALID_RECORD, "the records field is null")
+            elif version < 7 and _is_zstd(p.records):
+                errors[tp] = PartitionError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+                                            f"Produce requests with version {version} are not allowed to use "
+                                            f"ZStandard compression")
             else:
                 entries[tp] = p.records
     if to_create:
@@ -91,6 +96,12 @@ def handle_produce(broker, request):
     return Response(throttle_time_ms=0, responses=tuple(
         TopicResponse(name=name, topic_id=topic_id, partition_responses=tuple(parts))
         for (name, topic_id), parts in by_topic.items()))
+
+
+def _is_zstd(records) -> bool:
+    """Does the (first) v2 batch say codec 4, zstd? Produce v7 introduced zstd (KIP-110); Kafka refuses it in
+    older versions (``ProduceRequest.validateRecords``). Malformed batches are left to the log's checks."""
+    return len(records) >= 23 and records[16] == 2 and (records[22] & 0x07) == 4
 
 
 def _partition_response(index: int, result):

