@@ -31,11 +31,13 @@ from typing import Callable, Optional
 from kafkalab.common.scheduler import MockScheduler, ThreadScheduler
 from kafkalab.common.time import SYSTEM, MockTime, Time
 from kafkalab.controller.controller import KafkaController
+from kafkalab.coordinator.group import GroupConfig, GroupCoordinator
 from kafkalab.network import RequestChannel, SocketServer
 from kafkalab.protocol import ApiKey
 from kafkalab.server.admin_manager import AdminManager
 from kafkalab.server.apis import KafkaApis, enabled_apis
 from kafkalab.server.apis import controller_requests
+from kafkalab.server.apis.groups import BrokerOffsetsLog
 from kafkalab.server.config import KafkaConfig
 from kafkalab.server.metadata_cache import MetadataCache
 from kafkalab.server.producer_id_manager import ProducerIdManager
@@ -85,6 +87,7 @@ class KafkaServer:
         self.zk = self.log_manager = self.replica_manager = self.admin = self.controller = None
         self.socket_server = self.channel = self.apis = self.handlers = self.scheduler = None
         self.metadata_cache = MetadataCache(self.broker_id)
+        self.group_coordinator = None
         self.broker_epoch = -1
 
     # ------------------------------------------------------------------------------------------ startup
@@ -114,6 +117,9 @@ class KafkaServer:
         self.producer_ids = ProducerIdManager(self.broker_id, self.zk)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.metadata_cache,
                                               topic_config_provider=self.admin.topic_config)
+        self.group_coordinator = GroupCoordinator(GroupConfig.from_broker(cfg), self.time, self.scheduler,
+                                                  BrokerOffsetsLog(self), broker_id=self.broker_id)
+        self.group_coordinator.startup()
         # 4. request path
         self.channel = RequestChannel(cfg["queued.max.requests"], self.time)
         self.apis = KafkaApis(self, self.channel)
@@ -185,6 +191,17 @@ class KafkaServer:
             return controller_requests.stop_replica(self, body, api_version)
         raise ValueError(f"not a controller request: {api_key}")
 
+    def on_offsets_partitions(self, leading: dict[int, int], not_leading: list[int]) -> None:
+        """Partitions of ``__consumer_offsets`` this broker started leading ({partition: leader epoch}) or
+        stopped leading: the group coordinator loads or unloads their groups (Kafka's ``onLeadershipChange``)."""
+        gc = self.group_coordinator
+        if gc is None:
+            return
+        for partition, epoch in leading.items():
+            gc.on_election(partition, epoch)
+        for partition in not_leading:
+            gc.on_resignation(partition)
+
     # ------------------------------------------------------------------------------------------ shutdown
     async def shutdown(self) -> None:
         """A clean shutdown: stop serving, flush and checkpoint every log, leave ZooKeeper."""
@@ -200,6 +217,8 @@ class KafkaServer:
             await self.apis.shutdown()
         if self.controller is not None:
             await self.controller.shutdown()
+        if self.group_coordinator is not None:
+            self.group_coordinator.shutdown()
         if self.replica_manager is not None:
             self.replica_manager.shutdown()
             self.log_manager.checkpoint_high_watermarks(self.replica_manager.high_watermarks())

@@ -95,6 +95,15 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in (
     _k("offsets.topic.num.partitions", "int", 50, "Partitions of __consumer_offsets.", minimum=1),
     _k("offsets.topic.replication.factor", "short", 1, "Replication factor of __consumer_offsets (Kafka's built-in "
        "default is 3; its sample server.properties sets 1, as kafkalab does).", minimum=1),
+    _k("group.min.session.timeout.ms", "int", 6000, "Smallest session.timeout.ms a group member may ask for."),
+    _k("group.max.session.timeout.ms", "int", 1800000, "Largest session.timeout.ms a group member may ask for."),
+    _k("group.initial.rebalance.delay.ms", "int", 3000, "How long the first rebalance of an empty group waits "
+       "for more members to join."),
+    _k("group.max.size", "int", 2147483647, "Most members one consumer group may have.", minimum=1),
+    _k("offsets.retention.minutes", "int", 10080, "How long the offsets of an empty group are kept.", minimum=1),
+    _k("offsets.retention.check.interval.ms", "long", 600000, "How often expired offsets are looked for.",
+       minimum=1),
+    _k("offset.metadata.max.bytes", "int", 4096, "Largest metadata string of a committed offset."),
     _k("transactional.id.expiration.ms", "int", 604800000, "Forget an idle transactional id after this."),
     _k("producer.id.expiration.ms", "int", 86400000, "Forget an idle producer id after this."),
     _k("kafkalab.zookeeper.data.dir", "string", None, "Where the embedded coordination store keeps its data "

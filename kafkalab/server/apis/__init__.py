@@ -15,6 +15,8 @@ ApiVersions advertisement::
     configs        DescribeConfigs, IncrementalAlterConfigs
     cluster        DescribeCluster, DescribeTopicPartitions, DescribeLogDirs
     coordinators   FindCoordinator
+    groups         JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups,
+                   DescribeGroups, DeleteGroups, OffsetDelete
 
 Mirrors: ``core/src/main/scala/kafka/server/KafkaApis.scala`` and ``RequestHandlerHelper.scala``.
 """
@@ -30,7 +32,8 @@ from kafkalab.protocol import ErrorCode, api_name
 from kafkalab.server.apis.base import REGISTRY, Delayed, Handler
 
 # Importing the handler modules fills REGISTRY.
-from kafkalab.server.apis import api_versions, coordinators, fetch, metadata, offsets, produce  # noqa: F401,E402
+from kafkalab.server.apis import (api_versions, cluster, configs, coordinators, fetch,  # noqa: F401,E402
+                                  groups, metadata, offsets, produce, topics)
 
 __all__ = ["KafkaApis", "REGISTRY", "enabled_apis"]
 

@@ -41,6 +41,12 @@ def leader_and_isr(broker, body, version: int):
         results = broker.replica_manager.become_leader_or_follower(body.controller_id, body.controller_epoch,
                                                                    states, topic_ids)
         top = ErrorCode.NONE
+        offsets = [(ps, results.get((t, ps.partition_index))) for t, ps in states if t == "__consumer_offsets"]
+        if offsets and hasattr(broker, "on_offsets_partitions"):
+            broker.on_offsets_partitions(
+                {ps.partition_index: ps.leader_epoch for ps, code in offsets
+                 if code == ErrorCode.NONE and ps.leader == broker.broker_id},
+                [ps.partition_index for ps, code in offsets if ps.leader != broker.broker_id])
     R = LeaderAndIsrResponse
     if version >= 5:
         by_topic: dict = {}
@@ -72,6 +78,9 @@ def stop_replica(broker, body, version: int):
     else:
         parts = [(p.topic_name, p.partition_index, body.delete_partitions) for p in body.ungrouped_partitions]
     results = broker.replica_manager.stop_replicas(body.controller_epoch, parts)
+    stopped = [p for t, p, _ in parts if t == "__consumer_offsets" and results.get((t, p)) == ErrorCode.NONE]
+    if stopped and hasattr(broker, "on_offsets_partitions"):
+        broker.on_offsets_partitions({}, stopped)
     R = StopReplicaResponse
     stale = any(code == ErrorCode.STALE_CONTROLLER_EPOCH for code in results.values())
     return R(error_code=ErrorCode.STALE_CONTROLLER_EPOCH if stale else ErrorCode.NONE,

@@ -22,27 +22,12 @@ Mirrors: ``KafkaApis.handleFindCoordinatorRequest``, ``GroupMetadataManager.part
 """
 from __future__ import annotations
 
+from kafkalab.coordinator.group.group_metadata_manager import OFFSETS_TOPIC, java_string_hash, partition_for  # noqa: F401
 from kafkalab.protocol import ApiKey, ErrorCode, response_class
 from kafkalab.server.apis.base import handles, top_level_error
 
 FindCoordinatorResponse = response_class(ApiKey.FIND_COORDINATOR)
 InitProducerIdResponse = response_class(ApiKey.INIT_PRODUCER_ID)
-OFFSETS_TOPIC = "__consumer_offsets"
-
-
-def java_string_hash(s: str) -> int:
-    """Java's ``String.hashCode``: ``s[0]*31^(n-1) + ... + s[n-1]`` over UTF-16 code units, as a signed int32."""
-    h = 0
-    units = s.encode("utf-16-be")
-    for i in range(0, len(units), 2):
-        h = (31 * h + ((units[i] << 8) | units[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def partition_for(key: str, num_partitions: int) -> int:
-    """``Utils.abs(key.hashCode()) % numPartitions`` (Utils.abs(Integer.MIN_VALUE) is 0, not negative)."""
-    h = java_string_hash(key)
-    return (0 if h == -(1 << 31) else abs(h)) % num_partitions
 
 
 def _find_error(request, code, message):

@@ -1,0 +1,7 @@
+"""kafkalab.coordinator -- the broker's coordinators: today the (classic) group coordinator.
+
+The coordinators are sans-IO: they take requests as plain arguments, keep state, and report decisions through
+callbacks. The broker (``kafkalab.server``) owns the I/O: it feeds them requests, appends the records they
+produce to ``__consumer_offsets`` and reads that topic back for them. This room imports the protocol, the record
+format and the clocks, never the network or the server.
+"""

@@ -1,0 +1,641 @@
+"""The group coordinator: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, offsets, and the timers behind them.
+
+Theory of operation
+-------------------
+A **rebalance** is two rounds of requests, both held by the coordinator until it can answer everybody:
+
+1. **JoinGroup.** A member that joins, or notices (in a Heartbeat answer: REBALANCE_IN_PROGRESS) that a
+   rebalance started, sends JoinGroup with its protocols. The group is PreparingRebalance; the coordinator
+   *parks* each JoinGroup until every known member has rejoined, or the rebalance timeout (the largest
+   ``rebalance.timeout.ms`` of the members) has passed; members that did not rejoin by then are dropped. A
+   group that was Empty waits ``group.initial.rebalance.delay.ms`` first (again and again, up to the rebalance
+   timeout, while new members keep arriving), so that a fleet of consumers starting together forms one
+   generation instead of a rebalance per consumer. Then the generation is bumped and all parked JoinGroups
+   are answered at once: everybody learns the generation, the chosen protocol and the leader; the leader also
+   gets every member's metadata (subscription).
+2. **SyncGroup.** The leader's client computes the assignment and sends it in its SyncGroup; the others send
+   an empty SyncGroup, parked until the leader's arrives. The coordinator stores the group (members +
+   assignment) in ``__consumer_offsets``, answers each member with its own assignment, and the group is
+   Stable. Members that do not sync within the rebalance timeout are removed and a new rebalance starts.
+
+A JoinGroup v4+ without a member id is answered at once with MEMBER_ID_REQUIRED and a fresh id (KIP-394), so
+that a client whose first JoinGroup times out does not leave a ghost member behind; v0-3 get their id in
+the (parked) answer itself.
+
+**Liveness.** Each member must heartbeat within ``session.timeout.ms``; a timer per member removes it when it
+does not, which triggers a rebalance. A new member's first join has a fixed 5-minute limit instead.
+
+**Time without sleeping.** Every timer is a task on an injected scheduler, every "now" an injected clock. With
+:class:`~kafkalab.common.time.MockTime` and :class:`~kafkalab.common.scheduler.MockScheduler`, a test or a
+notebook advances time by hand and watches sessions expire.
+
+**Waiting answers.** ``handle_join_group`` and ``handle_sync_group`` take a callback and return nothing: the
+callback runs now (an error, MEMBER_ID_REQUIRED, a stable group) or later, when the round completes. The
+broker turns the callback into a future and answers the request when it resolves.
+
+Mirrors: ``core/src/main/scala/kafka/coordinator/group/GroupCoordinator.scala``, ``DelayedJoin.scala``
+(``InitialDelayedJoin``), ``DelayedHeartbeat.scala``, ``DelayedSync.scala``.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Mapping, NamedTuple, Optional
+
+from kafkalab.coordinator.group.group_metadata import GroupMetadata
+from kafkalab.coordinator.group.group_metadata_manager import GroupMetadataManager
+from kafkalab.coordinator.group.member_metadata import MemberMetadata
+from kafkalab.coordinator.group.offsets_and_admin import GroupOffsetsAndAdmin
+from kafkalab.coordinator.group.state import GroupState
+from kafkalab.protocol import ErrorCode
+
+__all__ = ["GroupCoordinator", "GroupConfig", "JoinGroupResult", "SyncGroupResult", "NEW_MEMBER_JOIN_TIMEOUT_MS"]
+
+log = logging.getLogger("kafkalab.coordinator.group.GroupCoordinator")
+
+E = ErrorCode
+S = GroupState
+NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
+JOIN, SYNC, HEARTBEAT, LEAVE, COMMIT, FETCH, DESCRIBE, DELETE = ("join", "sync", "heartbeat", "leave", "commit",
+                                                                 "fetch", "describe", "delete")
+
+
+class GroupConfig(NamedTuple):
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1800000
+    group_initial_rebalance_delay_ms: int = 3000
+    group_max_size: int = 2147483647
+    offsets_retention_minutes: int = 10080
+    offsets_retention_check_interval_ms: int = 600000
+    offset_metadata_max_bytes: int = 4096
+    offsets_topic_num_partitions: int = 50
+
+    @classmethod
+    def from_broker(cls, config: Mapping[str, Any]) -> "GroupConfig":
+        """From broker config keys (``group.min.session.timeout.ms`` ...); missing keys keep Kafka's default."""
+        values = {}
+        for field in cls._fields:
+            name = field.replace("_", ".")
+            try:
+                v = config[name]
+            except KeyError:
+                continue
+            if v is not None:
+                values[field] = int(v)
+        return cls(**values)
+
+
+class JoinGroupResult(NamedTuple):
+    error: int
+    member_id: str
+    generation_id: int = -1
+    protocol_type: Optional[str] = None
+    protocol_name: Optional[str] = None
+    leader_id: str = ""
+    members: tuple = ()              # (member_id, group_instance_id, metadata): only for the leader
+    skip_assignment: bool = False
+
+
+class SyncGroupResult(NamedTuple):
+    error: int
+    protocol_type: Optional[str] = None
+    protocol_name: Optional[str] = None
+    assignment: bytes = b""
+
+
+class _Join(NamedTuple):
+    task: Any
+    initial: bool
+    delay_ms: int
+    remaining_ms: int
+
+
+class GroupCoordinator(GroupOffsetsAndAdmin):
+    """``scheduler.schedule(name, fn, delay_ms)`` -> task with ``cancel()``; ``time.milliseconds()``."""
+
+    def __init__(self, config: GroupConfig, time, scheduler, offsets_log, *, broker_id: int = 0):
+        self.config = config
+        self.time = time
+        self.scheduler = scheduler
+        self.broker_id = broker_id
+        self.manager = GroupMetadataManager(config, time, offsets_log, config.offsets_topic_num_partitions)
+        self.is_active = False
+        self._joins: dict[str, _Join] = {}
+        self._syncs: dict[str, Any] = {}
+        self._heartbeats: dict[tuple[str, str], Any] = {}
+        self._expiry_task = None
+        #: (time ms, group id, event) -- what happened, for the lab's rebalance timeline
+        self.events: list[tuple[int, str, str]] = []
+
+    # ------------------------------------------------------------------------------------------ lifecycle
+    def startup(self, enable_metadata_expiration: bool = True) -> None:
+        self.is_active = True
+        if enable_metadata_expiration:
+            self._expiry_task = self.scheduler.schedule(
+                "delete-expired-group-metadata", self.manager.expire_offsets,
+                self.config.offsets_retention_check_interval_ms, self.config.offsets_retention_check_interval_ms)
+
+    def shutdown(self) -> None:
+        self.is_active = False
+        for task in [*(j.task for j in self._joins.values()), *self._syncs.values(), *self._heartbeats.values(),
+                     self._expiry_task]:
+            if task is not None:
+                task.cancel()
+        self._joins.clear()
+        self._syncs.clear()
+        self._heartbeats.clear()
+
+    def _event(self, group_id: str, what: str) -> None:
+        self.events.append((self.time.milliseconds(), group_id, what))
+        log.info("group %s: %s", group_id, what)
+
+    def _now(self) -> int:
+        return self.time.milliseconds()
+
+    def partition_for(self, group_id: str) -> int:
+        return self.manager.partition_for(group_id)
+
+    # ------------------------------------------------------------------------------------------ election
+    def on_election(self, partition: int, coordinator_epoch: int = -1) -> None:
+        """This broker now leads ``__consumer_offsets-<partition>``: load its groups (in a scheduler task;
+        until it ran, requests for them get COORDINATOR_LOAD_IN_PROGRESS)."""
+        m = self.manager
+        if partition in m.owned_partitions or partition in m.loading_partitions:
+            return
+        m.loading_partitions.add(partition)
+        self.scheduler.schedule(f"load-group-metadata-{partition}", lambda: self._load(partition), 0)
+
+    def _load(self, partition: int) -> None:
+        m = self.manager
+        if partition not in m.loading_partitions:
+            return
+        try:
+            groups = m.load_partition(partition)
+        except Exception:
+            log.exception("error loading offsets from %s-%d", "__consumer_offsets", partition)
+            groups = []
+        m.loading_partitions.discard(partition)
+        m.owned_partitions.add(partition)
+        for group in groups:
+            self._event(group.group_id, f"loaded: {group.state}, generation {group.generation_id}, "
+                                        f"{group.size} member(s), {len(group.offsets)} offset(s)")
+            for member in group.members.values():
+                self._schedule_heartbeat(group, member, member.session_timeout_ms)
+
+    def on_resignation(self, partition: int) -> None:
+        """Another broker leads the partition now: its groups are Dead here; parked requests get NOT_COORDINATOR."""
+        for group in self.manager.remove_groups_for_partition(partition):
+            previous = group.state
+            group.transition_to(S.DEAD, self._now())
+            for member in list(group.members.values()):
+                if previous == S.PREPARING_REBALANCE:
+                    self._invoke_join(group, member, JoinGroupResult(E.NOT_COORDINATOR, member.member_id))
+                self._invoke_sync(member, SyncGroupResult(E.NOT_COORDINATOR))
+                self._cancel_heartbeat(group.group_id, member.member_id)
+            self._cancel_join(group.group_id)
+            self._cancel_sync(group.group_id)
+
+    # ------------------------------------------------------------------------------------------ validation
+    def _validate_group_status(self, group_id: Optional[str], api: str) -> Optional[int]:
+        if group_id is None or (group_id == "" and api not in (COMMIT, FETCH, DESCRIBE, DELETE)):
+            return E.INVALID_GROUP_ID
+        if not self.is_active:
+            return E.COORDINATOR_NOT_AVAILABLE
+        if self.manager.is_group_loading(group_id):
+            return E.COORDINATOR_LOAD_IN_PROGRESS
+        if not self.manager.is_group_local(group_id):
+            return E.NOT_COORDINATOR
+        return None
+
+    @staticmethod
+    def _validate_current_member(group: GroupMetadata, member_id: str, instance_id: Optional[str]) -> Optional[int]:
+        if instance_id is not None:
+            current = group.current_static_member_id(instance_id)
+            if current is None:
+                return E.UNKNOWN_MEMBER_ID
+            if current != member_id:
+                return E.FENCED_INSTANCE_ID
+            return None
+        return None if group.has(member_id) else E.UNKNOWN_MEMBER_ID
+
+    # ------------------------------------------------------------------------------------------ JoinGroup
+    def handle_join_group(self, group_id: str, member_id: str, group_instance_id: Optional[str],
+                          require_known_member_id: bool, client_id: str, client_host: str, rebalance_timeout_ms: int,
+                          session_timeout_ms: int, protocol_type: str, protocols: list[tuple[str, bytes]],
+                          callback: Callable[[JoinGroupResult], None], reason: Optional[str] = None) -> None:
+        error = self._validate_group_status(group_id, JOIN)
+        if error is not None:
+            return callback(JoinGroupResult(error, member_id))
+        if not (self.config.group_min_session_timeout_ms <= session_timeout_ms
+                <= self.config.group_max_session_timeout_ms):
+            return callback(JoinGroupResult(E.INVALID_SESSION_TIMEOUT, member_id))
+        if rebalance_timeout_ms < 0:      # JoinGroup v0 has no rebalance timeout: the session timeout serves
+            rebalance_timeout_ms = session_timeout_ms
+        unknown = member_id == ""
+        group = self.manager.get_or_maybe_create_group(group_id, unknown)
+        if group is None:
+            return callback(JoinGroupResult(E.UNKNOWN_MEMBER_ID, member_id))
+        if not self._accept_joining_member(group, member_id):
+            group.remove(member_id)
+            callback(JoinGroupResult(E.GROUP_MAX_SIZE_REACHED, ""))
+        elif unknown:
+            self._new_member_join(group, group_instance_id, require_known_member_id, client_id, client_host,
+                                  rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols, callback)
+        else:
+            self._current_member_join(group, member_id, group_instance_id, client_id, client_host,
+                                      rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols, callback)
+        if group.is_(S.PREPARING_REBALANCE):
+            self._check_join(group)
+
+    def _accept_joining_member(self, group: GroupMetadata, member_id: str) -> bool:
+        limit = self.config.group_max_size
+        if group.state in (S.EMPTY, S.DEAD):
+            return True
+        if group.is_(S.PREPARING_REBALANCE):
+            return (group.has(member_id) and group.get(member_id).is_awaiting_join) or \
+                group.num_members_awaiting_join < limit
+        return group.has(member_id) or group.size < limit
+
+    def _new_member_join(self, group, instance_id, require_known, client_id, client_host, rebalance_timeout_ms,
+                         session_timeout_ms, protocol_type, protocols, callback) -> None:
+        if group.is_(S.DEAD):
+            return callback(JoinGroupResult(E.COORDINATOR_NOT_AVAILABLE, ""))
+        if not group.supports_protocols(protocol_type, {n for n, _ in protocols}):
+            return callback(JoinGroupResult(E.INCONSISTENT_GROUP_PROTOCOL, ""))
+        new_id = group.generate_member_id(client_id, instance_id)
+        if instance_id is not None:
+            old_id = group.current_static_member_id(instance_id)
+            if old_id is not None:
+                return self._update_static_member(group, old_id, new_id, instance_id, protocols,
+                                                  rebalance_timeout_ms, session_timeout_ms, callback)
+        elif require_known:
+            group.add_pending_member(new_id)
+            self._schedule_pending_expiration(group, new_id, session_timeout_ms)
+            self._event(group.group_id, f"{new_id} asked to rejoin with its new member id (MEMBER_ID_REQUIRED)")
+            return callback(JoinGroupResult(E.MEMBER_ID_REQUIRED, new_id))
+        self._add_member_and_rebalance(group, new_id, instance_id, client_id, client_host, rebalance_timeout_ms,
+                                       session_timeout_ms, protocol_type, protocols, callback)
+
+    def _current_member_join(self, group, member_id, instance_id, client_id, client_host, rebalance_timeout_ms,
+                             session_timeout_ms, protocol_type, protocols, callback) -> None:
+        if group.is_(S.DEAD):
+            return callback(JoinGroupResult(E.COORDINATOR_NOT_AVAILABLE, member_id))
+        if not group.supports_protocols(protocol_type, {n for n, _ in protocols}):
+            return callback(JoinGroupResult(E.INCONSISTENT_GROUP_PROTOCOL, member_id))
+        if group.is_pending_member(member_id):
+            return self._add_member_and_rebalance(group, member_id, None, client_id, client_host,
+                                                  rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
+                                                  callback)
+        error = self._validate_current_member(group, member_id, instance_id)
+        if error is not None:
+            return callback(JoinGroupResult(error, member_id))
+        member = group.get(member_id) if group.has(member_id) else None
+        if group.is_(S.PREPARING_REBALANCE):
+            self._update_member_and_rebalance(group, member, protocols, rebalance_timeout_ms, session_timeout_ms,
+                                              callback, "member rejoins during PreparingRebalance")
+        elif group.is_(S.COMPLETING_REBALANCE):
+            if member.matches(protocols):   # a retry of a join whose answer was lost: answer it again
+                callback(self._join_result(group, member_id))
+            else:
+                self._update_member_and_rebalance(group, member, protocols, rebalance_timeout_ms,
+                                                  session_timeout_ms, callback, "member changed its metadata")
+        elif group.is_(S.STABLE):
+            if group.is_leader(member_id) or not member.matches(protocols):
+                self._update_member_and_rebalance(group, member, protocols, rebalance_timeout_ms,
+                                                  session_timeout_ms, callback,
+                                                  "leader rejoins" if group.is_leader(member_id)
+                                                  else "member changed its metadata")
+            else:
+                callback(self._join_result(group, member_id, with_members=False))
+        else:
+            callback(JoinGroupResult(E.UNKNOWN_MEMBER_ID, member_id))
+
+    def _join_result(self, group: GroupMetadata, member_id: str, with_members: bool = True) -> JoinGroupResult:
+        members = tuple(group.current_member_metadata()) if with_members and group.is_leader(member_id) else ()
+        return JoinGroupResult(E.NONE, member_id, group.generation_id, group.protocol_type, group.protocol_name,
+                               group.leader_id or "", members)
+
+    def _add_member_and_rebalance(self, group, member_id, instance_id, client_id, client_host, rebalance_timeout_ms,
+                                  session_timeout_ms, protocol_type, protocols, callback) -> None:
+        member = MemberMetadata(member_id, instance_id, client_id, client_host, rebalance_timeout_ms,
+                                session_timeout_ms, protocol_type, protocols)
+        member.is_new = True
+        if group.is_(S.PREPARING_REBALANCE) and group.generation_id == 0:
+            group.new_member_added = True
+        group.add(member, callback)
+        self._schedule_heartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
+        self._event(group.group_id, f"{member_id} joins")
+        self._maybe_prepare_rebalance(group, f"adding new member {member_id}")
+
+    def _update_member_and_rebalance(self, group, member, protocols, rebalance_timeout_ms, session_timeout_ms,
+                                     callback, reason: str) -> None:
+        group.update_member(member, protocols, rebalance_timeout_ms, session_timeout_ms, callback)
+        self._maybe_prepare_rebalance(group, f"{member.member_id}: {reason}")
+
+    def _update_static_member(self, group, old_id, new_id, instance_id, protocols, rebalance_timeout_ms,
+                              session_timeout_ms, callback) -> None:
+        def fence(old: MemberMetadata) -> None:
+            self._invoke_join(group, old, JoinGroupResult(E.FENCED_INSTANCE_ID, old_id))
+            self._invoke_sync(old, SyncGroupResult(E.FENCED_INSTANCE_ID))
+        self._cancel_heartbeat(group.group_id, old_id)
+        member = group.replace_static_member(instance_id, old_id, new_id, fence)
+        self._event(group.group_id, f"static member {instance_id} replaces {old_id} with {new_id}")
+        if group.is_(S.STABLE) and member.matches(protocols):
+            group.update_member(member, protocols, rebalance_timeout_ms, session_timeout_ms, None)
+            self.manager.store_group(group, {m.member_id: m.assignment for m in group.members.values()})
+            self._schedule_heartbeat(group, member, member.session_timeout_ms)
+            callback(self._join_result(group, new_id, with_members=False))
+        elif group.state in (S.STABLE, S.COMPLETING_REBALANCE, S.PREPARING_REBALANCE):
+            self._schedule_heartbeat(group, member, member.session_timeout_ms)
+            self._update_member_and_rebalance(group, member, protocols, rebalance_timeout_ms, session_timeout_ms,
+                                              callback, f"static member {instance_id} rejoins")
+        else:
+            callback(JoinGroupResult(E.UNKNOWN_MEMBER_ID, new_id))
+
+    # ------------------------------------------------------------------------------------------ rebalance
+    def _maybe_prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
+        if group.can_rebalance:
+            self._prepare_rebalance(group, reason)
+
+    def _prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
+        if group.is_(S.COMPLETING_REBALANCE):
+            self._reset_and_propagate_assignment_error(group, E.REBALANCE_IN_PROGRESS)
+        self._cancel_sync(group.group_id)
+        group.pending_sync_members.clear()
+        if group.is_(S.EMPTY):
+            delay = self.config.group_initial_rebalance_delay_ms
+            self._schedule_join(group, delay, initial=True,
+                                remaining_ms=max(group.rebalance_timeout_ms - delay, 0))
+        else:
+            self._schedule_join(group, group.rebalance_timeout_ms)
+        group.transition_to(S.PREPARING_REBALANCE, self._now())
+        self._event(group.group_id, f"PreparingRebalance (generation {group.generation_id}): {reason}")
+        self._check_join(group)
+
+    def _schedule_join(self, group: GroupMetadata, delay_ms: int, initial: bool = False, remaining_ms: int = 0):
+        self._cancel_join(group.group_id)
+        holder: list = []
+        task = self.scheduler.schedule(f"delayed-join-{group.group_id}",
+                                       lambda: self._on_join_expired(group, holder[0]), delay_ms)
+        join = _Join(task, initial, delay_ms, remaining_ms)
+        holder.append(join)
+        self._joins[group.group_id] = join
+
+    def _cancel_join(self, group_id: str) -> None:
+        join = self._joins.pop(group_id, None)
+        if join is not None:
+            join.task.cancel()
+
+    def _check_join(self, group: GroupMetadata) -> None:
+        """Complete the parked JoinGroups early when everybody rejoined (never during the initial delay)."""
+        join = self._joins.get(group.group_id)
+        if join is not None and not join.initial and group.has_all_members_joined:
+            self._cancel_join(group.group_id)
+            self._on_complete_join(group)
+
+    def _on_join_expired(self, group: GroupMetadata, join: _Join) -> None:
+        if self._joins.get(group.group_id) is not join:
+            return
+        del self._joins[group.group_id]
+        if join.initial and group.new_member_added and join.remaining_ms != 0:
+            group.new_member_added = False
+            delay = min(self.config.group_initial_rebalance_delay_ms, join.remaining_ms)
+            self._schedule_join(group, delay, initial=True, remaining_ms=max(join.remaining_ms - join.delay_ms, 0))
+            return
+        self._on_complete_join(group)
+
+    def _on_complete_join(self, group: GroupMetadata) -> None:
+        for member in group.not_yet_rejoined_members:
+            if not member.is_static_member:
+                group.remove(member.member_id)
+                self._cancel_heartbeat(group.group_id, member.member_id)
+                self._event(group.group_id, f"{member.member_id} removed: did not rejoin in time")
+        if group.is_(S.DEAD):
+            return
+        if not group.maybe_elect_new_joined_leader() and group.members:
+            self._schedule_join(group, group.rebalance_timeout_ms)   # nobody rejoined: wait for the sessions
+            return
+        group.init_next_generation(self._now())
+        if group.is_(S.EMPTY):
+            self._event(group.group_id, f"Empty (generation {group.generation_id})")
+            code = self.manager.store_group(group, {})
+            if code != E.NONE:
+                log.warning("failed to write empty metadata for group %s: %s", group.group_id, E(code).name)
+            return
+        self._event(group.group_id, f"CompletingRebalance: generation {group.generation_id}, protocol "
+                                    f"{group.protocol_name}, leader {group.leader_id}, {group.size} member(s)")
+        for member in list(group.members.values()):
+            self._invoke_join(group, member, self._join_result(group, member.member_id))
+            self._schedule_heartbeat(group, member, member.session_timeout_ms)
+            member.is_new = False
+            group.pending_sync_members.add(member.member_id)
+        generation = group.generation_id
+        self._syncs[group.group_id] = self.scheduler.schedule(
+            f"delayed-sync-{group.group_id}", lambda: self._on_sync_expired(group, generation),
+            group.rebalance_timeout_ms)
+
+    def _invoke_join(self, group: GroupMetadata, member: MemberMetadata, result: JoinGroupResult) -> None:
+        callback = member.awaiting_join_callback
+        if callback is None:
+            return
+        member.awaiting_join_callback = None
+        group.num_members_awaiting_join -= 1
+        try:
+            callback(result)
+        except Exception:
+            log.exception("join callback of %s failed", member.member_id)
+
+    @staticmethod
+    def _invoke_sync(member: MemberMetadata, result: SyncGroupResult) -> bool:
+        callback = member.awaiting_sync_callback
+        if callback is None:
+            return False
+        member.awaiting_sync_callback = None
+        try:
+            callback(result)
+        except Exception:
+            log.exception("sync callback of %s failed", member.member_id)
+        return True
+
+    def _cancel_sync(self, group_id: str) -> None:
+        task = self._syncs.pop(group_id, None)
+        if task is not None:
+            task.cancel()
+
+    def _on_sync_expired(self, group: GroupMetadata, generation: int) -> None:
+        self._syncs.pop(group.group_id, None)
+        if generation != group.generation_id or group.state not in (S.COMPLETING_REBALANCE, S.STABLE):
+            return
+        missing = set(group.pending_sync_members)
+        if missing:
+            for member_id in missing:
+                group.remove(member_id)
+                self._cancel_heartbeat(group.group_id, member_id)
+            self._prepare_rebalance(group, f"members {sorted(missing)} did not send SyncGroup in time")
+
+    def _reset_and_propagate_assignment_error(self, group: GroupMetadata, error: int) -> None:
+        for member in group.members.values():
+            member.assignment = b""
+        self._propagate_assignment(group, error)
+
+    def _propagate_assignment(self, group: GroupMetadata, error: int) -> None:
+        ok = error == E.NONE
+        for member in group.members.values():
+            if self._invoke_sync(member, SyncGroupResult(error, group.protocol_type if ok else None,
+                                                         group.protocol_name if ok else None, member.assignment)):
+                self._schedule_heartbeat(group, member, member.session_timeout_ms)
+
+    # ------------------------------------------------------------------------------------------ SyncGroup
+    def handle_sync_group(self, group_id: str, generation_id: int, member_id: str, protocol_type: Optional[str],
+                          protocol_name: Optional[str], group_instance_id: Optional[str], assignment: dict,
+                          callback: Callable[[SyncGroupResult], None]) -> None:
+        error = self._validate_group_status(group_id, SYNC)
+        if error == E.COORDINATOR_LOAD_IN_PROGRESS:
+            return callback(SyncGroupResult(E.REBALANCE_IN_PROGRESS))   # the member must rejoin anyway
+        if error is not None:
+            return callback(SyncGroupResult(error))
+        group = self.manager.get_group(group_id)
+        if group is None:
+            return callback(SyncGroupResult(E.UNKNOWN_MEMBER_ID))
+        if group.is_(S.DEAD):
+            return callback(SyncGroupResult(E.COORDINATOR_NOT_AVAILABLE))
+        error = self._validate_current_member(group, member_id, group_instance_id)
+        if error is None and generation_id != group.generation_id:
+            error = E.ILLEGAL_GENERATION
+        if error is None and ((protocol_type is not None and protocol_type != group.protocol_type) or
+                              (protocol_name is not None and protocol_name != group.protocol_name)):
+            error = E.INCONSISTENT_GROUP_PROTOCOL
+        if error is not None:
+            return callback(SyncGroupResult(error))
+        if group.is_(S.EMPTY):
+            return callback(SyncGroupResult(E.UNKNOWN_MEMBER_ID))
+        if group.is_(S.PREPARING_REBALANCE):
+            return callback(SyncGroupResult(E.REBALANCE_IN_PROGRESS))
+        member = group.get(member_id)
+        self._remove_pending_sync(group, member_id)
+        if group.is_(S.STABLE):
+            callback(SyncGroupResult(E.NONE, group.protocol_type, group.protocol_name, member.assignment))
+            self._schedule_heartbeat(group, member, member.session_timeout_ms)
+            return
+        member.awaiting_sync_callback = callback      # CompletingRebalance: wait for the leader's assignment
+        if group.is_leader(member_id):
+            full = {m: bytes(assignment.get(m, b"")) for m in group.members}
+            self._event(group.group_id, f"leader {member_id} sends the assignment of generation "
+                                        f"{group.generation_id}")
+            code = self.manager.store_group(group, full)
+            if group.is_(S.COMPLETING_REBALANCE) and generation_id == group.generation_id:
+                if code != E.NONE:
+                    self._reset_and_propagate_assignment_error(group, code)
+                    self._maybe_prepare_rebalance(group, f"error {E(code).name} storing the assignment")
+                else:
+                    for m in group.members.values():
+                        m.assignment = full[m.member_id]
+                    self._propagate_assignment(group, E.NONE)
+                    group.transition_to(S.STABLE, self._now())
+                    self._event(group.group_id, f"Stable (generation {group.generation_id})")
+
+    def _remove_pending_sync(self, group: GroupMetadata, member_id: str) -> None:
+        group.pending_sync_members.discard(member_id)
+        if not group.pending_sync_members:
+            self._cancel_sync(group.group_id)
+
+    # ------------------------------------------------------------------------------------------ Heartbeat
+    def handle_heartbeat(self, group_id: str, member_id: str, group_instance_id: Optional[str],
+                         generation_id: int) -> int:
+        error = self._validate_group_status(group_id, HEARTBEAT)
+        if error is not None:
+            return E.NONE if error == E.COORDINATOR_LOAD_IN_PROGRESS else error
+        group = self.manager.get_group(group_id)
+        if group is None:
+            return E.UNKNOWN_MEMBER_ID
+        if group.is_(S.DEAD):
+            return E.COORDINATOR_NOT_AVAILABLE
+        error = self._validate_current_member(group, member_id, group_instance_id)
+        if error is not None:
+            return error
+        if generation_id != group.generation_id:
+            return E.ILLEGAL_GENERATION
+        if group.is_(S.EMPTY):
+            return E.UNKNOWN_MEMBER_ID
+        member = group.get(member_id)
+        self._schedule_heartbeat(group, member, member.session_timeout_ms)
+        return E.REBALANCE_IN_PROGRESS if group.is_(S.PREPARING_REBALANCE) else E.NONE
+
+    def _schedule_heartbeat(self, group: GroupMetadata, member: MemberMetadata, timeout_ms: int) -> None:
+        """A heartbeat arrived (or its equivalent): the session restarts now."""
+        key = (group.group_id, member.member_id)
+        old = self._heartbeats.pop(key, None)
+        if old is not None:
+            old.cancel()
+        member.heartbeat_satisfied = False
+        member.heartbeat_deadline_ms = self._now() + timeout_ms
+        self._heartbeats[key] = self.scheduler.schedule(
+            f"heartbeat-{member.member_id}", lambda: self._on_heartbeat_expired(group, member.member_id, key),
+            timeout_ms)
+
+    def _cancel_heartbeat(self, group_id: str, member_id: str) -> None:
+        task = self._heartbeats.pop((group_id, member_id), None)
+        if task is not None:
+            task.cancel()
+
+    def _schedule_pending_expiration(self, group: GroupMetadata, member_id: str, timeout_ms: int) -> None:
+        def expire():
+            if group.is_pending_member(member_id) and not group.is_(S.DEAD):
+                self._event(group.group_id, f"pending member {member_id} expired")
+                self._remove_pending_member(group, member_id)
+        self.scheduler.schedule(f"pending-member-{member_id}", expire, timeout_ms)
+
+    def _remove_pending_member(self, group: GroupMetadata, member_id: str) -> None:
+        group.remove(member_id)
+        if group.is_(S.PREPARING_REBALANCE):
+            self._check_join(group)
+
+    def _on_heartbeat_expired(self, group: GroupMetadata, member_id: str, key) -> None:
+        self._heartbeats.pop(key, None)
+        if group.is_(S.DEAD) or not group.has(member_id):
+            return
+        member = group.get(member_id)
+        if not member.has_satisfied_heartbeat():
+            self._event(group.group_id, f"{member_id} session expired")
+            self._remove_member_and_update_group(group, member)
+
+    def _remove_member_and_update_group(self, group: GroupMetadata, member: MemberMetadata) -> None:
+        self._invoke_join(group, member, JoinGroupResult(E.UNKNOWN_MEMBER_ID, ""))
+        group.remove(member.member_id)
+        self._cancel_heartbeat(group.group_id, member.member_id)
+        if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
+            self._maybe_prepare_rebalance(group, f"{member.member_id} left")
+        elif group.is_(S.PREPARING_REBALANCE):
+            self._check_join(group)
+
+    # ------------------------------------------------------------------------------------------ LeaveGroup
+    def handle_leave_group(self, group_id: str, members: list[tuple[str, Optional[str]]]) -> tuple[int, list]:
+        """``members`` = [(member_id, group_instance_id)] -> (top-level error, [error per member])."""
+        error = self._validate_group_status(group_id, LEAVE)
+        if error is not None:
+            return error, []
+        group = self.manager.get_group(group_id)
+        if group is None:
+            return E.NONE, [E.UNKNOWN_MEMBER_ID for _ in members]
+        if group.is_(S.DEAD):
+            return E.COORDINATOR_NOT_AVAILABLE, []
+        errors = []
+        for member_id, instance_id in members:
+            if member_id == "":
+                current = group.current_static_member_id(instance_id) if instance_id is not None else None
+                if current is None:
+                    errors.append(E.UNKNOWN_MEMBER_ID)
+                    continue
+                member_id = current
+            elif group.is_pending_member(member_id):
+                self._remove_pending_member(group, member_id)
+                errors.append(E.NONE)
+                continue
+            else:
+                err = self._validate_current_member(group, member_id, instance_id)
+                if err is not None:
+                    errors.append(err)
+                    continue
+            self._event(group_id, f"{member_id} leaves (LeaveGroup)")
+            self._remove_member_and_update_group(group, group.get(member_id))
+            errors.append(E.NONE)
+        return E.NONE, errors

@@ -1,0 +1,264 @@
+"""The group coordinator's memory: the group cache, and its mirror in ``__consumer_offsets``.
+
+Theory of operation
+-------------------
+Which broker coordinates a group is decided by the group id alone: the group lives in partition
+``abs(hashCode(group.id)) % offsets.topic.num.partitions`` of ``__consumer_offsets`` (Java's
+``String.hashCode``; Kafka's ``Utils.abs`` maps Integer.MIN_VALUE to 0), and the *leader* of that partition is
+the coordinator. When a broker becomes leader of such a partition it **loads** it: reads it from the log start
+to the log end and rebuilds every group and committed offset it holds (:func:`~.records.load_records`). Until
+that is done, requests for its groups get COORDINATOR_LOAD_IN_PROGRESS; requests for groups of partitions it
+does not lead get NOT_COORDINATOR, and the client asks FindCoordinator again. When it loses the partition it
+**unloads** those groups (they become Dead here; their members will find the new coordinator).
+
+Every change worth surviving a restart is **appended** to the group's partition as a record batch (through the
+broker's replica manager, like a producer's batch with ``acks=all``): the group record on each completed
+assignment and when the group becomes empty, an offset record per committed partition, tombstones to forget.
+The cache changes only after the append succeeded. Append errors are translated the way Kafka does: a broker
+that lost leadership answers NOT_COORDINATOR, an unavailable partition COORDINATOR_NOT_AVAILABLE.
+
+Every ``offsets.retention.check.interval.ms`` the manager expires offsets (see
+:meth:`~.group_metadata.GroupMetadata.expired_offsets`) and removes empty groups left without offsets.
+
+The broker side is an :class:`OffsetsLog`: ``append(partition, batch_bytes) -> error code`` and
+``read(partition) -> decoded batches``. :class:`MemoryOffsetsLog` is one in memory, for tests and the lab.
+
+Mirrors: ``core/src/main/scala/kafka/coordinator/group/GroupMetadataManager.scala``.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Callable, Iterable, Optional, Protocol
+
+from kafkalab.coordinator.group.group_metadata import CommitRecord, GroupMetadata, OffsetAndMetadata
+from kafkalab.coordinator.group.member_metadata import MemberMetadata
+from kafkalab.coordinator.group.records import (GroupMetadataValue, MemberRecord, group_metadata_key,
+                                                group_metadata_value, load_records, offset_commit_key,
+                                                offset_commit_value)
+from kafkalab.coordinator.group.state import GroupState
+from kafkalab.protocol import ErrorCode
+from kafkalab.records import SimpleRecord, build_batch, decode_batches
+
+__all__ = ["GroupMetadataManager", "OffsetsLog", "MemoryOffsetsLog", "java_string_hash", "partition_for",
+           "OFFSETS_TOPIC"]
+
+log = logging.getLogger("kafkalab.coordinator.group.GroupMetadataManager")
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+def java_string_hash(s: str) -> int:
+    """Java's ``String.hashCode``: ``s[0]*31^(n-1) + ... + s[n-1]`` over UTF-16 code units, as a signed int32."""
+    h = 0
+    units = s.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + ((units[i] << 8) | units[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def partition_for(key: str, num_partitions: int) -> int:
+    """``Utils.abs(key.hashCode()) % numPartitions`` (Utils.abs(Integer.MIN_VALUE) is 0, not negative)."""
+    h = java_string_hash(key)
+    return (0 if h == -(1 << 31) else abs(h)) % num_partitions
+
+
+class OffsetsLog(Protocol):
+    def append(self, partition: int, batch: bytes) -> int: ...
+
+    def read(self, partition: int) -> Iterable: ...
+
+
+class MemoryOffsetsLog:
+    """``__consumer_offsets`` in memory: a list of batches per partition (offsets assigned on append)."""
+
+    def __init__(self):
+        self.batches: dict[int, list[bytes]] = {}
+        self.next_offset: dict[int, int] = {}
+        self.fail_with: Optional[int] = None      # make appends fail (tests of error paths)
+
+    def append(self, partition: int, batch: bytes) -> int:
+        if self.fail_with is not None:
+            return self.fail_with
+        base = self.next_offset.get(partition, 0)
+        decoded = decode_batches(batch)[0]
+        self.batches.setdefault(partition, []).append(build_batch(
+            [SimpleRecord(r.key, r.value, r.headers, r.timestamp) for r in decoded.records], base_offset=base))
+        self.next_offset[partition] = base + len(decoded.records)
+        return ErrorCode.NONE
+
+    def read(self, partition: int):
+        for b in self.batches.get(partition, []):
+            yield from decode_batches(b)
+
+    def records(self, partition: int) -> list:
+        return [r for b in self.read(partition) for r in b.records]
+
+
+_APPEND_ERRORS = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.UNKNOWN_SERVER_ERROR,
+}
+
+
+class GroupMetadataManager:
+    def __init__(self, config, time, offsets_log: OffsetsLog, num_partitions: int):
+        self.config = config
+        self.time = time
+        self.log = offsets_log
+        self.num_partitions = num_partitions
+        self.groups: dict[str, GroupMetadata] = {}
+        self.owned_partitions: set[int] = set()
+        self.loading_partitions: set[int] = set()
+
+    # ------------------------------------------------------------------------------------------ ownership
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions)
+
+    def is_group_local(self, group_id: str) -> bool:
+        return self.partition_for(group_id) in self.owned_partitions
+
+    def is_group_loading(self, group_id: str) -> bool:
+        return self.partition_for(group_id) in self.loading_partitions
+
+    @property
+    def is_loading(self) -> bool:
+        return bool(self.loading_partitions)
+
+    # ------------------------------------------------------------------------------------------ the cache
+    def get_group(self, group_id: str) -> Optional[GroupMetadata]:
+        return self.groups.get(group_id)
+
+    def add_group(self, group: GroupMetadata) -> GroupMetadata:
+        return self.groups.setdefault(group.group_id, group)
+
+    def get_or_maybe_create_group(self, group_id: str, create: bool) -> Optional[GroupMetadata]:
+        group = self.groups.get(group_id)
+        if group is None and create:
+            group = self.add_group(GroupMetadata(group_id, GroupState.EMPTY, self.time.milliseconds()))
+        return group
+
+    def group_not_exists(self, group_id: str) -> bool:
+        """True when this broker coordinates the group and has no trace of it (GROUP_ID_NOT_FOUND)."""
+        if not self.is_group_local(group_id):
+            return False
+        group = self.groups.get(group_id)
+        return group is None or (group.is_(GroupState.DEAD))
+
+    # ------------------------------------------------------------------------------------------ appends
+    def _append(self, group_id: str, records: list[tuple[bytes, Optional[bytes]]]) -> int:
+        now = self.time.milliseconds()
+        batch = build_batch([SimpleRecord(k, v, (), now) for k, v in records])
+        try:
+            code = int(self.log.append(self.partition_for(group_id), batch))
+        except Exception as e:  # the broker's append raised: answer like a failed append
+            code = int(getattr(e, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR))
+        return int(_APPEND_ERRORS.get(code, code))
+
+    def store_group(self, group: GroupMetadata, assignment: dict[str, bytes]) -> int:
+        """Append the group record (members with their assignment). Returns the error code."""
+        value = self.group_value(group, assignment)
+        return self._append(group.group_id, [(group_metadata_key(group.group_id), group_metadata_value(value))])
+
+    @staticmethod
+    def group_value(group: GroupMetadata, assignment: dict[str, bytes]) -> GroupMetadataValue:
+        members = tuple(MemberRecord(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                     m.rebalance_timeout_ms, m.session_timeout_ms,
+                                     m.metadata(group.protocol_name) if group.protocol_name else b"",
+                                     assignment.get(m.member_id, b"")) for m in group.members.values())
+        return GroupMetadataValue(group.protocol_type or "", group.generation_id, group.protocol_name,
+                                  group.leader_id, group.current_state_timestamp, members)
+
+    def store_offsets(self, group: GroupMetadata, offsets: dict) -> dict:
+        """Append one offset record per partition; ``offsets`` = {(topic, partition): OffsetAndMetadata}.
+        Returns {(topic, partition): error code}; metadata over ``offset.metadata.max.bytes`` is refused."""
+        limit = self.config.offset_metadata_max_bytes
+        ok = {tp: om for tp, om in offsets.items() if om.metadata is None or len(om.metadata.encode()) <= limit}
+        results = {tp: int(ErrorCode.OFFSET_METADATA_TOO_LARGE) for tp in offsets if tp not in ok}
+        if ok:
+            code = self._append(group.group_id, [(offset_commit_key(group.group_id, t, p), offset_commit_value(om))
+                                                 for (t, p), om in ok.items()])
+            if code == ErrorCode.NONE and not group.is_(GroupState.DEAD):
+                for tp, om in ok.items():
+                    group.offsets[tp] = CommitRecord(None, om)
+            results.update({tp: code for tp in ok})
+        return results
+
+    def get_offsets(self, group_id: str, partitions: Optional[list]) -> dict:
+        """{(topic, partition): OffsetAndMetadata or None}; all committed offsets when ``partitions`` is None."""
+        group = self.groups.get(group_id)
+        if group is None or group.is_(GroupState.DEAD):
+            return {tp: None for tp in (partitions or [])}
+        if partitions is None:
+            return {tp: rec.value for tp, rec in group.offsets.items()}
+        return {tp: group.offset(*tp) for tp in partitions}
+
+    def cleanup_group_metadata(self, groups: Iterable[GroupMetadata],
+                               selector: Callable[[GroupMetadata], dict]) -> int:
+        """Remove what ``selector(group)`` returns ({tp: offset}) and write tombstones for it; a group left
+        empty without offsets becomes Dead and its own record is tombstoned too. Returns offsets removed."""
+        removed_total = 0
+        for group in list(groups):
+            removed = selector(group)
+            tombstones = [(offset_commit_key(group.group_id, t, p), None) for t, p in removed]
+            if group.is_(GroupState.EMPTY) and not group.offsets:
+                group.transition_to(GroupState.DEAD, self.time.milliseconds())
+            if group.is_(GroupState.DEAD):
+                self.groups.pop(group.group_id, None)
+                tombstones.append((group_metadata_key(group.group_id), None))
+            if tombstones and self.is_group_local(group.group_id):
+                code = self._append(group.group_id, tombstones)
+                if code != ErrorCode.NONE:
+                    log.warning("failed to write %d tombstones for group %s: %s", len(tombstones), group.group_id,
+                                ErrorCode(code).name)
+            removed_total += len(removed)
+        return removed_total
+
+    def expire_offsets(self) -> int:
+        """The ``offsets.retention.minutes`` sweep."""
+        now = self.time.milliseconds()
+        retention_ms = self.config.offsets_retention_minutes * 60_000
+        return self.cleanup_group_metadata(
+            list(self.groups.values()), lambda g: g.remove_offsets(g.expired_offsets(now, retention_ms)))
+
+    # ------------------------------------------------------------------------------------------ load / unload
+    def load_partition(self, partition: int) -> list[GroupMetadata]:
+        """Rebuild every group of ``partition`` from the log. Loaded groups are Stable (members) or Empty."""
+        loaded = load_records(self.log.read(partition))
+        now = self.time.milliseconds()
+        out = []
+        for group_id in set(loaded.groups) | set(loaded.offsets):
+            value = loaded.groups.get(group_id)
+            group = GroupMetadata(group_id, GroupState.STABLE if value and value.members else GroupState.EMPTY,
+                                  now)
+            if value is not None:
+                group.protocol_type = value.protocol_type or None
+                group.generation_id = value.generation
+                group.protocol_name = value.protocol
+                group.leader_id = value.leader
+                group.current_state_timestamp = value.current_state_timestamp if value.current_state_timestamp >= 0 \
+                    else now
+                for m in value.members:
+                    member = MemberMetadata(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                            m.rebalance_timeout, m.session_timeout, group.protocol_type or "",
+                                            [(value.protocol or "", m.subscription)])
+                    member.assignment = m.assignment
+                    group.add(member)
+            group.offsets = dict(loaded.offsets.get(group_id, {}))
+            self.groups[group_id] = group
+            out.append(group)
+        return out
+
+    def remove_groups_for_partition(self, partition: int) -> list[GroupMetadata]:
+        gone = [g for gid, g in self.groups.items() if self.partition_for(gid) == partition]
+        for g in gone:
+            del self.groups[g.group_id]
+        self.owned_partitions.discard(partition)
+        self.loading_partitions.discard(partition)
+        return gone

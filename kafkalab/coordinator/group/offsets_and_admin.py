@@ -1,0 +1,183 @@
+"""The group coordinator's other half: committed offsets and the admin views of groups.
+
+Theory of operation
+-------------------
+**OffsetCommit.** A consumer's position is just an offset it *commits* to its group: one record per partition
+in ``__consumer_offsets``. Who may commit:
+
+* a member of the current generation (member id + generation id must match; an older generation gets
+  ILLEGAL_GENERATION: its partitions may belong to someone else by now; CompletingRebalance gets
+  REBALANCE_IN_PROGRESS);
+* anybody, with generation -1 and no member id, while the group has no members: a consumer that uses
+  ``assign()`` instead of ``subscribe()``, or an admin tool resetting offsets. Such a commit creates the group
+  (Empty, without a protocol) if needed.
+
+**When the commit happens decides the delivery guarantee.** Commit *after* processing: a crash between the two
+re-delivers the records processed since the last commit (at-least-once). Commit *before* processing: a crash
+loses them (at-most-once). The broker cannot tell; it stores what it is told.
+
+**OffsetFetch** returns the committed offsets (-1 for a partition without one), whatever the group's state:
+it works for groups that only store offsets. v8+ asks for several groups in one request.
+
+**ListGroups / DescribeGroups / DeleteGroups / OffsetDelete** are the views and knobs of
+``kafka-consumer-groups.sh``. Only an Empty group can be deleted (NON_EMPTY_GROUP otherwise); a live consumer
+group keeps the offsets of topics it subscribes to (GROUP_SUBSCRIBED_TO_TOPIC).
+
+Mirrors: ``GroupCoordinator.scala`` (``handleCommitOffsets``, ``handleFetchOffsets``, ``handleListGroups``,
+``handleDescribeGroup``, ``handleDeleteGroups``, ``handleDeleteOffsets``).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+from kafkalab.coordinator.group.group_metadata import CONSUMER_PROTOCOL_TYPE, GroupMetadata
+from kafkalab.coordinator.group.state import GroupState
+from kafkalab.protocol import ErrorCode
+
+__all__ = ["GroupOffsetsAndAdmin", "MemberSummary", "GroupSummary"]
+
+E = ErrorCode
+S = GroupState
+
+
+class MemberSummary(NamedTuple):
+    member_id: str
+    group_instance_id: Optional[str]
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+class GroupSummary(NamedTuple):
+    state: str
+    protocol_type: str
+    protocol: str
+    members: tuple
+
+
+DEAD_GROUP = GroupSummary(S.DEAD.value, "", "", ())
+
+
+class GroupOffsetsAndAdmin:
+    """Mixed into :class:`~.coordinator.GroupCoordinator` (uses its manager, clock, validation, timers)."""
+
+    # ------------------------------------------------------------------------------------------ OffsetCommit
+    def handle_commit_offsets(self, group_id: str, member_id: str, group_instance_id: Optional[str],
+                              generation_id: int, offsets: dict) -> dict:
+        """``offsets`` = {(topic, partition): OffsetAndMetadata} -> {(topic, partition): error code}."""
+        error = self._validate_group_status(group_id, "commit")
+        if error is not None:
+            return {tp: error for tp in offsets}
+        group = self.manager.get_group(group_id)
+        if group is None:
+            if generation_id >= 0:
+                return {tp: E.ILLEGAL_GENERATION for tp in offsets}
+            group = self.manager.add_group(GroupMetadata(group_id, S.EMPTY, self._now()))
+        error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id)
+        if error is None and group.is_(S.COMPLETING_REBALANCE):
+            error = E.REBALANCE_IN_PROGRESS
+        if error is not None:
+            return {tp: error for tp in offsets}
+        if group.state in (S.STABLE, S.PREPARING_REBALANCE):
+            member = group.get(member_id)
+            self._schedule_heartbeat(group, member, member.session_timeout_ms)
+        now = self._now()
+        offsets = {tp: om._replace(commit_timestamp=now) if om.commit_timestamp < 0 else om
+                   for tp, om in offsets.items()}
+        return self.manager.store_offsets(group, offsets)
+
+    def _validate_offset_commit(self, group: GroupMetadata, generation_id: int, member_id: str,
+                                group_instance_id: Optional[str]) -> Optional[int]:
+        if group.is_(S.DEAD):
+            return E.COORDINATOR_NOT_AVAILABLE
+        if generation_id < 0 and group.is_(S.EMPTY):
+            return None           # not using group management: allowed while nobody is a member
+        if generation_id >= 0 or member_id != "" or group_instance_id is not None:
+            error = self._validate_current_member(group, member_id, group_instance_id)
+            if error is not None:
+                return error
+            return E.ILLEGAL_GENERATION if generation_id != group.generation_id else None
+        return E.UNKNOWN_MEMBER_ID if not group.is_(S.EMPTY) else None
+
+    # ------------------------------------------------------------------------------------------ OffsetFetch
+    def handle_fetch_offsets(self, group_id: str, partitions: Optional[list] = None) -> tuple[int, dict]:
+        """-> (error, {(topic, partition): OffsetAndMetadata or None}); ``partitions`` None = all committed."""
+        error = self._validate_group_status(group_id, "fetch")
+        if error is not None:
+            return error, {}
+        return E.NONE, self.manager.get_offsets(group_id, partitions)
+
+    # ------------------------------------------------------------------------------------------ ListGroups
+    def handle_list_groups(self, states: Optional[set] = None) -> tuple[int, list]:
+        """-> (error, [(group_id, protocol_type, state)]); ``states`` filters case-insensitively."""
+        if not self.is_active:
+            return E.COORDINATOR_NOT_AVAILABLE, []
+        error = E.COORDINATOR_LOAD_IN_PROGRESS if self.manager.is_loading else E.NONE
+        wanted = {s.lower() for s in states} if states else None
+        return error, [(g.group_id, g.protocol_type or "", g.state.value) for g in self.manager.groups.values()
+                       if wanted is None or g.state.value.lower() in wanted]
+
+    # ------------------------------------------------------------------------------------------ DescribeGroups
+    def handle_describe_group(self, group_id: str) -> tuple[int, GroupSummary]:
+        error = self._validate_group_status(group_id, "describe")
+        if error is not None:
+            return error, GroupSummary("", "", "", ())
+        group = self.manager.get_group(group_id)
+        if group is None:
+            return E.NONE, DEAD_GROUP
+        stable = group.is_(S.STABLE)
+        members = tuple(MemberSummary(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                      m.metadata(group.protocol_name) if stable else b"",
+                                      m.assignment if stable else b"") for m in group.members.values())
+        return E.NONE, GroupSummary(group.state.value, group.protocol_type or "",
+                                    (group.protocol_name or "") if stable else "", members)
+
+    # ------------------------------------------------------------------------------------------ DeleteGroups
+    def handle_delete_groups(self, group_ids: list[str]) -> dict[str, int]:
+        errors: dict[str, int] = {}
+        eligible = []
+        for group_id in group_ids:
+            error = self._validate_group_status(group_id, "delete")
+            if error is not None:
+                errors[group_id] = error
+                continue
+            group = self.manager.get_group(group_id)
+            if group is None or group.is_(S.DEAD):
+                errors[group_id] = E.GROUP_ID_NOT_FOUND if self.manager.group_not_exists(group_id) \
+                    else E.NOT_COORDINATOR
+            elif group.is_(S.EMPTY):
+                group.transition_to(S.DEAD, self._now())
+                eligible.append(group)
+            else:
+                errors[group_id] = E.NON_EMPTY_GROUP
+        if eligible:
+            self.manager.cleanup_group_metadata(eligible, lambda g: g.remove_offsets(list(g.offsets)))
+            for g in eligible:
+                errors[g.group_id] = E.NONE
+                self._event(g.group_id, "deleted (DeleteGroups)")
+        return errors
+
+    # ------------------------------------------------------------------------------------------ OffsetDelete
+    def handle_delete_offsets(self, group_id: str, partitions: list) -> tuple[int, dict]:
+        """-> (group error, {(topic, partition): error}); partition errors are empty when the group failed."""
+        error = self._validate_group_status(group_id, "delete")
+        if error is not None:
+            return error, {}
+        group = self.manager.get_group(group_id)
+        if group is None or group.is_(S.DEAD):
+            return (E.GROUP_ID_NOT_FOUND if self.manager.group_not_exists(group_id) else E.NOT_COORDINATOR), {}
+        results: dict = {}
+        if group.is_(S.EMPTY):
+            eligible = list(partitions)
+        elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
+            subscribed = group.subscribed_topics() or set()
+            eligible = [tp for tp in partitions if tp[0] not in subscribed]
+            results.update({tp: E.GROUP_SUBSCRIBED_TO_TOPIC for tp in partitions if tp[0] in subscribed})
+        else:
+            return E.NON_EMPTY_GROUP, {}
+        if eligible:
+            self.manager.cleanup_group_metadata([group], lambda g: g.remove_offsets(eligible))
+            results.update({tp: E.NONE for tp in eligible})
+        return E.NONE, results
+
