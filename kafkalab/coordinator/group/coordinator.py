@@ -38,6 +38,7 @@ Mirrors: ``core/src/main/scala/kafka/coordinator/group/GroupCoordinator.scala``,
 """
 from __future__ import annotations
 
+import collections
 import logging
 from typing import Any, Callable, Mapping, NamedTuple, Optional
 
@@ -55,6 +56,7 @@ log = logging.getLogger("kafkalab.coordinator.group.GroupCoordinator")
 E = ErrorCode
 S = GroupState
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
+EVENTS_KEPT = 10_000
 JOIN, SYNC, HEARTBEAT, LEAVE, COMMIT, FETCH, DESCRIBE, DELETE = ("join", "sync", "heartbeat", "leave", "commit",
                                                                  "fetch", "describe", "delete")
 
@@ -123,8 +125,9 @@ class GroupCoordinator(GroupOffsetsAndAdmin):
         self._syncs: dict[str, Any] = {}
         self._heartbeats: dict[tuple[str, str], Any] = {}
         self._expiry_task = None
-        #: (time ms, group id, event) -- what happened, for the lab's rebalance timeline
-        self.events: list[tuple[int, str, str]] = []
+        #: (time ms, group id, event) -- what happened, for the lab's rebalance timeline; only the most recent
+        #: EVENTS_KEPT, so a long-running broker does not grow without bound
+        self.events: collections.deque[tuple[int, str, str]] = collections.deque(maxlen=EVENTS_KEPT)
 
     # ------------------------------------------------------------------------------------------ lifecycle
     def startup(self, enable_metadata_expiration: bool = True) -> None:
