@@ -44,7 +44,7 @@ def offline_partition_leader(assignment: Sequence[int], isr: Iterable[int], live
     isr = [b for b in isr if b in live]
     for replica in assignment:
         if replica in live and replica in isr:
-            return Election(replica, tuple(b for b in assignment if b in isr) or (replica,))
+            return Election(replica, tuple(isr))
     if unclean_allowed:
         for replica in assignment:
             if replica in live:
@@ -89,7 +89,7 @@ def assign_replicas_to_brokers(num_partitions: int, replication_factor: int, bro
     start = rng.randrange(n) if start_index is None else start_index
     shift = rng.randrange(n) if start_index is None else start_index
     result = {}
-    current = start_partition
+    current = max(0, start_partition)   # Kafka's callers pass -1 for "from partition 0"
     for _ in range(num_partitions):
         if current > 0 and current % n == 0:
             shift += 1

@@ -15,6 +15,7 @@ Mirrors: ``clients/src/main/java/org/apache/kafka/common/Endpoint.java``,
 """
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import NamedTuple, Optional
 
@@ -79,7 +80,35 @@ def parse_listeners(text: str, protocol_map: Optional[dict[str, str]] = None, *,
     names = [e.listener_name for e in endpoints]
     if len(set(names)) != len(names):
         raise ConfigError(f"requirement failed: Each listener must have a different name, {config_name}: {text}")
-    ports = [e.port for e in endpoints if e.port != 0]
-    if require_distinct_ports and len(set(ports)) != len(ports):
-        raise ConfigError(f"requirement failed: Each listener must have a different port, {config_name}: {text}")
+    if require_distinct_ports:
+        _check_distinct_ports(endpoints, text, config_name)
     return endpoints
+
+
+def _ip_version(host: str) -> Optional[int]:
+    try:
+        return ipaddress.ip_address(host).version
+    except ValueError:
+        return None
+
+
+def _check_distinct_ports(endpoints: list[EndPoint], text: str, config_name: str) -> None:
+    """Each port once (0, "any free port", excepted) -- unless exactly two listeners share it and one binds an
+    IPv4 address, the other an IPv6 address (KIP-797)."""
+    by_port: dict[int, list[EndPoint]] = {}
+    for e in endpoints:
+        if e.port != 0:
+            by_port.setdefault(e.port, []).append(e)
+    for port, eps in by_port.items():
+        if len(eps) == 1:
+            continue
+        versions = [_ip_version(e.host) for e in eps]
+        if len(eps) > 2:
+            raise ConfigError(f"requirement failed: Each listener must have a different port unless exactly one "
+                              f"listener has an IPv4 address and the other IPv6 address, {config_name}: {text}, "
+                              f"port: {port}")
+        if None in versions:
+            raise ConfigError(f"requirement failed: Each listener must have a different port, {config_name}: {text}")
+        if sorted(versions) != [4, 6]:
+            raise ConfigError(f"requirement failed: If you have two listeners on the same port then one needs to be "
+                              f"IPv4 and the other IPv6, {config_name}: {text}, port: {port}")

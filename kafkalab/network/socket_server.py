@@ -38,6 +38,7 @@ import logging
 import os
 import socket
 import struct
+from time import monotonic
 from typing import Callable, Optional
 
 from kafkalab.common.time import SYSTEM, Time
@@ -120,6 +121,7 @@ class _Connection(asyncio.BufferedProtocol):
         self._waiter: Optional[asyncio.Future] = None
         self._drain_waiter: Optional[asyncio.Future] = None
         self._paused_writing = False
+        self.last_activity = monotonic()   # bytes received; the idle clock (connections.max.idle.ms) restarts
 
     # ---------------------------------------------------------------------- protocol callbacks (the loop)
     def connection_made(self, transport) -> None:
@@ -130,6 +132,7 @@ class _Connection(asyncio.BufferedProtocol):
         return self.frames.get_buffer()
 
     def buffer_updated(self, nbytes: int) -> None:
+        self.last_activity = monotonic()
         try:
             done = self.frames.buffer_updated(nbytes)
         except InvalidReceiveError as e:
@@ -170,7 +173,10 @@ class _Connection(asyncio.BufferedProtocol):
     # ---------------------------------------------------------------------- used by the processor
     async def next_frame(self, timeout: Optional[float]):
         """The next complete frame; None at end of stream. Raises the InvalidReceiveError of a bad size
-        (after the frames before it), asyncio.TimeoutError when idle for ``timeout`` seconds."""
+        (after the frames before it), asyncio.TimeoutError when idle for ``timeout`` seconds: nothing received
+        for that long since this call (the response before it was just written) or since the last bytes, so a
+        request that arrives slowly keeps its connection alive, as every read does in Kafka's Selector."""
+        self.last_activity = max(self.last_activity, monotonic())
         while not self.ready:
             if self.error is not None:
                 raise self.error
@@ -180,7 +186,11 @@ class _Connection(asyncio.BufferedProtocol):
                 return None
             self._waiter = asyncio.get_running_loop().create_future()
             try:
-                await asyncio.wait_for(self._waiter, timeout)
+                wait = None if timeout is None else max(0.0, self.last_activity + timeout - monotonic())
+                await asyncio.wait_for(self._waiter, wait)
+            except asyncio.TimeoutError:
+                if monotonic() - self.last_activity >= timeout:
+                    raise
             finally:
                 self._waiter = None
         frame = self.ready.popleft()

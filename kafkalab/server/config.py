@@ -82,6 +82,15 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in (
     _k("replica.fetch.wait.max.ms", "int", 500, "Max wait of a follower's fetch."),
     _k("replica.fetch.min.bytes", "int", 1, "Min bytes of a follower's fetch."),
     _k("replica.fetch.max.bytes", "int", 1048576, "Bytes per partition a follower asks for."),
+    _k("replica.fetch.response.max.bytes", "int", 10485760, "Bytes a follower asks for in one Fetch response."),
+    _k("replica.fetch.backoff.ms", "int", 1000, "Sleep of a replica fetcher after a fetch error."),
+    _k("replica.socket.timeout.ms", "int", 30000, "Socket timeout of a replica fetcher's requests."),
+    _k("num.replica.fetchers", "int", 1, "Fetcher threads per source broker.", minimum=1),
+    _k("controller.socket.timeout.ms", "int", 30000, "Socket timeout of the controller's requests to brokers."),
+    _k("producer.purgatory.purge.interval.requests", "int", 1000, "Purge completed produce requests from the "
+       "purgatory's watch lists after this many."),
+    _k("fetch.purgatory.purge.interval.requests", "int", 1000, "Purge completed fetch requests from the "
+       "purgatory's watch lists after this many."),
     _k("replica.high.watermark.checkpoint.interval.ms", "long", 5000, "How often high watermarks are saved."),
     _k("log.retention.check.interval.ms", "long", 300000, "How often old segments are looked for."),
     _k("log.flush.scheduler.interval.ms", "long", LONG_MAX, "How often logs are checked for a time-based flush."),
@@ -123,7 +132,7 @@ def broker_log_configs() -> list[ConfigKey]:
     keys = []
     for key in TOPIC_CONFIGS.values():
         for syn in key.synonyms:
-            type_name = _TYPE_NAMES.get(key.type.name, "string") if syn.factor == 1 else "long"
+            type_name = _TYPE_NAMES.get(key.type.name, "string") if syn.factor == 1 else "int"
             default = ",".join(syn.default) if isinstance(syn.default, list) else syn.default
             keys.append(ConfigKey(syn.name, type_name, default,
                                   f"The broker's default for the topic config {key.name}.", "cluster-wide"))
@@ -131,26 +140,77 @@ def broker_log_configs() -> list[ConfigKey]:
 
 
 def load_properties(path) -> dict[str, str]:
-    """Read a Java ``.properties`` file: ``key=value`` / ``key: value`` / ``key value``, ``#``/``!`` comments,
-    backslash line continuation."""
+    """Read a Java ``.properties`` file as ``java.util.Properties.load`` does: ``key=value`` / ``key: value`` /
+    ``key value``; ``#`` and ``!`` comment lines; a line ending in an odd number of backslashes continues on the
+    next (whose leading whitespace is dropped); escapes ``\\t \\n \\r \\f \\uXXXX`` and ``\\x`` -> ``x`` in keys and
+    values (so ``\\=``, ``\\:`` and ``\\ `` put separators into a key, and ``C:\\\\kafka`` is ``C:\\kafka``). Values
+    are trimmed, as Kafka's ``ConfigDef`` trims every value it parses."""
     props: dict[str, str] = {}
-    text = Path(path).read_text(encoding="utf-8")
-    logical = ""
-    for raw in text.splitlines():
-        line = raw.strip() if not logical else raw.lstrip()
-        if not logical and (not line or line[0] in "#!"):
-            continue
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            logical += line[:-1]
-            continue
-        logical += line
-        m = re.match(r"^((?:\\.|[^=:\s])+)\s*[=:\s]\s*(.*)$", logical)
-        if m:
-            props[m.group(1).replace("\\", "")] = m.group(2)
-        elif logical:
-            props[logical] = ""
-        logical = ""
+    for line in _logical_lines(Path(path).read_text(encoding="utf-8")):
+        key, value = _split_property(line)
+        props[key] = value
     return props
+
+
+_WS = " \t\f"
+
+
+def _logical_lines(text: str):
+    pending: Optional[str] = None
+    for raw in re.split(r"\r\n|\r|\n", text):
+        line = raw.lstrip(_WS)
+        if pending is None and (not line or line[0] in "#!"):
+            continue
+        backslashes = len(line) - len(line.rstrip("\\"))
+        if backslashes % 2:
+            pending = (pending or "") + line[:-1]
+            continue
+        yield (pending or "") + line
+        pending = None
+    if pending:
+        yield pending
+
+
+def _split_property(line: str) -> tuple[str, str]:
+    i, n = 0, len(line)
+    while i < n and line[i] not in "=:" + _WS:
+        i += 2 if line[i] == "\\" else 1
+    key_end = min(i, n)
+    while i < n and line[i] in _WS:
+        i += 1
+    if i < n and line[i] in "=:":
+        i += 1
+    while i < n and line[i] in _WS:
+        i += 1
+    return _unescape(line[:key_end]), _unescape(line[i:]).strip()
+
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if c != "\\":
+            out.append(c)
+            i += 1
+            continue
+        if i + 1 >= n:   # a lone backslash at the very end of the file
+            break
+        c = text[i + 1]
+        if c == "u":
+            digits = text[i + 2:i + 6]
+            if len(digits) != 4 or any(d not in "0123456789abcdefABCDEF" for d in digits):
+                raise ConfigError("Malformed \\uxxxx encoding.")
+            out.append(chr(int(digits, 16)))
+            i += 6
+            continue
+        out.append(_ESCAPES.get(c, c))
+        i += 2
+    return "".join(out)
 
 
 def _convert(key: ConfigKey, value: Any):
