@@ -83,6 +83,8 @@ class KafkaController:
             self._worker = None
         if self.is_active:
             self._resign()
+        if hasattr(self.channel, "shutdown"):
+            self.channel.shutdown()
 
     def enqueue(self, event: str, *args) -> None:
         if self.events is not None:
@@ -153,6 +155,8 @@ class KafkaController:
 
     def _resign(self) -> None:
         log.info("%s: resigning as controller", self.name)
+        if hasattr(self.channel, "shutdown"):
+            self.channel.shutdown()
         listener = self.context.inter_broker_listener
         self.context.clear()
         self.context.inter_broker_listener = listener
@@ -169,6 +173,7 @@ class KafkaController:
         for broker_id, (info, epoch) in self.zk.get_all_broker_and_epochs_in_cluster().items():
             ctx.live_brokers[broker_id] = info
             ctx.broker_epochs[broker_id] = epoch
+            self._add_channel(broker_id)
         for topic in self.zk.get_all_topics_in_cluster():
             self._load_topic(topic)
         for tp, state in self.zk.get_topic_partition_states(
@@ -182,7 +187,10 @@ class KafkaController:
         # Partitions never initialised (the creator died halfway) or without a live leader need an election.
         new = [tp for tp in ctx.assignments if tp not in ctx.partition_states]
         self._initialize_partitions(new, batch)
-        self._elect_offline_partitions(ctx.offline_partitions(), batch)
+        offline = ctx.offline_partitions()
+        self._elect_offline_partitions(offline, batch)
+        dead = {b for tp in ctx.assignments for b in ctx.replicas(tp) if not ctx.is_live(b)}
+        self._remove_from_isr(sorted(dead), set(offline) | set(new), batch)
         for tp in ctx.assignments:
             if tp not in new and tp[0] not in ctx.topics_being_deleted:
                 batch.add_leader_and_isr([b for b in ctx.replicas(tp) if ctx.is_live(b)], tp)
@@ -199,6 +207,16 @@ class KafkaController:
         for p, ra in found.assignment.items():
             self.context.assignments[(topic, p)] = tuple(ra.replicas)
 
+    def _add_channel(self, broker_id: int) -> None:
+        """A channel (connection + queue) to the broker's inter-broker listener."""
+        if hasattr(self.channel, "add_broker"):
+            for b, host, port in self.context.leader_endpoints([broker_id]):
+                self.channel.add_broker(b, host, port)
+
+    def _remove_channel(self, broker_id: int) -> None:
+        if hasattr(self.channel, "remove_broker"):
+            self.channel.remove_broker(broker_id)
+
     def _batch(self) -> ControllerBrokerRequestBatch:
         return ControllerBrokerRequestBatch(self.broker_id, self.context)
 
@@ -206,6 +224,11 @@ class KafkaController:
         if batch.is_empty():
             return
         requests = batch.build(self.context.epoch, self.context.broker_epochs)
+        if hasattr(self.channel, "enqueue"):
+            # Kafka's controller never waits for brokers: each request joins its broker's queue.
+            for broker_id, api_key, version, body in requests:
+                self.channel.enqueue(broker_id, api_key, version, body)
+            return
         await send_all(self.channel, requests)
 
     # ------------------------------------------------------------------------------------------ partitions
@@ -292,10 +315,13 @@ class KafkaController:
             ctx.live_brokers.pop(b, None)
             ctx.broker_epochs.pop(b, None)
             ctx.shutting_down_brokers.discard(b)
+            self._remove_channel(b)
         for b in new:
             info, epoch = registered[b]
             ctx.live_brokers[b] = info
             ctx.broker_epochs[b] = epoch
+            self._remove_channel(b)  # a bounced broker: its old connection is dead
+            self._add_channel(b)
         if dead:
             await self._on_broker_failure(dead)
         if new:
@@ -317,19 +343,25 @@ class KafkaController:
         batch = self._batch()
         led = [tp for b in dead for tp in ctx.partitions_led_by(b)]
         self._elect_offline_partitions(sorted(set(led)), batch)
-        # Followers on dead brokers leave the ISR (the leader stays; the leader epoch moves on).
+        self._remove_from_isr(dead, set(led), batch)
+        batch.add_update_metadata(ctx.live_broker_ids(), list(ctx.assignments))
+        await self._send(batch)
+
+    def _remove_from_isr(self, dead, skip, batch) -> None:
+        """Replicas on dead brokers go offline: they leave the ISR (the leader stays; the leader epoch moves on).
+        Kafka's ReplicaStateMachine, OnlineReplica -> OfflineReplica."""
+        ctx = self.context
         shrink = {}
         for b in dead:
             for tp in ctx.partitions_on(b):
                 state = ctx.partition_states.get(tp)
-                if state is None or tp in led:
+                if state is None or tp in skip:
                     continue
-                lai = state.leader_and_isr
+                lai = shrink.get(tp) or state.leader_and_isr
                 if b in lai.isr and len(lai.isr) > 1:
-                    shrink[tp] = lai.new_leader_and_isr(lai.leader, [r for r in lai.isr if r != b])
+                    base = state.leader_and_isr
+                    shrink[tp] = base.new_leader_and_isr(lai.leader, [r for r in lai.isr if r != b])
         self._write_states(shrink, batch)
-        batch.add_update_metadata(ctx.live_broker_ids(), list(ctx.assignments))
-        await self._send(batch)
 
     # ------------------------------------------------------------------------------------------ topics
     async def _on_topic_change(self) -> None:

@@ -14,7 +14,13 @@ era), each step needing the previous ones:
 5. register in ZooKeeper: the ephemeral ``/brokers/ids/<id>`` znode with the advertised endpoints; it lives
    as long as this broker's session;
 6. start the controller logic: run for election; whoever wins tells everyone (this broker included) what
-   it leads, through LeaderAndIsr and UpdateMetadata.
+   it leads, through LeaderAndIsr and UpdateMetadata -- real requests over each broker's inter-broker
+   listener (:mod:`kafkalab.controller.channel_manager`), answered by :mod:`.apis.controller_requests`.
+
+The replica manager owns the purgatories (their timers run on this broker's event loop with its ``Time``)
+and the replica fetchers (:mod:`.replica_fetcher`), which also talk over the inter-broker listener.
+:meth:`KafkaServer.metrics` exposes the purgatory metrics; :meth:`KafkaServer.kill` stops a broker as a
+crash would.
 
 A client can connect once step 4 is done, but the broker knows about topics only after the controller's
 UpdateMetadata reached it.
@@ -26,21 +32,22 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 from kafkalab.common.scheduler import MockScheduler, ThreadScheduler
 from kafkalab.common.time import SYSTEM, MockTime, Time
+from kafkalab.controller.channel_manager import ControllerChannelManager
 from kafkalab.controller.controller import KafkaController
 from kafkalab.coordinator.group import GroupConfig, GroupCoordinator
 from kafkalab.network import RequestChannel, SocketServer
-from kafkalab.protocol import ApiKey
+from kafkalab.network.inter_broker_client import InterBrokerConnection
 from kafkalab.server.admin_manager import AdminManager
 from kafkalab.server.apis import KafkaApis, enabled_apis
-from kafkalab.server.apis import controller_requests
 from kafkalab.server.apis.groups import BrokerOffsetsLog
 from kafkalab.server.config import KafkaConfig
 from kafkalab.server.metadata_cache import MetadataCache
 from kafkalab.server.producer_id_manager import ProducerIdManager
+from kafkalab.server.replica_fetcher import ReplicaFetcherManager
 from kafkalab.server.replica_manager import ReplicaManager
 from kafkalab.server.request_handler import KafkaRequestHandlerPool
 from kafkalab.storage.log_config import LogConfig
@@ -48,39 +55,21 @@ from kafkalab.storage.log_manager import LogManager
 from kafkalab.zk import KafkaZkClient, ZkStore
 from kafkalab.zk.paths import BrokerInfo, EndPoint as ZkEndPoint
 
-__all__ = ["KafkaServer", "LocalControllerChannel"]
+__all__ = ["KafkaServer"]
 
 log = logging.getLogger("kafkalab.server.KafkaServer")
 
 
-class LocalControllerChannel:
-    """Delivers controller requests to brokers running in this process by calling their handlers directly.
-
-    (The inter-broker network channel, which sends the same requests over each broker's inter-broker
-    listener, replaces it in a cluster; the request bodies are identical.)"""
-
-    def __init__(self, lookup: Callable[[int], Optional["KafkaServer"]]):
-        self.lookup = lookup
-
-    async def send(self, broker_id: int, api_key: int, api_version: int, body):
-        broker = self.lookup(broker_id)
-        if broker is None or not broker.is_running:
-            raise ConnectionError(f"broker {broker_id} is not reachable")
-        return broker.handle_controller_request(api_key, api_version, body)
-
-
 class KafkaServer:
-    """One broker. ``peers(id)`` finds other in-process brokers (for the controller's local channel)."""
+    """One broker; brokers of one cluster share the coordination store ``zk_store``."""
 
-    def __init__(self, config, *, zk_store: Optional[ZkStore] = None, time: Time = SYSTEM,
-                 peers: Optional[Callable[[int], Optional["KafkaServer"]]] = None):
+    def __init__(self, config, *, zk_store: Optional[ZkStore] = None, time: Time = SYSTEM):
         self.config = config if isinstance(config, KafkaConfig) else KafkaConfig(config)
         self.broker_id = self.config.broker_id
         self.name = f"KafkaServer id={self.broker_id}"
         self.time = time
         self.zk_store = zk_store
         self._owns_store = zk_store is None
-        self._peers = peers or (lambda b: self if b == self.broker_id else None)
         self.is_running = False
         self.cluster_id: Optional[str] = None
         self.bound_endpoints = []
@@ -116,7 +105,13 @@ class KafkaServer:
         self.admin = AdminManager(self)
         self.producer_ids = ProducerIdManager(self.broker_id, self.zk)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.metadata_cache,
-                                              topic_config_provider=self.admin.topic_config)
+                                              topic_config_provider=self.admin.topic_config, time=self.time,
+                                              config=cfg, zk=self.zk, scheduler=self.scheduler)
+        self.replica_manager.replica_fetcher_manager = ReplicaFetcherManager(
+            self.broker_id, self.replica_manager, cfg,
+            connect=lambda host, port, client_id, timeout_ms: InterBrokerConnection(
+                host, port, client_id=client_id, request_timeout_ms=timeout_ms))
+        await self.replica_manager.startup()
         self.group_coordinator = GroupCoordinator(GroupConfig.from_broker(cfg), self.time, self.scheduler,
                                                   BrokerOffsetsLog(self), broker_id=self.broker_id)
         self.group_coordinator.startup()
@@ -141,7 +136,10 @@ class KafkaServer:
                                   for ep in self.bound_endpoints), rack=cfg["broker.rack"]))
         self.admin.watch_config_changes(self._on_topic_config_change)
         # 6. controller
-        self.controller = KafkaController(self.broker_id, self.zk, LocalControllerChannel(self._peers),
+        timeout_ms = cfg["controller.socket.timeout.ms"]
+        channel = ControllerChannelManager(self.broker_id, lambda host, port, client_id: InterBrokerConnection(
+            host, port, client_id=client_id, request_timeout_ms=timeout_ms))
+        self.controller = KafkaController(self.broker_id, self.zk, channel,
                                           inter_broker_listener=cfg.inter_broker_listener_name,
                                           unclean_election=self._unclean_election, name=f"Controller id={self.broker_id}")
         await self.controller.startup()
@@ -182,15 +180,6 @@ class KafkaServer:
         log.info("[%s] topic %s deleted", self.name, topic)
 
     # ------------------------------------------------------------------------------------------ controller
-    def handle_controller_request(self, api_key: int, api_version: int, body):
-        if api_key == ApiKey.LEADER_AND_ISR:
-            return controller_requests.leader_and_isr(self, body, api_version)
-        if api_key == ApiKey.UPDATE_METADATA:
-            return controller_requests.update_metadata(self, body, api_version)
-        if api_key == ApiKey.STOP_REPLICA:
-            return controller_requests.stop_replica(self, body, api_version)
-        raise ValueError(f"not a controller request: {api_key}")
-
     def on_offsets_partitions(self, leading: dict[int, int], not_leading: list[int]) -> None:
         """Partitions of ``__consumer_offsets`` this broker started leading ({partition: leader epoch}) or
         stopped leading: the group coordinator loads or unloads their groups (Kafka's ``onLeadershipChange``)."""
@@ -202,7 +191,44 @@ class KafkaServer:
         for partition in not_leading:
             gc.on_resignation(partition)
 
+    def metrics(self) -> dict:
+        """The broker's purgatory metrics (Kafka's names): ``PurgatorySize``, ``NumDelayedOperations`` and
+        ``ExpiresPerSec`` (a count) per ``delayedOperation`` (Produce, Fetch)."""
+        return self.replica_manager.metrics() if self.replica_manager is not None else {}
+
     # ------------------------------------------------------------------------------------------ shutdown
+    async def kill(self, *, expire_session: bool = True) -> None:
+        """An abrupt stop (a crash, ``kill -9``): sockets dropped, nothing flushed or checkpointed. With
+        ``expire_session`` the coordination session expires at once (the controller reacts without waiting);
+        without, it stays until ``zookeeper.session.timeout.ms`` passes unheard (``ZkStore.expire_sessions``),
+        and meanwhile only the leaders notice, through ``replica.lag.time.max.ms``."""
+        if not self.is_running:
+            return
+        self.is_running = False
+        log.info("[%s] killed", self.name)
+        if self.zk is not None:
+            if expire_session:
+                self.zk_store.expire_session(self.zk.session)
+            else:
+                self.zk.session.auto_heartbeat = False
+        for stop in (self.socket_server and self.socket_server.stop, self.handlers and self.handlers.shutdown,
+                     self.apis and self.apis.shutdown, self.controller and self.controller.shutdown):
+            if stop:
+                try:
+                    await stop()
+                except Exception:
+                    log.exception("[%s] error while killing", self.name)
+        if self.group_coordinator is not None:
+            self.group_coordinator.shutdown()
+        if self.replica_manager is not None:
+            self.replica_manager.shutdown()
+        if self.log_manager is not None:
+            self.log_manager.simulate_crash(lose_unflushed=False)
+        if self.scheduler is not None:
+            self.scheduler.shutdown()
+        if self.zk is not None and expire_session:
+            self.zk.close()
+
     async def shutdown(self) -> None:
         """A clean shutdown: stop serving, flush and checkpoint every log, leave ZooKeeper."""
         if not self.is_running:

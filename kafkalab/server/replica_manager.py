@@ -1,4 +1,5 @@
-"""The replica manager: every partition this broker hosts, and the appends and reads that touch them.
+"""The replica manager: every partition this broker hosts, the appends and reads that touch them, and the
+purgatories where requests wait for replication.
 
 Theory of operation
 -------------------
@@ -6,18 +7,36 @@ Request handlers never touch a log directly. They ask the replica manager, which
 topic-partition whether this broker hosts it, in which role, and with which log:
 
 * **LeaderAndIsr** (from the controller) creates or updates :class:`~kafkalab.server.partition.Partition`
-  objects and makes this broker leader or follower of each; **StopReplica** removes them (and deletes the
+  objects and makes this broker leader or follower of each. A new follower gets a **replica fetcher**
+  (:mod:`kafkalab.server.replica_fetcher`) that first truncates its log where it diverged from the leader's
+  (KIP-101) and then fetches; a new leader stops fetching. **StopReplica** removes partitions (and deletes the
   log when the topic is deleted).
-* **append_records** (Produce) appends to each partition's leader log and reports per partition the base
-  offset or the error (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, CORRUPT_MESSAGE, ...), so one request can
-  partly succeed.
-* **fetch_messages** (Fetch) reads from each partition up to its isolation bound (the high watermark for
-  consumers, the log end for followers). When less than ``fetch.min.bytes`` is available it *waits*, up to
-  ``fetch.max.wait.ms``, for appends to arrive -- instead of letting an idle consumer hammer the broker
-  with fetches. (Kafka parks such a request in the fetch *purgatory*; this milestone waits on per-partition
-  append notifications, the purgatory milestone replaces it with Kafka's timing-wheel design.)
+* **append_records** (Produce) appends to each partition's leader log. With ``acks=all`` the answer waits in
+  the **produce purgatory** as a :class:`~kafkalab.purgatory.DelayedProduce` until the high watermark passes
+  the last appended offset (or ``timeout_ms`` passes: REQUEST_TIMED_OUT).
+* **fetch_messages** (Fetch, from consumers and followers) reads each partition up to its isolation bound
+  (the high watermark for consumers, the log end for followers). When less than ``min_bytes`` is there it
+  parks a :class:`~kafkalab.purgatory.DelayedFetch` in the **fetch purgatory** for up to ``max_wait_ms``.
+  A follower's fetch also tells the leader how far that follower got: its LEO, and so maybe a new member of
+  the ISR and a higher high watermark.
 
-Mirrors: ``core/src/main/scala/kafka/server/ReplicaManager.scala``.
+Who wakes whom (``check_and_complete`` on the partition's key): a leader append wakes fetches (followers wait
+for the LEO) and, if the HW moved, produces; a follower fetch that moves the HW wakes produces and consumer
+fetches; an ISR shrink that moves the HW does the same; a leadership change wakes both (they then answer
+NOT_LEADER_OR_FOLLOWER).
+
+**The ISR** (ZooKeeper era): every ``replica.lag.time.max.ms / 2`` the ``isr-expiration`` task asks each
+led partition to drop followers not caught up within ``replica.lag.time.max.ms``; a follower that reaches
+the HW is added back on its next fetch. The leader writes each change itself to
+``/brokers/topics/<t>/partitions/<p>/state`` (conditional on the zkVersion it last saw) and records the
+partition under ``/isr_change_notification``, whose watch tells the controller to send UpdateMetadata.
+(Kafka batches those notifications every 2.5 s; kafkalab writes one per event-loop turn with changes.)
+
+The purgatories' timers are driven on the broker's event loop with the broker's ``Time``: a real clock, or
+a ``MockTime`` whose ``advance`` expires delayed requests exactly when a test moves it.
+
+Mirrors: ``core/src/main/scala/kafka/server/ReplicaManager.scala`` (``appendRecords``, ``fetchMessages``,
+``becomeLeaderOrFollower``, ``maybeShrinkIsr``, ``maybePropagateIsrChanges``).
 """
 from __future__ import annotations
 
@@ -26,24 +45,90 @@ import logging
 import threading
 from typing import Callable, Optional
 
+from kafkalab.common.time import SYSTEM, MockTime
 from kafkalab.protocol import ErrorCode
+from kafkalab.purgatory import (DelayedFetch, DelayedOperationPurgatory, DelayedProduce, FetchPartitionStatus,
+                                ProducePartitionStatus, TopicPartitionOperationKey)
 from kafkalab.server.partition import Partition, PartitionError
+from kafkalab.storage.fetch_data_info import LogOffsetMetadata
+from kafkalab.zk.paths import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
 
 __all__ = ["ReplicaManager", "PartitionError"]
 
 log = logging.getLogger("kafkalab.server.ReplicaManager")
 
 
+def _key(tp) -> TopicPartitionOperationKey:
+    return TopicPartitionOperationKey(tp[0], tp[1])
+
+
 class ReplicaManager:
-    def __init__(self, broker_id: int, log_manager, metadata_cache, *, topic_config_provider: Callable = None):
+    def __init__(self, broker_id: int, log_manager, metadata_cache, *, topic_config_provider: Callable = None,
+                 time=SYSTEM, config=None, zk=None, scheduler=None):
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.metadata_cache = metadata_cache
         self.topic_config_provider = topic_config_provider or (lambda topic: None)
+        self.time = time
+        self.zk = zk
+        self.scheduler = scheduler
+        get = (lambda k, d: config.get(k, d)) if config is not None else (lambda k, d: d)
+        self.replica_lag_time_max_ms = int(get("replica.lag.time.max.ms", 30000))
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.controller_epoch = -1
         self._lock = threading.RLock()
-        self._waiters: dict[tuple[str, int], list[asyncio.Future]] = {}
+        self.delayed_produce_purgatory = DelayedOperationPurgatory(
+            "Produce", time=time, broker_id=broker_id,
+            purge_interval=int(get("producer.purgatory.purge.interval.requests", 1000)))
+        self.delayed_fetch_purgatory = DelayedOperationPurgatory(
+            "Fetch", time=time, broker_id=broker_id,
+            purge_interval=int(get("fetch.purgatory.purge.interval.requests", 1000)))
+        self.replica_fetcher_manager = None       # set by the broker (it needs the network)
+        self.isr_change_set: set[tuple[str, int]] = set()
+        self._propagation_scheduled = False
+        self._reapers: list[asyncio.Task] = []
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._loop_thread: Optional[threading.Thread] = None
+        self._running = False
+
+    # ------------------------------------------------------------------------------------------ life cycle
+    async def startup(self) -> None:
+        """Start the purgatories' expiration reapers and the ISR expiration task on the running loop."""
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.current_thread()
+        self._running = True
+        for purgatory in (self.delayed_produce_purgatory, self.delayed_fetch_purgatory):
+            self._reapers.append(self._loop.create_task(
+                purgatory.run(), name=f"ExpirationReaper-{self.broker_id}-{purgatory.purgatory_name}"))
+        if isinstance(self.time, MockTime):
+            self.time.on_advance(lambda: self._on_loop(self._poll_purgatories))
+        if self.scheduler is not None:
+            self.scheduler.schedule("isr-expiration", lambda: self._on_loop(self.maybe_shrink_isr),
+                                    delay_ms=0, period_ms=max(1, self.replica_lag_time_max_ms // 2))
+
+    def _on_loop(self, fn) -> None:
+        """Run ``fn`` on the broker's event loop (timers and a MockTime may call from other threads)."""
+        if not self._running or self._loop is None:
+            return
+        try:
+            if threading.current_thread() is self._loop_thread:
+                fn()
+            else:
+                self._loop.call_soon_threadsafe(fn)
+        except RuntimeError:  # the loop is closed
+            pass
+
+    def _poll_purgatories(self) -> None:
+        if self._running:
+            self.delayed_produce_purgatory.poll()
+            self.delayed_fetch_purgatory.poll()
+
+    def metrics(self) -> dict:
+        """Kafka's purgatory metrics: ``PurgatorySize``, ``NumDelayedOperations``, ``ExpiresPerSec`` (count)."""
+        out = {}
+        out.update(self.delayed_produce_purgatory.metrics())
+        out.update(self.delayed_fetch_purgatory.metrics())
+        return out
 
     # ------------------------------------------------------------------------------------------ lookups
     def get_partition(self, topic: str, partition: int) -> Optional[Partition]:
@@ -59,14 +144,26 @@ class ReplicaManager:
             raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
+    def _partition_by_key(self, tp) -> Partition:
+        return self.partition_or_error(tp[0], tp[1])
+
     def leader_partitions(self) -> list[Partition]:
         return [p for p in self.partitions.values() if p.is_leader]
 
+    def try_complete_delayed(self, tp, *, produce: bool = True, fetch: bool = True) -> None:
+        key = _key(tp)
+        if produce:
+            self.delayed_produce_purgatory.check_and_complete(key)
+        if fetch:
+            self.delayed_fetch_purgatory.check_and_complete(key)
+
     # ------------------------------------------------------------------------------------------ controller
     def become_leader_or_follower(self, controller_id: int, controller_epoch: int, states: list,
-                                  topic_ids: dict) -> dict[tuple[str, int], int]:
-        """Apply LeaderAndIsr partition states ``[(topic, state)]``; returns an error code per partition."""
+                                  topic_ids: dict, live_leaders: Optional[dict] = None) -> dict[tuple[str, int], int]:
+        """Apply LeaderAndIsr partition states ``[(topic, state)]``; returns an error code per partition.
+        ``live_leaders``: broker id -> (host, port) of the leaders on the inter-broker listener."""
         results = {}
+        new_leaders, new_followers = [], {}
         with self._lock:
             if controller_epoch < self.controller_epoch:
                 return {(t, s.partition_index): ErrorCode.STALE_CONTROLLER_EPOCH for t, s in states}
@@ -79,16 +176,36 @@ class ReplicaManager:
                 p = self.partitions.get(key)
                 if p is None:
                     p = Partition(topic, state.partition_index, self.broker_id, self.log_manager,
-                                  topic_id=topic_ids.get(topic), topic_config=self.topic_config_provider(topic))
+                                  topic_id=topic_ids.get(topic), topic_config=self.topic_config_provider(topic),
+                                  time=self.time, replica_lag_time_max_ms=self.replica_lag_time_max_ms,
+                                  alter_isr=self._alter_isr)
                     self.partitions[key] = p
                 try:
-                    p.apply_state(state)
+                    if state.leader == self.broker_id:
+                        p.make_leader(state)
+                        new_leaders.append(key)
+                    elif p.make_follower(state):
+                        if state.leader >= 0:
+                            new_followers[key] = p
+                        else:
+                            new_leaders.append(key)  # offline: nobody to fetch from (stop fetching)
                     results[key] = ErrorCode.NONE
                 except PartitionError as e:
                     results[key] = e.error_code
                 except Exception:
                     log.exception("broker %s: failed to apply LeaderAndIsr for %s-%s", self.broker_id, *key)
                     results[key] = ErrorCode.KAFKA_STORAGE_ERROR
+        fetchers = self.replica_fetcher_manager
+        if fetchers is not None:
+            if new_leaders:
+                fetchers.remove_fetcher_for_partitions(new_leaders)
+            if new_followers:
+                fetchers.remove_fetcher_for_partitions(list(new_followers))
+                fetchers.add_fetcher_for_partitions({
+                    tp: (p.leader_id, p.leader_epoch, p.log.log_end_offset) for tp, p in new_followers.items()},
+                    live_leaders or {})
+        for tp in new_leaders + list(new_followers):
+            self.try_complete_delayed(tp)
         return results
 
     def stop_replicas(self, controller_epoch: int, partitions: list[tuple[str, int, bool]]) -> dict:
@@ -98,6 +215,8 @@ class ReplicaManager:
             if controller_epoch < self.controller_epoch:
                 return {(t, p): ErrorCode.STALE_CONTROLLER_EPOCH for t, p, _ in partitions}
             self.controller_epoch = controller_epoch
+            if self.replica_fetcher_manager is not None:
+                self.replica_fetcher_manager.remove_fetcher_for_partitions([(t, p) for t, p, _ in partitions])
             for topic, index, delete in partitions:
                 p = self.partitions.pop((topic, index), None)
                 if delete:
@@ -105,7 +224,7 @@ class ReplicaManager:
                 elif p is not None and p.log is not None:
                     p.log.flush()
                 results[(topic, index)] = ErrorCode.NONE
-                self._wake((topic, index))
+                self.try_complete_delayed((topic, index))
         return results
 
     def update_topic_config(self, topic: str, config) -> None:
@@ -115,14 +234,68 @@ class ReplicaManager:
                 if p.log is not None:
                     p.log.update_config(config)
 
+    # ------------------------------------------------------------------------------------------ the ISR
+    def _alter_isr(self, partition: Partition, new_isr: tuple) -> Optional[int]:
+        """The leader's ISR write (ZooKeeper era): conditional on the zkVersion; records the change for the
+        controller. Returns the new zkVersion, or None when the state moved on (a LeaderAndIsr will follow)."""
+        if self.zk is None:
+            return None
+        lai = LeaderAndIsr(partition.leader_id, partition.leader_epoch, tuple(new_isr),
+                           partition_epoch=partition.partition_epoch)
+        tp = TopicPartition(partition.topic, partition.partition)
+        try:
+            ok, version = self.zk.update_partition_state(
+                tp, LeaderIsrAndControllerEpoch(lai, partition.controller_epoch), partition.partition_epoch)
+        except Exception as e:  # the session is gone (a killed or isolated broker)
+            log.info("broker %s: ISR update of %s-%s failed: %s", self.broker_id, *tp, e)
+            return None
+        if not ok:
+            log.info("broker %s: cached zkVersion %s of %s-%s does not match the store; skipping the ISR update",
+                     self.broker_id, partition.partition_epoch, *tp)
+            return None
+        log.info("broker %s: ISR of %s-%s changed from %s to %s", self.broker_id, tp.topic, tp.partition,
+                 list(partition.isr), list(new_isr))
+        self.isr_change_set.add((tp.topic, tp.partition))
+        if not self._propagation_scheduled and self._loop is not None:
+            self._propagation_scheduled = True
+            self._on_loop(self.maybe_propagate_isr_changes)
+        return version
+
+    def maybe_propagate_isr_changes(self) -> None:
+        """Write one ``/isr_change_notification/isr_change_<seq>`` for the partitions whose ISR changed."""
+        self._propagation_scheduled = False
+        changed, self.isr_change_set = sorted(self.isr_change_set), set()
+        if changed and self.zk is not None:
+            try:
+                self.zk.propagate_isr_changes(TopicPartition(t, p) for t, p in changed)
+            except Exception as e:
+                log.info("broker %s: ISR change notification failed: %s", self.broker_id, e)
+
+    def maybe_shrink_isr(self) -> None:
+        """The ``isr-expiration`` task: every led partition drops followers that fell behind."""
+        if not self._running:
+            return
+        now = self.time.milliseconds()
+        for p in self.leader_partitions():
+            try:
+                if p.maybe_shrink_isr(now):
+                    self.try_complete_delayed(p.topic_partition)
+            except Exception:
+                log.exception("broker %s: ISR shrink of %s failed", self.broker_id, p)
+
     # ------------------------------------------------------------------------------------------ produce
-    def append_records(self, entries: dict[tuple[str, int], object], *, required_acks: int, origin: str = "client"):
-        """Append each partition's records as leader. Returns {tp: LogAppendInfo or PartitionError}."""
+    def append_records(self, entries: dict[tuple[str, int], object], *, required_acks: int, origin: str = "client",
+                       timeout_ms: int = 30000, response_callback: Optional[Callable[[dict], None]] = None):
+        """Append each partition's records as leader. Returns {tp: LogAppendInfo or PartitionError} (the local
+        results). With ``response_callback``, it is called once with {tp: ProducePartitionStatus}: at once, or
+        for ``acks=all`` when the in-sync replicas have the records (DelayedProduce) or ``timeout_ms`` passed."""
         results = {}
         for tp, records in entries.items():
             try:
                 p = self.partition_or_error(*tp)
-                results[tp] = p.append_records_to_leader(records, origin=origin, required_acks=required_acks)
+                info, hw_moved = p.append_records_to_leader(records, origin=origin, required_acks=required_acks)
+                results[tp] = info
+                self.try_complete_delayed(tp, produce=hw_moved, fetch=True)
             except PartitionError as e:
                 results[tp] = e
             except Exception as e:  # a storage error carries its Kafka error code
@@ -131,10 +304,71 @@ class ReplicaManager:
                     log.exception("broker %s: append to %s-%s failed", self.broker_id, *tp)
                     code = ErrorCode.UNKNOWN_SERVER_ERROR
                 results[tp] = PartitionError(code, str(e))
-            self._wake(tp)
+        if response_callback is None:
+            return results
+        status = {}
+        for tp, r in results.items():
+            if isinstance(r, PartitionError):
+                status[tp] = ProducePartitionStatus(required_offset=-1, error_code=r.error_code,
+                                                    error_message=str(r))
+            else:
+                status[tp] = ProducePartitionStatus(required_offset=r.last_offset + 1, base_offset=r.first_offset,
+                                                    log_append_time_ms=r.log_append_time,
+                                                    log_start_offset=r.log_start_offset)
+        ok = [tp for tp, r in results.items() if not isinstance(r, PartitionError)]
+        if required_acks == -1 and ok:
+            op = DelayedProduce(timeout_ms, status, self._partition_by_key, response_callback)
+            self.delayed_produce_purgatory.try_complete_else_watch(op, [_key(tp) for tp in entries])
+        else:
+            response_callback(status)
         return results
 
     # ------------------------------------------------------------------------------------------ fetch
+    def fetch_messages(self, params, fetch_infos: list, response_callback: Callable[[list], None]) -> None:
+        """Fetch for a consumer or a follower (``params``: :class:`~kafkalab.purgatory.FetchParams`;
+        ``fetch_infos``: ``[(tp, FetchPartitionInfo)]``). ``response_callback([(tp, LogReadResult or
+        PartitionError)])`` is called once: at once when enough is there, else from the fetch purgatory."""
+        results = self.read_from_log(params, fetch_infos)
+        if params.is_from_follower:
+            self._update_follower_fetch_state(params.replica_id, fetch_infos, results)
+        readable = 0
+        error = False
+        for _, r in results:
+            if isinstance(r, PartitionError):
+                error = True
+            else:
+                readable += r.bytes
+        if params.max_wait_ms <= 0 or not fetch_infos or readable >= params.min_bytes or error:
+            response_callback(results)
+            return
+        statuses = []
+        for (tp, info), (_, r) in zip(fetch_infos, results):
+            start = r.records.fetch_offset_metadata if r.records is not None else LogOffsetMetadata(info.fetch_offset)
+            if start.message_offset_only:
+                p = self.partitions.get(tp)
+                if p is not None and p.log is not None:
+                    start = p.log.offset_metadata(info.fetch_offset)
+            statuses.append((tp, FetchPartitionStatus(start, info)))
+        op = DelayedFetch(params, statuses, self._partition_by_key, self.read_from_log, response_callback)
+        self.delayed_fetch_purgatory.try_complete_else_watch(op, [_key(tp) for tp, _ in fetch_infos])
+
+    def _update_follower_fetch_state(self, replica_id: int, fetch_infos: list, results: list) -> None:
+        now = self.time.milliseconds()
+        for (tp, info), (_, r) in zip(fetch_infos, results):
+            if isinstance(r, PartitionError):
+                continue
+            p = self.partitions.get(tp)
+            if p is not None and p.update_follower_fetch_state(replica_id, info.fetch_offset, info.log_start_offset,
+                                                               now, r.log_end_offset):
+                self.try_complete_delayed(tp)
+
+    def read_from_log(self, params, fetch_infos: list) -> list:
+        """One read of every partition under the request's isolation (DelayedFetch calls it at completion)."""
+        reads = [(tp[0], tp[1], info.fetch_offset, info.max_bytes, info.current_leader_epoch)
+                 for tp, info in fetch_infos]
+        return self.read_from_local_log(reads, isolation=params.isolation_name,
+                                        fetch_only_from_leader=params.fetch_only_leader, max_bytes=params.max_bytes)
+
     def read_from_local_log(self, reads: list, *, isolation: str, fetch_only_from_leader: bool, max_bytes: int,
                             min_one_message: bool = True) -> list:
         """``reads`` = [(topic, partition, fetch_offset, partition_max_bytes, current_leader_epoch)] ->
@@ -164,39 +398,16 @@ class ReplicaManager:
                 out.append((tp, PartitionError(code, str(e))))
         return out
 
-    async def wait_for_appends(self, tps: list[tuple[str, int]], timeout_s: float) -> bool:
-        """Wait until one of ``tps`` gets an append (or is stopped), at most ``timeout_s``. True if woken."""
-        if timeout_s <= 0 or not tps:
-            return False
-        loop = asyncio.get_running_loop()
-        fut = loop.create_future()
-        for tp in tps:
-            self._waiters.setdefault(tp, []).append(fut)
-        try:
-            await asyncio.wait_for(asyncio.shield(fut), timeout_s)
-            return True
-        except asyncio.TimeoutError:
-            return False
-        finally:
-            for tp in tps:
-                waiters = self._waiters.get(tp)
-                if waiters and fut in waiters:
-                    waiters.remove(fut)
-                    if not waiters:
-                        del self._waiters[tp]
-
-    def _wake(self, tp: tuple[str, int]) -> None:
-        for fut in self._waiters.pop(tp, ()):
-            if not fut.done():
-                fut.set_result(True)
-
     # ------------------------------------------------------------------------------------------ checkpoints
     def high_watermarks(self) -> dict[tuple[str, int], int]:
         return {tp: p.log.high_watermark for tp, p in self.partitions.items() if p.log is not None}
 
     def shutdown(self) -> None:
-        for fut_list in self._waiters.values():
-            for fut in fut_list:
-                if not fut.done():
-                    fut.cancel()
-        self._waiters.clear()
+        self._running = False
+        if self.replica_fetcher_manager is not None:
+            self.replica_fetcher_manager.shutdown()
+        for purgatory in (self.delayed_produce_purgatory, self.delayed_fetch_purgatory):
+            purgatory.shutdown()
+        for task in self._reapers:
+            task.cancel()
+        self._reapers = []

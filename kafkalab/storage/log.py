@@ -200,6 +200,30 @@ class UnifiedLog(RetentionMixin):
             self._high_watermark = min(max(offset, self._log_start_offset), self.log_end_offset)
             return self._high_watermark
 
+    def offset_metadata(self, offset: int):
+        """``offset`` with the segment and byte position of the batch holding it (Kafka's
+        ``convertToOffsetMetadataOrThrow``); offset-only when the offset is outside the log. A delayed fetch
+        counts the bytes it waits for from such positions."""
+        from kafkalab.storage.fetch_data_info import LogOffsetMetadata
+
+        with self._lock:
+            if offset == self.log_end_offset:
+                return self.log_end_offset_metadata
+            segment = self._local.segments.floor_segment(offset)
+            if offset < self._log_start_offset or offset > self.log_end_offset or segment is None:
+                return LogOffsetMetadata(offset)
+            batch = segment.translate_offset(offset)
+            return LogOffsetMetadata(offset) if batch is None else LogOffsetMetadata(offset, segment.base_offset,
+                                                                                  batch.position)
+
+    @property
+    def high_watermark_metadata(self):
+        """The high watermark with its segment position (cached while the high watermark stays put)."""
+        cached = getattr(self, "_hw_metadata", None)
+        if cached is None or cached.message_offset != self._high_watermark:
+            cached = self._hw_metadata = self.offset_metadata(self._high_watermark)
+        return cached
+
     def maybe_increment_high_watermark(self, offset: int) -> bool:
         """Move the high watermark forward only (the leader's rule); True if it moved."""
         with self._lock:
@@ -455,6 +479,7 @@ class UnifiedLog(RetentionMixin):
         in the background (Kafka does not make the appending thread wait for fsync)."""
         with self._lock, _storage_errors("rolling a segment", self):
             new_segment = self._local.roll(expected_next_offset)
+            self._hw_metadata = None
             psm = self.producer_state_manager
             psm.update_map_end_offset(new_segment.base_offset)
             snapshot = psm.take_snapshot(sync=False)
@@ -506,6 +531,7 @@ class UnifiedLog(RetentionMixin):
                                    self.log_end_offset, self.time, reload_from_clean_shutdown=False)
             if self._high_watermark >= self.log_end_offset:
                 self._high_watermark = self.log_end_offset
+            self._hw_metadata = None
             return True
 
     def truncate_fully_and_start_at(self, new_offset: int, log_start_offset: Optional[int] = None) -> None:
@@ -520,6 +546,7 @@ class UnifiedLog(RetentionMixin):
             rebuild_producer_state(self.producer_state_manager, self._local.segments, self._log_start_offset,
                                    new_offset, self.time, reload_from_clean_shutdown=False)
             self._high_watermark = self.log_end_offset
+            self._hw_metadata = None
 
     # ----------------------------------------------------------------------------------- life cycle
     def remove_expired_producers(self, now_ms: int) -> list:

@@ -62,6 +62,9 @@ class _LoopThread:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     def call(self, fn, *args, timeout: Optional[float] = 30.0):
+        if threading.current_thread() is self.thread:  # already on the loop (a wait_until condition)
+            return fn(*args)
+
         async def wrapper():
             return fn(*args)
         return self.run(wrapper(), timeout)
@@ -128,8 +131,7 @@ class Cluster:
         return config
 
     def start_broker(self, broker_id: int) -> KafkaServer:
-        server = KafkaServer(self._broker_config(broker_id), zk_store=self.zk_store, time=self.time,
-                             peers=self.brokers.get)
+        server = KafkaServer(self._broker_config(broker_id), zk_store=self.zk_store, time=self.time)
         self.brokers[broker_id] = server
         self._loop.run(server.startup())
         if server.bound_endpoints:
@@ -141,9 +143,22 @@ class Cluster:
         if server is not None:
             self._loop.run(server.shutdown())
 
+    def kill(self, broker_id: int, *, expire_session: bool = True) -> None:
+        """Kill a broker abruptly: its sockets drop, nothing is flushed or checkpointed (the OS page cache
+        survives, as for ``kill -9``). With ``expire_session`` its coordination session expires at once (the
+        controller sees it gone); without, the session lingers (call ``zk_store.expire_sessions()`` once its
+        timeout has passed) and only the leaders notice, after ``replica.lag.time.max.ms``."""
+        server = self.brokers.get(broker_id)
+        if server is not None:
+            self._loop.run(server.kill(expire_session=expire_session))
+
     def restart(self, broker_id: int) -> KafkaServer:
-        """Stop a broker cleanly (if running) and start it again on the same port and log directory."""
+        """Stop a broker cleanly (if running; a killed one just starts) and start it again on the same port and
+        log directory."""
         self.stop_broker(broker_id)
+        old = self.brokers.get(broker_id)
+        if old is not None and old.zk is not None:  # a killed broker's lingering session ends as it comes back
+            self._loop.call(self.zk_store.expire_session, old.zk.session)
         return self.start_broker(broker_id)
 
     def stop(self) -> None:

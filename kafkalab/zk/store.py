@@ -349,6 +349,13 @@ class ZkStore:
         self._outbox.flush()
         return expired
 
+    def expire_session(self, session: Session) -> None:
+        """Fault injection: expire ``session`` now, as if its timeout had passed (a killed broker)."""
+        with self._lock:
+            if session.state is not SessionState.EXPIRED and session.session_id in self._sessions:
+                self._end_session(session, SessionState.EXPIRED)
+        self._outbox.flush()
+
     def isolate(self, session: Session) -> None:
         """Fault injection: partition the session away. Its pings and requests no longer arrive (requests
         raise ConnectionLossException), its watch events are held, its client hears ``Disconnected``. On the

@@ -15,6 +15,7 @@ ApiVersions advertisement::
     configs        DescribeConfigs, IncrementalAlterConfigs
     cluster        DescribeCluster, DescribeTopicPartitions, DescribeLogDirs
     coordinators   FindCoordinator
+    controller_requests   LeaderAndIsr, StopReplica, UpdateMetadata (from the controller, inter-broker listener)
     groups         JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups,
                    DescribeGroups, DeleteGroups, OffsetDelete
 
@@ -32,8 +33,8 @@ from kafkalab.protocol import ErrorCode, api_name
 from kafkalab.server.apis.base import REGISTRY, Delayed, Handler
 
 # Importing the handler modules fills REGISTRY.
-from kafkalab.server.apis import (api_versions, cluster, configs, coordinators, fetch,  # noqa: F401,E402
-                                  groups, metadata, offsets, produce, topics)
+from kafkalab.server.apis import (api_versions, cluster, configs, controller_requests,  # noqa: F401,E402
+                                  coordinators, fetch, groups, metadata, offsets, produce, topics)
 
 __all__ = ["KafkaApis", "REGISTRY", "enabled_apis"]
 

@@ -12,11 +12,20 @@ with STALE_CONTROLLER_EPOCH.
   leader/ISR). A partition whose leader is -2 belongs to a topic being deleted.
 * **StopReplica** -- stop serving these partitions, and delete their logs when the topic is deleted.
 
+They arrive over the network like any request, from the controller's channel to this broker (the controller
+sends to its own broker the same way), with ``clientId`` = the controller's broker id. kafkalab accepts them
+only on the **inter-broker listener** (``inter.broker.listener.name`` / ``security.inter.broker.protocol``):
+Kafka guards them with the CLUSTER_ACTION permission, which only brokers hold; kafkalab has no authorizer,
+so the listener stands for that permission and other listeners get CLUSTER_AUTHORIZATION_FAILED. A request
+whose ``broker_epoch`` predates this broker's registration (it was meant for a previous incarnation) gets
+STALE_BROKER_EPOCH. Like a ZooKeeper-era broker, this one advertises the three APIs in ApiVersions.
+
 Mirrors: ``KafkaApis.handleLeaderAndIsrRequest``, ``handleUpdateMetadataRequest``, ``handleStopReplicaRequest``.
 """
 from __future__ import annotations
 
 from kafkalab.protocol import ApiKey, ErrorCode, response_class
+from kafkalab.server.apis.base import handles
 
 __all__ = ["leader_and_isr", "update_metadata", "stop_replica"]
 
@@ -31,6 +40,10 @@ def _states(body, version: int) -> list:
     return [(ps.topic_name, ps) for ps in body.ungrouped_partition_states]
 
 
+def _live_leaders(body, version: int) -> dict:
+    return {lead.broker_id: (lead.host_name, lead.port) for lead in (body.live_leaders or ())}
+
+
 def leader_and_isr(broker, body, version: int):
     states = _states(body, version)
     topic_ids = {t.topic_name: t.topic_id for t in body.topic_states} if version >= 5 else {}
@@ -39,7 +52,7 @@ def leader_and_isr(broker, body, version: int):
         top = ErrorCode.STALE_CONTROLLER_EPOCH
     else:
         results = broker.replica_manager.become_leader_or_follower(body.controller_id, body.controller_epoch,
-                                                                   states, topic_ids)
+                                                                   states, topic_ids, _live_leaders(body, version))
         top = ErrorCode.NONE
         offsets = [(ps, results.get((t, ps.partition_index))) for t, ps in states if t == "__consumer_offsets"]
         if offsets and hasattr(broker, "on_offsets_partitions"):
@@ -86,3 +99,44 @@ def stop_replica(broker, body, version: int):
     return R(error_code=ErrorCode.STALE_CONTROLLER_EPOCH if stale else ErrorCode.NONE,
              partition_errors=tuple(R.StopReplicaPartitionError(topic_name=t, partition_index=p, error_code=code)
                                     for (t, p), code in results.items()))
+
+
+# ---------------------------------------------------------------------------------------------- over the network
+def _refusal(broker, request) -> int:
+    """NONE, or why this controller request is refused."""
+    if request.context.listener_name != broker.config.inter_broker_listener_name:
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    epoch = getattr(request.body, "broker_epoch", -1)
+    if epoch is not None and 0 <= epoch < broker.broker_epoch:
+        return ErrorCode.STALE_BROKER_EPOCH
+    return ErrorCode.NONE
+
+
+def _leader_and_isr_error(request, code, message):
+    return LeaderAndIsrResponse(error_code=code)
+
+
+@handles(ApiKey.LEADER_AND_ISR, versions=(0, 7), error_response=_leader_and_isr_error)
+def handle_leader_and_isr(broker, request):
+    code = _refusal(broker, request)
+    if code:
+        return LeaderAndIsrResponse(error_code=code)
+    return leader_and_isr(broker, request.body, request.context.api_version)
+
+
+@handles(ApiKey.STOP_REPLICA, versions=(0, 4), error_response=lambda req, code, msg: StopReplicaResponse(
+    error_code=code))
+def handle_stop_replica(broker, request):
+    code = _refusal(broker, request)
+    if code:
+        return StopReplicaResponse(error_code=code)
+    return stop_replica(broker, request.body, request.context.api_version)
+
+
+@handles(ApiKey.UPDATE_METADATA, versions=(0, 8), error_response=lambda req, code, msg: UpdateMetadataResponse(
+    error_code=code))
+def handle_update_metadata(broker, request):
+    code = _refusal(broker, request)
+    if code:
+        return UpdateMetadataResponse(error_code=code)
+    return update_metadata(broker, request.body, request.context.api_version)

@@ -9,8 +9,8 @@ offset (so the first batch may start before it; the client skips the records it 
 consumer sees only offsets below the **high watermark** (records every in-sync replica has); with
 ``isolation_level=read_committed`` only below the last stable offset; a follower reads up to the log end.
 
-If less than ``min_bytes`` is available, the broker does not answer at once: it waits up to ``max_wait_ms``
-for producers to append more. Without this wait an idle consumer would send Fetch after Fetch in a busy
+If less than ``min_bytes`` is available, the broker does not answer at once: the request waits in the fetch
+purgatory (:class:`~kafkalab.purgatory.DelayedFetch`) up to ``max_wait_ms`` for producers to append more. Without this wait an idle consumer would send Fetch after Fetch in a busy
 loop. The bytes of a large answer are written to the socket with ``sendfile``, straight from the page cache.
 
 Fetch sessions (KIP-227, v7+) let a client send only what changed; this broker declines them by answering
@@ -20,10 +20,11 @@ Mirrors: ``KafkaApis.handleFetchRequest``, ``ReplicaManager.fetchMessages``, ``D
 """
 from __future__ import annotations
 
-import time as _time
+import asyncio
 
 from kafkalab.network.socket_server import SENDFILE_THRESHOLD, FileRegion, RecordsSlices
 from kafkalab.protocol import ApiKey, ErrorCode, response_class
+from kafkalab.purgatory import FetchParams, FetchPartitionInfo
 from kafkalab.server.apis.base import Delayed, handles
 from kafkalab.server.partition import PartitionError
 
@@ -48,51 +49,36 @@ def handle_fetch(broker, request):
     if body.session_id != 0:
         return Response(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0)
     cache = broker.metadata_cache
-    follower = _replica_id(body, version) >= 0
-    isolation = "log_end" if follower else ISOLATION.get(body.isolation_level, "high_watermark")
-    reads, unknown = [], []
+    replica_id = _replica_id(body, version)
+    isolation = "log_end" if replica_id >= 0 else ISOLATION.get(body.isolation_level, "high_watermark")
+    infos, unknown = [], []
     for t in body.topics:
         name = t.topic if version < 13 else cache.topic_name(t.topic_id)
         for p in t.partitions:
             if name is None:
                 unknown.append((t, p.partition))
             else:
-                reads.append((name, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch))
-    max_bytes = min(body.max_bytes, broker.config["fetch.max.bytes"])
-    rm = broker.replica_manager
+                infos.append(((name, p.partition), FetchPartitionInfo(
+                    fetch_offset=p.fetch_offset, max_bytes=p.partition_max_bytes, log_start_offset=p.log_start_offset,
+                    current_leader_epoch=p.current_leader_epoch,
+                    last_fetched_epoch=p.last_fetched_epoch if version >= 12 else -1)))
+    params = FetchParams(replica_id=replica_id, max_wait_ms=body.max_wait_ms, min_bytes=body.min_bytes,
+                         max_bytes=min(body.max_bytes, broker.config["fetch.max.bytes"]), isolation=isolation,
+                         request_version=version)
+    fut = asyncio.get_running_loop().create_future()
 
-    def read():
-        return rm.read_from_local_log(reads, isolation=isolation, fetch_only_from_leader=True, max_bytes=max_bytes)
+    def on_complete(results) -> None:
+        if not fut.done():
+            fut.set_result(results)
 
-    results = read()
-    if _done(results, body.min_bytes) or body.max_wait_ms <= 0 or not reads:
-        return _response(body, version, results, unknown, cache)
+    broker.replica_manager.fetch_messages(params, infos, on_complete)
+    if fut.done():
+        return _response(body, version, fut.result(), unknown, cache)
 
-    async def wait_for_data():
-        deadline = _time.monotonic() + body.max_wait_ms / 1000.0
-        current = results
-        while True:
-            remaining = deadline - _time.monotonic()
-            if remaining <= 0:
-                break
-            await rm.wait_for_appends([(r[0], r[1]) for r in reads], remaining)
-            current = read()
-            if _done(current, body.min_bytes):
-                break
-        return _response(body, version, current, unknown, cache)
+    async def wait_in_purgatory():
+        return _response(body, version, await fut, unknown, cache)
 
-    return Delayed(wait_for_data())
-
-
-def _done(results, min_bytes: int) -> bool:
-    """Answer now if enough bytes are there, or if any partition has an error to report (Kafka's DelayedFetch
-    completes on errors too: a client must learn about them at once)."""
-    total = 0
-    for _, r in results:
-        if isinstance(r, PartitionError):
-            return True
-        total += r.bytes
-    return total >= min_bytes
+    return Delayed(wait_in_purgatory())
 
 
 def _records(info):

@@ -18,7 +18,8 @@ Then the leader appends the batch *as received*, only patching its base offset a
 with the base offset it assigned. ``acks=0`` gets no answer at all -- and if something went wrong, the
 connection is closed, because that is the only signal such a producer can notice. ``acks=all`` answers once
 every in-sync replica has the records (immediately when the leader is the only replica; with followers the
-request waits in the produce purgatory).
+request waits in the produce purgatory, :class:`~kafkalab.purgatory.DelayedProduce`: NOT_ENOUGH_REPLICAS_AFTER_APPEND
+if the ISR shrank below ``min.insync.replicas`` meanwhile, REQUEST_TIMED_OUT after ``timeout_ms``).
 
 A retried batch of an idempotent producer that was already written (same producer id, epoch and sequence)
 is not written again: the answer carries the offsets of the first write.
@@ -27,9 +28,12 @@ Mirrors: ``KafkaApis.handleProduceRequest``, ``ReplicaManager.appendRecords``.
 """
 from __future__ import annotations
 
+import asyncio
+
 from kafkalab.network.request_channel import CloseConnectionResponse
 from kafkalab.protocol import ApiKey, ErrorCode, response_class
-from kafkalab.server.apis.base import handles
+from kafkalab.purgatory import ProducePartitionStatus
+from kafkalab.server.apis.base import Delayed, handles
 from kafkalab.server.partition import PartitionError
 
 Response = response_class(ApiKey.PRODUCE)
@@ -82,14 +86,42 @@ def handle_produce(broker, request):
                 entries[tp] = p.records
     if to_create:
         broker.admin.auto_create_topics(to_create)
-    results = broker.replica_manager.append_records(entries, required_acks=acks) if entries else {}
-    results.update(errors)
-    if acks == 0:
-        failed = [tp for tp, r in results.items() if isinstance(r, PartitionError)]
-        if failed:
-            return CloseConnectionResponse(f"acks=0 produce failed for {len(failed)} partition(s): "
-                                           f"{results[failed[0]].error_code.name}")
-        return None
+    if not entries or acks != -1:
+        results = broker.replica_manager.append_records(entries, required_acks=acks) if entries else {}
+        results.update(errors)
+        if acks == 0:
+            failed = [tp for tp, r in results.items() if isinstance(r, PartitionError)]
+            if failed:
+                return CloseConnectionResponse(f"acks=0 produce failed for {len(failed)} partition(s): "
+                                               f"{results[failed[0]].error_code.name}")
+            return None
+        return _build(results, names)
+    # acks=all: the answer waits in the produce purgatory until the in-sync replicas have the records.
+    fut = asyncio.get_running_loop().create_future()
+
+    def on_complete(status: dict) -> None:
+        if not fut.done():
+            fut.set_result(status)
+
+    local = broker.replica_manager.append_records(entries, required_acks=acks, timeout_ms=body.timeout_ms,
+                                                  response_callback=on_complete)
+
+    def respond(status: dict):
+        results = dict(errors)
+        for tp, st in status.items():
+            r = local.get(tp)
+            results[tp] = r if isinstance(r, PartitionError) else st
+        return _build(results, names)
+
+    if fut.done():
+        return respond(fut.result())
+
+    async def wait():
+        return respond(await fut)
+    return Delayed(wait())
+
+
+def _build(results: dict, names: dict):
     by_topic: dict = {}
     for tp, result in results.items():
         by_topic.setdefault(names[tp], []).append(_partition_response(tp[1], result))
@@ -113,5 +145,11 @@ def _partition_response(index: int, result):
                                                        batch_index_error_message=str(result)),)
         return PartitionResponse(index=index, error_code=result.error_code, base_offset=-1,
                                  error_message=str(result), record_errors=record_errors)
+    if isinstance(result, ProducePartitionStatus):
+        if result.error_code != ErrorCode.NONE:
+            return PartitionResponse(index=index, error_code=result.error_code, base_offset=-1,
+                                     error_message=result.error_message)
+        return PartitionResponse(index=index, error_code=ErrorCode.NONE, base_offset=result.base_offset,
+                                 log_append_time_ms=result.log_append_time_ms, log_start_offset=result.log_start_offset)
     return PartitionResponse(index=index, error_code=ErrorCode.NONE, base_offset=result.first_offset,
                              log_append_time_ms=result.log_append_time, log_start_offset=result.log_start_offset)
