@@ -1,0 +1,512 @@
+"""The network client: one connection per broker, pipelined requests, ApiVersions, metadata. Asyncio inside.
+
+Theory of operation
+-------------------
+Every kafkalab client (producer, consumer, admin) talks to the cluster through one :class:`NetworkClient`.
+It keeps **one connection per broker** (a :class:`BrokerConnection`); there is no pool, because Kafka's
+ordering guarantees are per connection: a broker answers the requests of one connection strictly in the order
+they arrived.
+
+Per connection:
+
+* **Correlation ids.** Each request carries an ``int32 correlation_id`` that counts up per connection; the
+  response echoes it, and since answers come back in order, the client checks that each response answers the
+  *oldest* request still in flight (Java fails the connection when they differ: the stream is out of step).
+* **Pipelining.** Up to ``max.in.flight.requests.per.connection`` requests may be written before the first
+  answer arrives; one reader task takes the answers off the socket as they come. A sender that finds the
+  connection full waits for a slot.
+* **ApiVersions first.** Right after connecting the client sends ``ApiVersionsRequest`` (see
+  :mod:`.api_versions`) and from then on picks the highest common version for each request it builds; a broker
+  that answers ``UNSUPPORTED_VERSION`` gets the request again at the version it says it supports, or v0.
+* **Timeouts.** A request without an answer after ``request.timeout.ms`` fails with ``REQUEST_TIMED_OUT``, and
+  the connection is closed -- answers are ordered, so a lost one would shift every later one. Every other
+  in-flight request fails with ``NETWORK_EXCEPTION``; callers retry both.
+* **Reconnect backoff.** After a failed connection the next attempt waits ``reconnect.backoff.ms``, doubling
+  per consecutive failure up to ``reconnect.backoff.max.ms`` (with ±20 % jitter, as Java does).
+
+Across connections, the client owns the :class:`~.metadata.Metadata` cache: it bootstraps from
+``bootstrap.servers`` (bootstrap addresses get negative node ids, -1, -2..., until the real ids are known),
+refreshes every ``metadata.max.age.ms`` and whenever someone calls ``metadata.request_update()`` after a
+stale-metadata error, sending MetadataRequest to the least loaded broker.
+
+Every finished exchange is offered to the client's trace hook (:mod:`.tracing`) with the raw frames.
+
+Mirrors ``clients/src/main/java/org/apache/kafka/clients/{NetworkClient,InFlightRequests,
+ClusterConnectionStates,DefaultMetadataUpdater}.java`` (the latter is inside NetworkClient).
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import importlib.metadata
+import random
+import struct
+import time
+from typing import Callable, Optional
+
+from kafkalab.clients.api_versions import NodeApiVersions, client_range
+from kafkalab.clients.errors import ClientClosedError, NetworkException, RequestTimedOut
+from kafkalab.clients.metadata import BrokerInfo, ClusterView, Metadata
+from kafkalab.clients.tracing import TraceEvent
+from kafkalab.protocol import (ApiKey, DecodeError, ErrorCode, KafkaProtocolError, decode_response,
+                               encode_request, make_request, request_class)
+
+__all__ = ["NetworkClient", "BrokerConnection", "parse_bootstrap"]
+
+try:
+    KAFKALAB_VERSION = importlib.metadata.version("kafkalab")
+except importlib.metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
+    KAFKALAB_VERSION = "0"
+
+_SIZE = struct.Struct(">i")
+_CORR_ERR = struct.Struct(">ih")
+MAX_RESPONSE_BYTES = 100 * 1024 * 1024
+
+
+def parse_bootstrap(servers) -> list[tuple[str, int]]:
+    out = []
+    for item in servers:
+        host, sep, port = item.strip().rpartition(":")
+        if not sep or not port.isdigit():
+            raise ValueError(f"bootstrap.servers entry {item!r} is not host:port")
+        out.append((host.strip("[]"), int(port)))
+    return out
+
+
+class _InFlight:
+    __slots__ = ("correlation_id", "api_key", "api_version", "future", "sent_at", "request", "frame")
+
+    def __init__(self, correlation_id, api_key, api_version, future, sent_at, request, frame):
+        self.correlation_id, self.api_key, self.api_version = correlation_id, api_key, api_version
+        self.future, self.sent_at, self.request, self.frame = future, sent_at, request, frame
+
+
+class BrokerConnection:
+    """One TCP connection to one broker: correlation ids, in-flight requests in order, a reader task."""
+
+    def __init__(self, client: "NetworkClient", node_id: int, host: str, port: int):
+        self.client = client
+        self.node_id, self.host, self.port = node_id, host, port
+        self.max_in_flight = client.max_in_flight
+        self.in_flight: collections.deque[_InFlight] = collections.deque()
+        self._slots = asyncio.Semaphore(self.max_in_flight)
+        self._next_corr = 0
+        self._reader: Optional[asyncio.StreamReader] = None
+        self._writer: Optional[asyncio.StreamWriter] = None
+        self._read_task: Optional[asyncio.Task] = None
+        self.api_versions: Optional[NodeApiVersions] = None
+        self.closed = False
+        self.close_reason: Optional[str] = None
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def ready(self) -> bool:
+        return self.api_versions is not None and not self.closed
+
+    def has_room(self) -> bool:
+        return self.ready and len(self.in_flight) < self.max_in_flight and not self._slots.locked()
+
+    def __repr__(self) -> str:
+        return f"BrokerConnection(node {self.node_id} {self.address}, in flight {len(self.in_flight)})"
+
+    # -- opening ----------------------------------------------------------------------------------------------
+    async def open(self, setup_timeout_s: float) -> None:
+        try:
+            self._reader, self._writer = await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port), setup_timeout_s)
+        except (OSError, asyncio.TimeoutError) as e:
+            self.closed = True
+            raise NetworkException(f"cannot connect to node {self.node_id} at {self.address}: {e or 'timeout'}")
+        self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
+        await self._negotiate()
+
+    async def _negotiate(self) -> None:
+        """ApiVersions at our highest version; on UNSUPPORTED_VERSION, again at the broker's (or v0)."""
+        version = client_range(ApiKey.API_VERSIONS)[1]
+        body = request_class(ApiKey.API_VERSIONS)(client_software_name="kafkalab",
+                                                  client_software_version=KAFKALAB_VERSION)
+        for _ in range(3):
+            resp = await self.send(body, version)
+            if resp.body.error_code == ErrorCode.UNSUPPORTED_VERSION:
+                offered = {k.api_key: k.max_version for k in resp.body.api_keys}
+                version = min(offered.get(ApiKey.API_VERSIONS, 0), version - 1 if version else 0)
+                continue
+            if resp.body.error_code:
+                raise KafkaProtocolError(resp.body.error_code, f"ApiVersions to node {self.node_id} failed")
+            self.api_versions = NodeApiVersions.from_response(resp.body, f"broker {self.node_id} at {self.address}")
+            return
+        raise NetworkException(f"node {self.node_id} kept answering ApiVersions with UNSUPPORTED_VERSION")
+
+    def version_for(self, api_key: int, low: Optional[int] = None, high: Optional[int] = None) -> int:
+        return self.api_versions.latest_usable_version(api_key, low, high)
+
+    # -- sending ----------------------------------------------------------------------------------------------
+    async def send(self, body, api_version: Optional[int] = None, *, expect_response: bool = True,
+                   timeout_ms: Optional[float] = None):
+        """Send one request and wait for its response (None when ``expect_response`` is False)."""
+        if self.closed:
+            raise NetworkException(f"connection to node {self.node_id} is closed ({self.close_reason})")
+        api_key = body.API_KEY
+        if api_version is None:
+            api_version = self.version_for(api_key)
+        await self._slots.acquire()
+        released = False
+        try:
+            if self.closed:
+                raise NetworkException(f"connection to node {self.node_id} is closed ({self.close_reason})")
+            corr = self._next_corr
+            self._next_corr = (self._next_corr + 1) & 0x7FFFFFFF
+            request = make_request(body, api_version=api_version, correlation_id=corr,
+                                   client_id=self.client.client_id)
+            frame = encode_request(request)
+            sent_at = self.client.clock()
+            self._writer.write(_SIZE.pack(len(frame)) + frame)
+            if not expect_response:
+                self._slots.release()
+                released = True
+                self.client.trace(TraceEvent(self.client.client_id, self.node_id, self.address, corr, api_key,
+                                             api_version, request, frame, sent_at=sent_at))
+                if self._writer.transport.get_write_buffer_size() > 1 << 20:
+                    await self._writer.drain()
+                return None
+            fut = asyncio.get_running_loop().create_future()
+            self.in_flight.append(_InFlight(corr, api_key, api_version, fut, sent_at, request, frame))
+            if self._writer.transport.get_write_buffer_size() > 1 << 20:
+                await self._writer.drain()
+            timeout = (self.client.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
+            try:
+                return await asyncio.wait_for(asyncio.shield(fut), timeout)
+            except asyncio.TimeoutError:
+                self.close(f"request {request.api_name} corr={corr} timed out after {timeout * 1000:.0f} ms",
+                           timed_out=corr)
+                return await fut          # raises the RequestTimedOut set by close()
+        finally:
+            if not released:
+                self._slots.release()
+
+    # -- receiving --------------------------------------------------------------------------------------------
+    async def _read_loop(self) -> None:
+        reader = self._reader
+        try:
+            while True:
+                head = await reader.readexactly(4)
+                (size,) = _SIZE.unpack(head)
+                if size < 4 or size > MAX_RESPONSE_BYTES:
+                    raise DecodeError(f"response size {size} out of range", path="size", offset=0)
+                frame = await reader.readexactly(size)
+                self._complete(frame)
+        except asyncio.CancelledError:
+            raise
+        except (asyncio.IncompleteReadError, ConnectionError, OSError) as e:
+            self.close(f"connection lost: {type(e).__name__}")
+        except Exception as e:  # noqa: BLE001 -- any bad frame fails the connection, never the loop
+            self.close(f"{type(e).__name__}: {e}")
+
+    def _complete(self, frame: bytes) -> None:
+        if not self.in_flight:
+            raise DecodeError("a response arrived but no request is in flight", path="header.correlation_id",
+                              offset=0)
+        entry = self.in_flight[0]
+        corr = _CORR_ERR.unpack_from(frame, 0)[0]
+        if corr != entry.correlation_id:
+            raise DecodeError(f"correlation id {corr} does not match the oldest request in flight "
+                              f"({entry.correlation_id})", path="header.correlation_id", offset=0)
+        self.in_flight.popleft()
+        version = entry.api_version
+        if entry.api_key == ApiKey.API_VERSIONS and version > 0 and len(frame) >= 6 and \
+                _CORR_ERR.unpack_from(frame, 0)[1] == ErrorCode.UNSUPPORTED_VERSION:
+            version = 0                     # KIP-511: the broker answered in the v0 body format
+        response = decode_response(frame, entry.api_key, version)
+        self.client.trace(TraceEvent(self.client.client_id, self.node_id, self.address, corr, entry.api_key,
+                                     entry.api_version, entry.request, entry.frame, response, frame,
+                                     entry.sent_at, self.client.clock()))
+        if not entry.future.done():
+            entry.future.set_result(response)
+
+    def close(self, reason: str = "closed", *, timed_out: Optional[int] = None) -> None:
+        """Close the socket and fail everything in flight (REQUEST_TIMED_OUT / NETWORK_EXCEPTION)."""
+        if self.closed:
+            return
+        self.closed = True
+        self.close_reason = reason
+        if self._read_task is not None and self._read_task is not asyncio.current_task():
+            self._read_task.cancel()
+        if self._writer is not None:
+            self._writer.close()
+        while self.in_flight:
+            entry = self.in_flight.popleft()
+            if entry.correlation_id == timed_out:
+                err: Exception = RequestTimedOut(f"node {self.node_id}: {reason}")
+            else:
+                err = NetworkException(f"node {self.node_id} disconnected before answering "
+                                       f"{entry.request.api_name} corr={entry.correlation_id}: {reason}")
+            self.client.trace(TraceEvent(self.client.client_id, self.node_id, self.address, entry.correlation_id,
+                                         entry.api_key, entry.api_version, entry.request, entry.frame,
+                                         sent_at=entry.sent_at, received_at=None, error=str(err)))
+            if not entry.future.done():
+                entry.future.set_exception(err)
+        self.client._connection_closed(self)
+
+
+class NetworkClient:
+    """Connections, metadata and the trace hook of one client. All methods run on the client's event loop."""
+
+    def __init__(self, config, *, tracer: Optional[Callable[[TraceEvent], None]] = None,
+                 max_in_flight: Optional[int] = None, allow_auto_topic_creation: bool = True):
+        self.config = config
+        self.client_id: str = config["client.id"]
+        self.bootstrap = parse_bootstrap(config["bootstrap.servers"])
+        self.max_in_flight = max_in_flight or config.get("max.in.flight.requests.per.connection", 5)
+        self.request_timeout_ms = config["request.timeout.ms"]
+        self.reconnect_backoff_ms = config["reconnect.backoff.ms"]
+        self.reconnect_backoff_max_ms = config["reconnect.backoff.max.ms"]
+        self.setup_timeout_s = config["socket.connection.setup.timeout.ms"] / 1000
+        self.allow_auto_topic_creation = allow_auto_topic_creation
+        self.metadata = Metadata(metadata_max_age_ms=config["metadata.max.age.ms"],
+                                 retry_backoff_ms=config["retry.backoff.ms"])
+        self.connections: dict[int, BrokerConnection] = {}
+        self._connecting: dict[int, asyncio.Future] = {}
+        self._failures: dict[int, tuple[int, float]] = {}     # node -> (consecutive failures, last failure ms)
+        self._tracer = tracer
+        self._t0 = time.perf_counter()
+        self._metadata_task: Optional[asyncio.Future] = None
+        self._metadata_wakeup: Optional[asyncio.Event] = None
+        self._loop_task: Optional[asyncio.Task] = None
+        self.on_connection_closed: list[Callable[[BrokerConnection], None]] = []
+        #: node ids that are not brokers' ids: the consumer's separate coordinator connection (Java uses
+        #: Integer.MAX_VALUE - broker id, so group traffic never queues behind a long-polling fetch)
+        self.extra_nodes: dict[int, tuple[str, int]] = {}
+        self.closed = False
+
+    # -- time and tracing -------------------------------------------------------------------------------------
+    def clock(self) -> float:
+        return time.perf_counter() - self._t0
+
+    def now_ms(self) -> float:
+        return time.monotonic() * 1000
+
+    def trace(self, event: TraceEvent) -> None:
+        if self._tracer is None:
+            return
+        try:
+            self._tracer(event)
+        except Exception as e:  # noqa: BLE001 -- a broken hook never breaks the client
+            errors = getattr(self._tracer, "errors", None)
+            if isinstance(errors, list):
+                errors.append(e)
+
+    # -- nodes and connections --------------------------------------------------------------------------------
+    def node_address(self, node_id: int) -> Optional[tuple[str, int]]:
+        if node_id in self.extra_nodes:
+            return self.extra_nodes[node_id]
+        if node_id < 0:
+            i = -node_id - 1
+            return self.bootstrap[i] if i < len(self.bootstrap) else None
+        b = self.metadata.cluster.brokers.get(node_id)
+        return None if b is None else (b.host, b.port)
+
+    def known_nodes(self) -> list[int]:
+        brokers = list(self.metadata.cluster.brokers)
+        return brokers if brokers else [-(i + 1) for i in range(len(self.bootstrap))]
+
+    def backoff_remaining_ms(self, node_id: int) -> float:
+        failures, last = self._failures.get(node_id, (0, 0.0))
+        if not failures:
+            return 0.0
+        backoff = min(self.reconnect_backoff_ms * 2 ** (failures - 1), self.reconnect_backoff_max_ms)
+        backoff *= random.uniform(0.8, 1.2)
+        return max(0.0, last + backoff - self.now_ms())
+
+    def is_ready(self, node_id: int) -> bool:
+        conn = self.connections.get(node_id)
+        return conn is not None and conn.ready
+
+    def has_room(self, node_id: int) -> bool:
+        conn = self.connections.get(node_id)
+        return conn is not None and conn.has_room()
+
+    def in_flight_count(self, node_id: Optional[int] = None) -> int:
+        if node_id is not None:
+            conn = self.connections.get(node_id)
+            return len(conn.in_flight) if conn else 0
+        return sum(len(c.in_flight) for c in self.connections.values())
+
+    async def connection(self, node_id: int) -> BrokerConnection:
+        """The ready connection to ``node_id``, connecting (after any reconnect backoff) when needed."""
+        if self.closed:
+            raise ClientClosedError("the client is closed")
+        conn = self.connections.get(node_id)
+        if conn is not None and conn.ready:
+            return conn
+        pending = self._connecting.get(node_id)
+        if pending is None:
+            pending = asyncio.ensure_future(self._connect(node_id))
+            self._connecting[node_id] = pending
+            pending.add_done_callback(lambda _f, n=node_id: self._connecting.pop(n, None))
+        return await asyncio.shield(pending)
+
+    def start_connecting(self, node_id: int) -> None:
+        """Begin connecting in the background (a sender does not wait; it checks again later)."""
+        if node_id not in self._connecting and not self.is_ready(node_id) and not self.closed:
+            task = asyncio.ensure_future(self.connection(node_id))
+            task.add_done_callback(lambda f: f.cancelled() or f.exception())
+
+    async def _connect(self, node_id: int) -> BrokerConnection:
+        wait = self.backoff_remaining_ms(node_id)
+        if wait > 0:
+            await asyncio.sleep(wait / 1000)
+        address = self.node_address(node_id)
+        if address is None:
+            raise NetworkException(f"node {node_id} is not in the metadata")
+        conn = BrokerConnection(self, node_id, *address)
+        try:
+            await conn.open(self.setup_timeout_s)
+        except Exception:
+            conn.close("connection setup failed")
+            failures, _ = self._failures.get(node_id, (0, 0.0))
+            self._failures[node_id] = (failures + 1, self.now_ms())
+            if node_id >= 0:
+                self.metadata.request_update()
+            raise
+        self._failures.pop(node_id, None)
+        self.connections[node_id] = conn
+        return conn
+
+    def _connection_closed(self, conn: BrokerConnection) -> None:
+        if self.connections.get(conn.node_id) is conn:
+            del self.connections[conn.node_id]
+        for callback in list(self.on_connection_closed):
+            callback(conn)
+
+    def least_loaded_node(self) -> Optional[int]:
+        """The ready node with the fewest requests in flight; else a node we may connect to now."""
+        nodes = self.known_nodes()
+        random.shuffle(nodes)
+        ready = [n for n in nodes if self.is_ready(n)]
+        if ready:
+            return min(ready, key=self.in_flight_count)
+        free = [n for n in nodes if self.backoff_remaining_ms(n) == 0]
+        return (free or nodes or [None])[0]
+
+    async def send(self, node_id: int, body, api_version: Optional[int] = None, **kw):
+        conn = await self.connection(node_id)
+        return await conn.send(body, api_version, **kw)
+
+    async def send_any(self, body, api_version: Optional[int] = None, *, attempts: Optional[int] = None, **kw):
+        """Send to the least loaded node; on a connection failure try the next one."""
+        last: Optional[Exception] = None
+        for _ in range(attempts or max(2, len(self.known_nodes()) + 1)):
+            node = self.least_loaded_node()
+            if node is None:
+                break
+            try:
+                return await self.send(node, body, api_version, **kw)
+            except NetworkException as e:
+                last = e
+        raise last or NetworkException("no broker is reachable")
+
+    # -- metadata ---------------------------------------------------------------------------------------------
+    def metadata_request(self, version: int, topics: Optional[list[str]]):
+        cls = request_class(ApiKey.METADATA)
+        topic_cls = cls.MetadataRequestTopic
+        body_topics = None if topics is None else tuple(topic_cls(name=t) for t in topics)
+        return cls(topics=body_topics, allow_auto_topic_creation=self.allow_auto_topic_creation)
+
+    async def update_metadata(self, topics: Optional[list[str]] = None) -> ClusterView:
+        """Send one MetadataRequest (for ``topics``, or the topics of interest) and fold in the answer."""
+        if topics is None and self._metadata_task is not None and not self._metadata_task.done():
+            return await asyncio.shield(self._metadata_task)
+        task = asyncio.ensure_future(self._update_metadata(topics))
+        if topics is None:
+            self._metadata_task = task
+        return await asyncio.shield(task)
+
+    async def _update_metadata(self, topics: Optional[list[str]]) -> ClusterView:
+        named = topics if topics is not None else self.metadata.request_topics()
+        self.metadata.attempt(self.now_ms())
+        last: Optional[Exception] = None
+        for _ in range(max(2, len(self.known_nodes()) + 1)):
+            node = self.least_loaded_node()
+            if node is None:
+                break
+            try:
+                conn = await self.connection(node)
+                version = conn.version_for(ApiKey.METADATA)
+                resp = await conn.send(self.metadata_request(version, named), version)
+            except NetworkException as e:
+                last = e
+                continue
+            requested = None if named is None else set(named)
+            return self.metadata.update(resp.body, self.now_ms(), requested_topics=requested)
+        self.metadata.failed(self.now_ms())
+        raise last or NetworkException("no broker is reachable for metadata")
+
+    def request_metadata_update(self) -> None:
+        self.metadata.request_update()
+        if self._metadata_wakeup is not None:
+            self._metadata_wakeup.set()
+
+    def start_metadata_updater(self) -> None:
+        """Keep the cache fresh in the background: by ``metadata.max.age.ms`` and on request."""
+        if self._loop_task is None:
+            self._metadata_wakeup = asyncio.Event()
+            self._loop_task = asyncio.get_running_loop().create_task(self._metadata_loop())
+
+    async def _metadata_loop(self) -> None:
+        while not self.closed:
+            wait = self.metadata.time_to_next_update(self.now_ms())
+            if wait > 0:
+                self._metadata_wakeup.clear()
+                try:
+                    await asyncio.wait_for(self._metadata_wakeup.wait(), wait / 1000)
+                except asyncio.TimeoutError:
+                    pass
+                continue
+            if not self.metadata.topics and not self.metadata.all_topics:
+                self.metadata.last_refresh_ms = self.now_ms()
+                self.metadata.need_update = False
+                continue
+            try:
+                await self.update_metadata()
+            except (KafkaProtocolError, OSError, ClientClosedError):
+                pass
+
+    async def wait_for_metadata(self, topic: str, timeout_ms: float) -> ClusterView:
+        """Wait until ``topic`` has partitions in the cache (``max.block.ms`` in Java's ``waitOnMetadata``).
+        A topic new to the cache is asked for at once; later attempts respect ``retry.backoff.ms``."""
+        from kafkalab.clients.errors import KafkaTimeoutError
+        self.metadata.add_topics(topic)
+        deadline = self.now_ms() + timeout_ms
+        first = True
+        while True:
+            cluster = self.metadata.cluster
+            if cluster.partition_count(topic):
+                return cluster
+            err = cluster.topics.get(topic).error_code if topic in cluster.topics else 0
+            if err and err not in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.LEADER_NOT_AVAILABLE):
+                raise KafkaProtocolError(err, f"metadata for topic {topic!r}")
+            remaining = deadline - self.now_ms()
+            if remaining <= 0:
+                raise KafkaTimeoutError(f"Topic {topic} not present in metadata after {timeout_ms:.0f} ms.")
+            if not first:
+                await asyncio.sleep(min(self.metadata.retry_backoff_ms, remaining) / 1000)
+            first = False
+            try:
+                await self.update_metadata(self.metadata.request_topics())
+            except NetworkException:
+                pass
+
+    def broker(self, node_id: int) -> Optional[BrokerInfo]:
+        return self.metadata.cluster.brokers.get(node_id)
+
+    async def close(self) -> None:
+        self.closed = True
+        if self._loop_task is not None:
+            self._loop_task.cancel()
+        for conn in list(self.connections.values()):
+            conn.close("client closed")
+        for pending in list(self._connecting.values()):
+            pending.cancel()

@@ -1,0 +1,20 @@
+"""kafkalab.clients.producer -- the producer room: partitioner, accumulator, sender, idempotence state.
+
+Theory of operation
+-------------------
+The journey of one record: :class:`Producer.send` (thread of the caller) -> partitioner (which partition) ->
+:class:`RecordAccumulator` (which batch) -> :class:`Sender` (which request, to which leader) -> the broker's
+answer -> the record's future. :class:`TransactionManager` keeps the idempotent producer's id, epoch and
+sequences. Each module opens with its own theory of operation and names the Java class it mirrors
+(``clients/src/main/java/org/apache/kafka/clients/producer/``).
+"""
+from kafkalab.clients.producer.accumulator import ProducerBatch, RecordAccumulator, RecordMetadata, TopicPartition
+from kafkalab.clients.producer.partitioner import (Partitioner, StickyPartitioner, crc32_partition, java_partition,
+                                                   murmur2, to_positive)
+from kafkalab.clients.producer.producer import Producer
+from kafkalab.clients.producer.sender import Sender
+from kafkalab.clients.producer.transaction_manager import TransactionManager
+
+__all__ = ["Producer", "RecordMetadata", "TopicPartition", "ProducerBatch", "RecordAccumulator", "Sender",
+           "TransactionManager", "Partitioner", "StickyPartitioner", "murmur2", "to_positive", "java_partition",
+           "crc32_partition"]

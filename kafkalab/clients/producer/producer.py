@@ -1,0 +1,284 @@
+"""The producer: ``send()`` returns at once with a future; batching, retries and idempotence happen behind it.
+
+Theory of operation
+-------------------
+``Producer.send(topic, value, key=...)`` does the cheap part on the caller's thread -- turn ``str`` into UTF-8
+bytes, stamp the timestamp (now, in ms, unless given), create a ``concurrent.futures.Future`` -- and hands the
+record to the producer's I/O thread (:mod:`kafkalab.clients.io_thread`). There, in the order ``send()`` was
+called:
+
+1. the topic's metadata is looked up (the first send to a topic waits up to ``max.block.ms`` for it, as
+   Java's ``waitOnMetadata`` does);
+2. the **partitioner** picks the partition, unless the caller gave one (:mod:`.partitioner`);
+3. the record is appended to that partition's open batch in the **accumulator** (:mod:`.accumulator`);
+4. the **sender** (:mod:`.sender`) ships batches to partition leaders when they are full or ``linger.ms``
+   has passed, and completes the futures from the broker's answers.
+
+The future resolves to :class:`RecordMetadata` ``(topic, partition, offset, timestamp)``; ``on_delivery(err,
+metadata)`` is called too, on the I/O thread (keep it short; never call blocking producer methods from it).
+``flush()`` makes every batch sendable at once and waits for all outstanding records; ``close()`` flushes, then
+stops the I/O thread. The producer is a context manager.
+
+``trace=True`` keeps every request and response (:class:`~kafkalab.clients.tracing.ClientTrace`,
+``producer.trace``); ``trace=callable`` calls it with each :class:`~kafkalab.clients.tracing.TraceEvent`.
+
+Mirrors ``clients/src/main/java/org/apache/kafka/clients/producer/KafkaProducer.java``.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import threading
+import time
+from typing import Any, Callable, Mapping, Optional
+
+from kafkalab.clients.config import producer_config
+from kafkalab.clients.errors import ClientClosedError, KafkaProtocolError, KafkaTimeoutError
+from kafkalab.clients.io_thread import IOThread
+from kafkalab.clients.network_client import NetworkClient
+from kafkalab.clients.producer.accumulator import (RecordAccumulator, RecordMetadata, TopicPartition,
+                                                   estimate_size)
+from kafkalab.clients.producer.partitioner import Partitioner
+from kafkalab.clients.producer.sender import Sender
+from kafkalab.clients.producer.transaction_manager import TransactionManager
+from kafkalab.clients.tracing import make_tracer
+from kafkalab.protocol import ErrorCode
+from kafkalab.records import SimpleRecord
+
+__all__ = ["Producer", "RecordMetadata"]
+
+
+def _to_bytes(what: str, v) -> Optional[bytes]:
+    if v is None or type(v) is bytes:
+        return v
+    if isinstance(v, str):
+        return v.encode("utf-8")
+    if isinstance(v, (bytearray, memoryview)):
+        return bytes(v)
+    raise TypeError(f"{what} must be bytes, str or None, not {type(v).__name__} (serialize it first)")
+
+
+def _headers(headers) -> tuple:
+    if not headers:
+        return ()
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    out = []
+    for name, value in items:
+        if not isinstance(name, str):
+            raise TypeError(f"header names are str, not {type(name).__name__}")
+        out.append((name, _to_bytes(f"header {name!r}", value)))
+    return tuple(out)
+
+
+class Producer:
+    """A Kafka producer configured with Kafka's names: ``Producer({"bootstrap.servers": ..., "acks": "all"})``."""
+
+    def __init__(self, config: Optional[Mapping[str, Any]] = None, *, trace=None):
+        self.config = cfg = producer_config(config)
+        self.client_id = cfg["client.id"]
+        self._max_request_size = cfg["max.request.size"]      # read once: _append runs for every record
+        self._hook, self.trace = make_tracer(trace)
+        self._io = IOThread(f"kafka-producer-network-thread | {self.client_id}")
+        self._incoming: collections.deque = collections.deque()
+        self._lock = threading.Lock()
+        self._scheduled = False
+        self._closed = False
+        self._pending_topics: dict[str, collections.deque] = {}
+        try:
+            self._io.run(self._start(), timeout=30)
+        except BaseException:
+            self._io.stop()
+            raise
+
+    async def _start(self) -> None:
+        cfg = self.config
+        self.client = NetworkClient(cfg, tracer=self._hook, allow_auto_topic_creation=True)
+        idempotent = cfg["enable.idempotence"]
+        self.accumulator = RecordAccumulator(
+            batch_size=cfg["batch.size"], linger_ms=cfg["linger.ms"], delivery_timeout_ms=cfg["delivery.timeout.ms"],
+            retry_backoff_ms=cfg["retry.backoff.ms"], retry_backoff_max_ms=cfg["retry.backoff.max.ms"],
+            max_in_flight=cfg["max.in.flight.requests.per.connection"], idempotent=idempotent)
+        self.transaction_manager = TransactionManager() if idempotent else None
+        self.partitioner = Partitioner(cfg["partitioner"], batch_size=cfg["batch.size"],
+                                       ignore_keys=cfg["partitioner.ignore.keys"])
+        self.sender = Sender(self.client, self.accumulator, cfg, self.transaction_manager)
+        self.client.start_metadata_updater()
+        self._sender_task = asyncio.get_running_loop().create_task(self.sender.run())
+
+    # -- sending ----------------------------------------------------------------------------------------------
+    def send(self, topic: str, value=None, key=None, headers=None, partition: Optional[int] = None,
+             timestamp: Optional[int] = None, on_delivery: Optional[Callable] = None) -> concurrent.futures.Future:
+        """Queue one record; returns a Future of :class:`RecordMetadata`. ``on_delivery(err, metadata)``."""
+        if self._closed:
+            raise ClientClosedError("Cannot send after the producer is closed.")
+        if not isinstance(topic, str) or not topic:
+            raise TypeError("topic must be a non-empty str")
+        if partition is not None and (not isinstance(partition, int) or partition < 0):
+            raise ValueError(f"Invalid partition {partition!r}")
+        if timestamp is None:
+            timestamp = time.time_ns() // 1_000_000
+        elif not isinstance(timestamp, int) or timestamp < 0:
+            raise ValueError(f"Invalid timestamp: {timestamp!r}. Timestamp should always be non-negative or None.")
+        record = SimpleRecord(_to_bytes("key", key), _to_bytes("value", value), _headers(headers), timestamp)
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        with self._lock:
+            self._incoming.append((topic, partition, record, future, on_delivery))
+            if self._scheduled:
+                return future
+            self._scheduled = True
+        self._io.call_soon(self._take_incoming)
+        return future
+
+    def produce(self, topic: str, value=None, key=None, **kw) -> concurrent.futures.Future:
+        """Alias of :meth:`send` (confluent-kafka's name)."""
+        return self.send(topic, value, key, **kw)
+
+    def _take_incoming(self) -> None:
+        with self._lock:
+            items = list(self._incoming)
+            self._incoming.clear()
+            self._scheduled = False
+        cluster = self.client.metadata.cluster
+        counts: dict = {}                      # partition count per topic, looked up once per call, not per record
+        for item in items:
+            topic = item[0]
+            pending = self._pending_topics.get(topic)
+            n = counts.get(topic)
+            if n is None:
+                n = counts[topic] = cluster.partition_count(topic)
+            if pending is None and n:
+                self._append(item, cluster, n)
+            else:
+                if pending is None:
+                    pending = self._pending_topics[topic] = collections.deque()
+                    asyncio.ensure_future(self._await_topic(topic))
+                pending.append(item)
+        self.sender.wakeup.set()
+
+    async def _await_topic(self, topic: str) -> None:
+        try:
+            cluster = await self.client.wait_for_metadata(topic, self.config["max.block.ms"])
+        except Exception as e:  # noqa: BLE001 -- every waiting record learns why
+            for item in self._pending_topics.pop(topic, ()):
+                self._fail_item(item, e)
+        else:
+            for item in self._pending_topics.pop(topic, ()):
+                self._append(item, cluster)
+            self.sender.wakeup.set()
+        await self.sender._notify()
+
+    @staticmethod
+    def _fail_item(item, error: BaseException) -> None:
+        _, _, _, future, on_delivery = item
+        if not future.done():
+            future.set_exception(error)
+        if on_delivery is not None:
+            try:
+                on_delivery(error, None)
+            except Exception:  # noqa: BLE001
+                pass
+
+    def _append(self, item, cluster, n: Optional[int] = None) -> None:
+        topic, partition, record, future, on_delivery = item
+        if n is None:
+            n = cluster.partition_count(topic)
+        size = estimate_size(record.key, record.value, record.headers)
+        if size + 61 > self._max_request_size:
+            self._fail_item(item, KafkaProtocolError(ErrorCode.MESSAGE_TOO_LARGE, (
+                f"The message is {size + 61} bytes when serialized which is larger than {self._max_request_size}, "
+                "which is the value of the max.request.size configuration.")))
+            return
+        available = None
+        if partition is None:
+            available = cluster.available_partitions(topic)
+            partition = self.partitioner.partition(topic, record.key, n, available)
+        elif partition >= n:
+            self._fail_item(item, KafkaProtocolError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                                     f"Invalid partition given with record: {partition} is not in "
+                                                     f"the range [0...{n}]."))
+            return
+        self.accumulator.append(TopicPartition(topic, partition), record, size, self.client.now_ms(), future,
+                                on_delivery)
+        if available is not None:
+            self.partitioner.record_appended(topic, partition, size, n, available)
+
+    # -- waiting ----------------------------------------------------------------------------------------------
+    def _idle(self) -> bool:
+        return not self._incoming and not self._pending_topics and not self.accumulator.has_incomplete()
+
+    async def _flush(self) -> None:
+        acc = self.accumulator
+        acc.flushes_in_progress += 1
+        try:
+            self.sender.wakeup.set()
+            async with self.sender.progress:
+                while not self._idle():
+                    self.sender.wakeup.set()
+                    try:
+                        await asyncio.wait_for(self.sender.progress.wait(), 0.05)
+                    except asyncio.TimeoutError:
+                        pass
+        finally:
+            acc.flushes_in_progress -= 1
+
+    def flush(self, timeout: Optional[float] = None) -> None:
+        """Send everything queued now (ignoring ``linger.ms``) and wait until every record is acknowledged or
+        failed. ``timeout`` in seconds (None = wait as long as it takes); raises ``KafkaTimeoutError`` on expiry."""
+        if self._closed:
+            return
+        try:
+            self._io.run(self._flush(), timeout)
+        except (TimeoutError, concurrent.futures.TimeoutError):
+            raise KafkaTimeoutError(f"Failed to flush accumulated records within {timeout} s") from None
+
+    def partitions_for(self, topic: str) -> list:
+        """The topic's partitions as the producer's metadata knows them (waits for the metadata)."""
+        cluster = self._io.run(self.client.wait_for_metadata(topic, self.config["max.block.ms"]))
+        return [cluster.topics[topic].partitions[p] for p in sorted(cluster.topics[topic].partitions)]
+
+    @property
+    def metadata(self):
+        """The producer's current view of the cluster (a ClusterView snapshot)."""
+        return self.client.metadata.cluster
+
+    # -- closing ----------------------------------------------------------------------------------------------
+    def close(self, timeout: Optional[float] = None) -> None:
+        """Flush (up to ``timeout`` seconds; 0 = fail what is queued at once), then stop the I/O thread."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if timeout is None or timeout > 0:
+                try:
+                    self._io.run(self._flush(), timeout)
+                except (TimeoutError, concurrent.futures.TimeoutError):
+                    pass
+            self._io.run(self._shutdown(), 10)
+        finally:
+            self._io.stop()
+
+    async def _shutdown(self) -> None:
+        error = ClientClosedError("Producer is closed forcefully.")
+        with self._lock:
+            items = list(self._incoming)
+            self._incoming.clear()
+        for topic in list(self._pending_topics):
+            items.extend(self._pending_topics.pop(topic))
+        for item in items:
+            self._fail_item(item, error)
+        self.accumulator.abort_all(error)
+        for batch in list(self.accumulator.incomplete):
+            batch.fail(error)
+        await self.sender.close()
+        self._sender_task.cancel()
+        await self.client.close()
+
+    def __enter__(self) -> "Producer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Producer(client.id={self.client_id!r}, {'closed' if self._closed else 'open'})"
