@@ -5,11 +5,12 @@ Theory of operation
 One entry point with a sub-command per tool, named like the Kafka tool it mirrors where there is one::
 
     kafkalab broker [server.properties] [--override key=value ...]      (kafka-server-start.sh)
+    kafkalab cluster --brokers N [--base-port P] [--override key=value ...]
     kafkalab dump-log --files F [--print-data-log] [--deep-iteration]     (kafka-dump-log.sh)
     kafkalab decode FRAME_HEX_OR_FILE [--response API_KEY VERSION] [--size-prefix] [--records]
     kafkalab capture CLIENT [metadata|produce] [--first]
 
-``broker`` runs a broker in the foreground, ``dump-log`` prints segment, index and checkpoint files with
+``broker`` runs a broker in the foreground, ``cluster`` N brokers and the coordination store in one process, ``dump-log`` prints segment, index and checkpoint files with
 Kafka's tool's flags and output, ``decode`` prints the annotated field tree and hex dump of a frame (what
 ``kafkalab.viz.show_frame`` draws in a notebook), ``capture`` runs a real client against a recording listener
 and lists what it sent.
@@ -21,6 +22,7 @@ import sys
 from typing import Optional, Sequence
 
 from kafkalab.cli import broker as _broker
+from kafkalab.cli import cluster as _cluster
 from kafkalab.cli import decode as _decode
 
 __all__ = ["main"]
@@ -30,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="kafkalab", description="kafkalab: Kafka, down to the bytes on the wire.")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _broker.add_parser(sub)
+    _cluster.add_parser(sub)
     from kafkalab.tools import dump_log
 
     dump_log.add_parser(sub)

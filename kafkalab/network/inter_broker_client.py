@@ -15,6 +15,9 @@ broker and each replica fetcher (follower -> leader) own one TCP connection to t
   version (Kafka creates these clients with ``discoverBrokerVersions = false``).
 
 A failed or timed-out request closes the connection; the caller reconnects (and backs off) as it sees fit.
+``link_check(host, port)``, when given, is asked before connecting, before each request and when a response
+arrives: False means the network link is down (fault injection in ``kafkalab.testing``), and the request fails
+as a refused or dropped connection would.
 ``sent`` keeps the last requests (correlation id, API, version) for labs.
 
 Mirrors: the ``NetworkClient`` set-ups in ``core/src/main/scala/kafka/controller/ControllerChannelManager.scala``
@@ -25,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import struct
-from typing import Optional
+from typing import Callable, Optional
 
 from kafkalab.protocol import (DecodeError, api_name, decode_response, encode_request, make_request)
 
@@ -38,7 +41,9 @@ class InterBrokerConnection:
     """A connection to ``host:port`` sending one request at a time. ``send`` returns the response body."""
 
     def __init__(self, host: str, port: int, *, client_id: str, request_timeout_ms: int = 30000,
-                 connect_timeout_ms: int = 10000, max_response_bytes: int = 104857600 * 2):
+                 connect_timeout_ms: int = 10000, max_response_bytes: int = 104857600 * 2,
+                 link_check: Optional[Callable[[str, int], bool]] = None):
+        self.link_check = link_check
         self.host = host
         self.port = port
         self.client_id = client_id
@@ -78,22 +83,34 @@ class InterBrokerConnection:
                 self.close()
                 raise
 
+    def _check_link(self, what: str) -> None:
+        if self.link_check is not None and not self.link_check(self.host, self.port):
+            raise (ConnectionRefusedError if what == "refused" else ConnectionResetError)(
+                f"link to {self.host}:{self.port} is down: connection {what}")
+
     async def _round_trip(self, api_key: int, api_version: int, body):
+        self._check_link("refused")
         await self.connect()
+        # keep our own references: close() (a broker shutting down, a timeout) may clear the attributes
+        # while this coroutine is suspended in a read
+        reader, writer = self._reader, self._writer
+        if reader is None or writer is None:
+            raise ConnectionError(f"connection to {self.host}:{self.port} closed")
         correlation_id = self._next_correlation_id
         self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
         request = make_request(body, api_version=api_version, correlation_id=correlation_id,
                                client_id=self.client_id, api_key=api_key)
-        self._writer.write(encode_request(request, size_prefix=True))
+        writer.write(encode_request(request, size_prefix=True))
         self.sent.append((correlation_id, api_name(api_key), api_version))
-        await self._writer.drain()
+        await writer.drain()
         try:
-            (size,) = _SIZE.unpack(await self._reader.readexactly(4))
+            (size,) = _SIZE.unpack(await reader.readexactly(4))
             if size < 0 or size > self.max_response_bytes:
                 raise DecodeError(f"invalid response size {size}", path="size", offset=0)
-            frame = await self._reader.readexactly(size)
+            frame = await reader.readexactly(size)
         except asyncio.IncompleteReadError as e:
             raise ConnectionError(f"connection to {self.host}:{self.port} closed") from e
+        self._check_link("dropped")
         response = decode_response(frame, api_key, api_version)
         if response.correlation_id != correlation_id:
             raise ConnectionError(f"correlation id {response.correlation_id} does not match request "

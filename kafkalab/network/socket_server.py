@@ -126,6 +126,8 @@ class _Connection(asyncio.BufferedProtocol):
     # ---------------------------------------------------------------------- protocol callbacks (the loop)
     def connection_made(self, transport) -> None:
         self.transport = transport
+        if self.server.paused:
+            transport.pause_reading()
         self.server._spawn(self.ep, self)
 
     def get_buffer(self, sizehint: int) -> memoryview:
@@ -194,7 +196,7 @@ class _Connection(asyncio.BufferedProtocol):
             finally:
                 self._waiter = None
         frame = self.ready.popleft()
-        if not self.ready and self.error is None and not self.eof:
+        if not self.ready and self.error is None and not self.eof and not self.server.paused:
             self.transport.resume_reading()
         return frame
 
@@ -244,6 +246,8 @@ class SocketServer:
         self._tasks: set[asyncio.Task] = set()
         self._index = itertools.count()
         self._closing = False
+        self.paused = False
+        self._protocols: set = set()
 
     # ------------------------------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -255,7 +259,23 @@ class SocketServer:
     def _spawn(self, ep: EndPoint, conn: _Connection) -> None:
         task = asyncio.ensure_future(self._process(ep, conn))
         self._tasks.add(task)
+        self._protocols.add(conn)
         task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda _t, conn=conn: self._protocols.discard(conn))
+
+    def pause(self) -> None:
+        """Stop reading every socket (and new ones): what a stopped process looks like from outside -- the
+        kernel still accepts connections and buffers bytes, nobody reads them (fault injection)."""
+        self.paused = True
+        for conn in list(self._protocols):
+            if conn.transport is not None and not conn.transport.is_closing():
+                conn.transport.pause_reading()
+
+    def resume(self) -> None:
+        self.paused = False
+        for conn in list(self._protocols):
+            if conn.transport is not None and not conn.transport.is_closing() and not conn.ready:
+                conn.transport.resume_reading()
 
     def bound_port(self, listener_name: str) -> int:
         return self.listeners[listener_name].port

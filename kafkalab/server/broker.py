@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from kafkalab.common.scheduler import MockScheduler, ThreadScheduler
 from kafkalab.common.time import SYSTEM, MockTime, Time
@@ -78,6 +78,8 @@ class KafkaServer:
         self.metadata_cache = MetadataCache(self.broker_id)
         self.group_coordinator = None
         self.broker_epoch = -1
+        # (host, port) -> is the network link to that broker up? Injected by fault-injection harnesses.
+        self.link_filter: Optional[Callable[[str, int], bool]] = None
 
     # ------------------------------------------------------------------------------------------ startup
     async def startup(self) -> "KafkaServer":
@@ -110,7 +112,7 @@ class KafkaServer:
         self.replica_manager.replica_fetcher_manager = ReplicaFetcherManager(
             self.broker_id, self.replica_manager, cfg,
             connect=lambda host, port, client_id, timeout_ms: InterBrokerConnection(
-                host, port, client_id=client_id, request_timeout_ms=timeout_ms))
+                host, port, client_id=client_id, request_timeout_ms=timeout_ms, link_check=self._link_up))
         await self.replica_manager.startup()
         self.group_coordinator = GroupCoordinator(GroupConfig.from_broker(cfg), self.time, self.scheduler,
                                                   BrokerOffsetsLog(self), broker_id=self.broker_id)
@@ -138,13 +140,16 @@ class KafkaServer:
         # 6. controller
         timeout_ms = cfg["controller.socket.timeout.ms"]
         channel = ControllerChannelManager(self.broker_id, lambda host, port, client_id: InterBrokerConnection(
-            host, port, client_id=client_id, request_timeout_ms=timeout_ms))
+            host, port, client_id=client_id, request_timeout_ms=timeout_ms, link_check=self._link_up))
         self.controller = KafkaController(self.broker_id, self.zk, channel,
                                           inter_broker_listener=cfg.inter_broker_listener_name,
                                           unclean_election=self._unclean_election, name=f"Controller id={self.broker_id}")
         await self.controller.startup()
         log.info("[%s] started (listeners: %s)", self.name, ", ".join(str(e) for e in self.bound_endpoints))
         return self
+
+    def _link_up(self, host: str, port: int) -> bool:
+        return self.link_filter is None or self.link_filter(host, port)
 
     def _topic_configs(self) -> dict:
         """The config of every topic this broker may host, from ZooKeeper, before the logs are opened."""
@@ -197,8 +202,9 @@ class KafkaServer:
         return self.replica_manager.metrics() if self.replica_manager is not None else {}
 
     # ------------------------------------------------------------------------------------------ shutdown
-    async def kill(self, *, expire_session: bool = True) -> None:
-        """An abrupt stop (a crash, ``kill -9``): sockets dropped, nothing flushed or checkpointed. With
+    async def kill(self, *, expire_session: bool = True, lose_unflushed: bool = False) -> None:
+        """An abrupt stop (a crash, ``kill -9``): sockets dropped, nothing flushed or checkpointed; with
+        ``lose_unflushed`` also the OS page cache is lost (a machine crash: bytes never fsync'd vanish). With
         ``expire_session`` the coordination session expires at once (the controller reacts without waiting);
         without, it stays until ``zookeeper.session.timeout.ms`` passes unheard (``ZkStore.expire_sessions``),
         and meanwhile only the leaders notice, through ``replica.lag.time.max.ms``."""
@@ -223,7 +229,7 @@ class KafkaServer:
         if self.replica_manager is not None:
             self.replica_manager.shutdown()
         if self.log_manager is not None:
-            self.log_manager.simulate_crash(lose_unflushed=False)
+            self.log_manager.simulate_crash(lose_unflushed=lose_unflushed)
         if self.scheduler is not None:
             self.scheduler.shutdown()
         if self.zk is not None and expire_session:

@@ -12,6 +12,11 @@ Brokers listen on free ports of 127.0.0.1 by default (``listeners=PLAINTEXT://12
 broker gets its old port back, so clients keep their bootstrap list. Data lives in a temporary directory that
 is removed on ``stop()`` unless ``log_dirs`` was given.
 
+The store expires sessions that stopped pinging (a killed broker's, an isolated or paused one's) every half
+``zk_tick_time_ms`` on the wall clock; with a ``MockTime`` call ``zk_store.expire_sessions()`` yourself.
+Faults -- ``kill``, ``pause``/``resume``, ``isolate``/``partition``/``heal`` -- are described in
+:mod:`kafkalab.testing.faults`.
+
 ::
 
     with Cluster(brokers=1) as cluster:
@@ -28,8 +33,9 @@ import threading
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from kafkalab.common.time import SYSTEM, Time
+from kafkalab.common.time import SYSTEM, MockTime, Time
 from kafkalab.server.broker import KafkaServer
+from kafkalab.testing.faults import FaultInjection
 from kafkalab.zk import ZkStore
 
 __all__ = ["Cluster"]
@@ -75,16 +81,19 @@ class _LoopThread:
         self.thread.join(timeout=10)
 
 
-class Cluster:
+class Cluster(FaultInjection):
     """``brokers`` brokers (ids 0..n-1) sharing one embedded coordination store, on a background event loop.
 
     ``overrides`` are broker configs (Kafka's names) applied to every broker; ``log_dirs`` a base directory
     (each broker uses ``<log_dirs>/broker-<id>``); ``time`` an injectable clock (``MockTime``) for
-    deterministic labs.
+    deterministic labs; ``zk_tick_time_ms`` the store's tick (session timeouts are clamped to [2, 20] ticks, as
+    ZooKeeper negotiates them: lower it for short ``zookeeper.session.timeout.ms`` overrides); ``base_port``
+    makes broker ``i`` listen on ``base_port + i`` (default: free ports).
     """
 
     def __init__(self, brokers: int = 1, overrides: Optional[Mapping[str, Any]] = None,
-                 log_dirs: Optional[str] = None, *, time: Time = SYSTEM, host: str = "127.0.0.1"):
+                 log_dirs: Optional[str] = None, *, time: Time = SYSTEM, host: str = "127.0.0.1",
+                 zk_tick_time_ms: int = 2000, base_port: int = 0):
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         self.num_brokers = brokers
@@ -94,9 +103,12 @@ class Cluster:
         self._tmp: Optional[tempfile.TemporaryDirectory] = None
         self.base_dir = Path(log_dirs) if log_dirs else None
         self.brokers: dict[int, KafkaServer] = {}
-        self._ports: dict[int, int] = {}
+        self._ports: dict[int, int] = {i: base_port + i for i in range(brokers)} if base_port else {}
         self.zk_store: Optional[ZkStore] = None
         self._loop: Optional[_LoopThread] = None
+        self.zk_tick_time_ms = zk_tick_time_ms
+        self._expiry_task: Optional[asyncio.Task] = None
+        self._init_faults()
 
     # ------------------------------------------------------------------------------------------ lifecycle
     def __enter__(self) -> "Cluster":
@@ -113,11 +125,22 @@ class Cluster:
             self.base_dir = Path(self._tmp.name)
         self.base_dir.mkdir(parents=True, exist_ok=True)
         self._loop = _LoopThread("kafkalab-cluster")
-        self.zk_store = self._loop.call(lambda: ZkStore(str(self.base_dir / "zookeeper"), time=self.time))
+        self.zk_store = self._loop.call(lambda: ZkStore(str(self.base_dir / "zookeeper"), time=self.time,
+                                                        tick_time_ms=self.zk_tick_time_ms))
+        if not isinstance(self.time, MockTime):
+            self._expiry_task = self._loop.call(lambda: asyncio.ensure_future(self._expire_sessions_forever()))
         for broker_id in range(self.num_brokers):
             self.start_broker(broker_id)
         self.wait_for_controller()
         return self
+
+    async def _expire_sessions_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.zk_tick_time_ms / 2000.0)
+            try:
+                self.zk_store.expire_sessions()
+            except Exception:  # a closed store at shutdown
+                pass
 
     def _broker_config(self, broker_id: int) -> dict:
         port = self._ports.get(broker_id, 0)
@@ -132,10 +155,13 @@ class Cluster:
 
     def start_broker(self, broker_id: int) -> KafkaServer:
         server = KafkaServer(self._broker_config(broker_id), zk_store=self.zk_store, time=self.time)
+        self._install_link_filter(server, broker_id)
+        self._forget_faults_of(broker_id)
         self.brokers[broker_id] = server
         self._loop.run(server.startup())
         if server.bound_endpoints:
             self._ports.setdefault(broker_id, server.bound_endpoints[0].port)
+        self.call(self._apply_session_faults)   # a restarted broker is still behind any cut link
         return server
 
     def stop_broker(self, broker_id: int) -> None:
@@ -143,14 +169,16 @@ class Cluster:
         if server is not None:
             self._loop.run(server.shutdown())
 
-    def kill(self, broker_id: int, *, expire_session: bool = True) -> None:
+    def kill(self, broker_id: int, *, expire_session: bool = True, lose_unflushed: bool = False) -> None:
         """Kill a broker abruptly: its sockets drop, nothing is flushed or checkpointed (the OS page cache
-        survives, as for ``kill -9``). With ``expire_session`` its coordination session expires at once (the
+        survives, as for ``kill -9``; ``lose_unflushed=True`` models a machine crash instead: every log loses
+        the bytes written since its last flush). With ``expire_session`` its coordination session expires at once (the
         controller sees it gone); without, the session lingers (call ``zk_store.expire_sessions()`` once its
         timeout has passed) and only the leaders notice, after ``replica.lag.time.max.ms``."""
         server = self.brokers.get(broker_id)
         if server is not None:
-            self._loop.run(server.kill(expire_session=expire_session))
+            self._loop.run(server.kill(expire_session=expire_session, lose_unflushed=lose_unflushed))
+        self.paused.discard(broker_id)
 
     def restart(self, broker_id: int) -> KafkaServer:
         """Stop a broker cleanly (if running; a killed one just starts) and start it again on the same port and
@@ -170,6 +198,9 @@ class Cluster:
                     self._loop.run(self.brokers[broker_id].shutdown())
                 except Exception:
                     pass
+            if self._expiry_task is not None:
+                self._loop.call(self._expiry_task.cancel)
+                self._expiry_task = None
             if self.zk_store is not None:
                 self._loop.call(self.zk_store.close)
         finally:

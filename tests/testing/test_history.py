@@ -1,0 +1,151 @@
+"""The history checker on hand-made histories: one per anomaly, plus a clean run and the 'info' rules."""
+from kafkalab.testing.history import History
+
+
+def acked(h, value, offset, partition=0):
+    return h.send(value, partition=partition).ok(partition, offset)
+
+
+def clean_history():
+    h = History()
+    for i in range(3):
+        acked(h, f"v{i}", i)
+    h.poll([(0, 0, "v0"), (0, 1, "v1")])
+    h.poll([(0, 2, "v2")])
+    h.read_to_end(0, 3)
+    return h
+
+
+def test_a_clean_history_is_valid():
+    result = clean_history().check()
+    assert result.valid and bool(result) and result.anomalies == {}
+    assert result.stats["acknowledged"] == 3 and result.stats["read"] == 3
+    assert "valid: True" in str(result) and "valid" in result._repr_html_()
+
+
+def test_lost_write_needs_a_read_past_it_or_to_the_end():
+    h = History()
+    acked(h, "a", 0)
+    acked(h, "b", 1)
+    h.poll([(0, 0, "a")])
+    assert h.check().valid                       # nobody read as far as offset 1 yet
+    h.read_to_end(0, 2)
+    result = h.check()
+    assert not result.valid
+    assert result.lost_write == [{"value": "b", "partition": 0, "offset": 1}]
+    assert "lost-write" in result.anomalies and "lost-write: 1" in str(result)
+
+
+def test_a_read_past_the_offset_also_reveals_a_lost_write():
+    h = History()
+    acked(h, "a", 0)
+    acked(h, "b", 1)
+    h.poll([(0, 0, "a"), (0, 2, "c")])
+    h.send("c", partition=0).ok(0, 2)
+    assert [c["value"] for c in h.check().lost_write] == ["b"]
+
+
+def test_indeterminate_sends_are_never_lost_and_may_be_read():
+    h = History()
+    acked(h, "a", 0)
+    h.send("maybe-1").info("REQUEST_TIMED_OUT")
+    h.send("maybe-2").info("REQUEST_TIMED_OUT")
+    h.send("pending")                            # never completed: also indeterminate
+    h.poll([(0, 0, "a"), (0, 1, "maybe-2")])
+    h.read_to_end(0, 2)
+    result = h.check()
+    assert result.valid, str(result)
+    assert result.stats["indeterminate"] == 3
+
+
+def test_duplicate():
+    h = History()
+    acked(h, "a", 0)
+    h.poll([(0, 0, "a"), (0, 1, "a")])
+    result = h.check()
+    assert result.duplicate == [{"value": "a", "at": [(0, 0), (0, 1)]}]
+    assert not result.valid
+
+
+def test_inconsistent_offsets_across_consumers():
+    h = History()
+    acked(h, "a", 0)
+    h.send("b").info()
+    h.poll([(0, 0, "a")], process="c1")
+    h.poll([(0, 0, "b")], process="c2")
+    result = h.check()
+    assert result.inconsistent_offsets == [{"partition": 0, "offset": 0, "values": ["a", "b"]}]
+    assert result.duplicate == [] and result.aborted_read == []
+
+
+def test_aborted_read_only_for_known_failed_sends():
+    h = History()
+    h.send("x").fail("NOT_ENOUGH_REPLICAS")
+    h.poll([(0, 0, "x")])
+    result = h.check()
+    assert result.aborted_read == [{"value": "x", "at": [(0, 0)], "error": "NOT_ENOUGH_REPLICAS"}]
+
+
+def test_unexpected_read():
+    h = History()
+    h.poll([(0, 0, "ghost")])
+    assert h.check().unexpected_read == [{"value": "ghost", "at": [(0, 0)]}]
+
+
+def test_poll_skip_counts_only_offsets_known_to_exist():
+    h = History()
+    for i, v in enumerate("abcd"):
+        acked(h, v, i)
+    h.poll([(0, 0, "a")], process="c1")
+    h.poll([(0, 3, "d")], process="c1")          # skipped 1 and 2, which were acknowledged
+    h.poll([(0, 0, "a"), (0, 1, "b"), (0, 2, "c"), (0, 3, "d")], process="c2")
+    result = h.check()
+    assert result.poll_skip == [{"process": "c1", "partition": 0, "from": 0, "to": 3, "skipped": [1, 2]}]
+    # gaps nobody knows of (compaction, transaction markers) are not skips
+    g = History()
+    acked(g, "a", 0)
+    acked(g, "b", 5)
+    g.poll([(0, 0, "a"), (0, 5, "b")])
+    assert g.check().valid
+
+
+def test_nonmonotonic_poll_unless_the_consumer_seeked():
+    h = History()
+    acked(h, "a", 0)
+    acked(h, "b", 1)
+    h.poll([(0, 0, "a"), (0, 1, "b")])
+    h.seek(0, 0)
+    h.poll([(0, 0, "a")])                        # after a seek: fine
+    assert h.check().valid
+    h.poll([(0, 0, "a")])                        # again, without a seek: backwards (well, not forwards)
+    result = h.check()
+    assert result.nonmonotonic_poll == [{"process": 0, "partition": 0, "from": 0, "to": 0}]
+    assert result.duplicate == []                # same value at the same offset is not a duplicate
+
+
+def test_partitions_are_independent():
+    h = History()
+    acked(h, "a", 0, partition=("t", 0))
+    acked(h, "b", 0, partition=("t", 1))
+    h.poll([(("t", 0), 0, "a"), (("t", 1), 0, "b")])
+    h.read_to_end(("t", 0), 1)
+    h.read_to_end(("t", 1), 1)
+    assert h.check().valid
+
+
+def test_a_write_acknowledged_at_an_offset_the_log_no_longer_has_is_lost():
+    h = History()
+    acked(h, "a", 0)
+    acked(h, "b", 1)                             # acknowledged by a leader that then died ...
+    h.poll([(0, 0, "a")])
+    h.read_to_end(0, 1)                          # ... and the new leader's log ends at 1
+    assert [c["value"] for c in h.check().lost_write] == ["b"]
+
+
+def test_a_complete_read_does_not_judge_writes_acknowledged_after_it():
+    h = History()
+    acked(h, "a", 0)
+    h.poll([(0, 0, "a")])
+    h.read_to_end(0, 1)
+    acked(h, "b", 1)
+    assert h.check().valid
