@@ -1,0 +1,250 @@
+"""Lab 04 (``labs/04_metadata_routing.ipynb``): metadata and routing.
+
+Theory of operation
+-------------------
+A client starts with one address and ends up talking to the right broker for every partition. The lab follows
+that path on a three-broker in-process cluster and needs a few helpers that keep its output identical from run
+to run (ports, cluster ids and topic ids are random; which broker leads is fixed here by an explicit replica
+assignment, so it is not):
+
+* :func:`create_topic` -- a topic with an explicit replica assignment (what ``kafka-topics.sh
+  --replica-assignment`` and CreateTopics' ``assignments`` do), created through the broker's admin path;
+* :func:`metadata_request` -- one MetadataRequest on a bare socket, the decoded response back;
+* :func:`brokers_table`, :func:`partitions_table` -- the response's brokers and partitions as rows (ports are
+  compared with the cluster's own listeners, never printed);
+* :func:`routing_table` -- the client's cache (:class:`kafkalab.clients.metadata.ClusterView`) as "partition ->
+  leader -> connection";
+* :func:`cluster_diagram` -- Graphviz: the client, the brokers, and every partition's leader, followers and ISR;
+* :func:`trace_rows` -- a client trace (:mod:`kafkalab.clients.tracing`) as rows without timings, each Produce
+  with its partition's error;
+* the checks ``check_*``, which compute the expected answer from the data the learner was given.
+
+Mirrors the routing part of ``clients/.../producer/internals/Sender.java`` and ``clients/.../Metadata.java``.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Optional
+
+from kafkalab.clients.metadata import STALE_METADATA_ERRORS
+from kafkalab.exercises import CheckResult, check_equal, check_parts, is_unanswered
+from kafkalab.exercises.lab02 import RawConnection
+from kafkalab.protocol import ApiKey, ErrorCode, decode_response, encode_request, make_request, request_class
+
+__all__ = ["TOPIC", "ASSIGNMENT", "OVERRIDES", "create_topic", "cached_leader", "cached_isr_size",
+           "metadata_request", "brokers_table", "partitions_table", "routing_table", "cluster_diagram",
+           "trace_rows", "error_name", "next_requests", "check_routing", "check_refresh_errors",
+           "check_retry_sequence"]
+
+TOPIC = "orders"
+#: partition -> replicas; the first replica is the preferred leader.
+ASSIGNMENT = {0: [1, 2, 0], 1: [2, 0, 1], 2: [0, 1, 2]}
+OVERRIDES = {
+    "zookeeper.session.timeout.ms": 1000,     # a dead broker is noticed quickly
+    "replica.lag.time.max.ms": 1000,
+    "offsets.topic.replication.factor": 1,
+    "num.partitions": 2,                       # for topics created automatically (section 3)
+    "default.replication.factor": 3,
+}
+METADATA_VERSION = 12
+Metadata = request_class(ApiKey.METADATA)
+
+
+def error_name(code: int) -> str:
+    return ErrorCode(code).name
+
+
+# -- cluster side ---------------------------------------------------------------------------------------------------------
+def create_topic(cluster, name: str, assignment: Mapping[int, list], timeout: float = 10.0) -> None:
+    """Create ``name`` with an explicit replica assignment and wait until every running broker knows its leaders."""
+    broker = cluster.broker(cluster.controller_id)
+    cluster.call(broker.admin.create_topic, name, -1, -1, {p: list(r) for p, r in assignment.items()}, {})
+    cluster.wait_until(lambda: all(
+        b.metadata_cache.partition_count(name) == len(assignment) and
+        all(p.leader >= 0 for p in b.metadata_cache.partitions(name))
+        for b in cluster.brokers.values() if b.is_running), timeout, f"topic {name} did not come online")
+
+
+def cached_leader(broker, topic: str, partition: int) -> Optional[int]:
+    """The leader ``broker``'s own metadata cache names for a partition (None while it knows nothing of it)."""
+    state = broker.metadata_cache.partition_state(topic, partition)
+    return None if state is None else state.leader
+
+
+def cached_isr_size(broker, topic: str, partition: int) -> int:
+    """How many in-sync replicas ``broker``'s metadata cache lists for a partition (0 while it knows nothing)."""
+    state = broker.metadata_cache.partition_state(topic, partition)
+    return 0 if state is None else len(state.isr)
+
+
+def metadata_request(address: str, topics: Optional[Iterable[str]], *, allow_auto_topic_creation: bool = False,
+                     correlation_id: int = 1, client_id: str = "kafkalab-lab04"):
+    """Send one MetadataRequest (v12) to ``address`` and return the decoded response body.
+    ``topics=None`` asks for every topic."""
+    topic_list = None if topics is None else tuple(Metadata.MetadataRequestTopic(name=t)
+                                                    for t in topics)
+    body = Metadata(topics=topic_list, allow_auto_topic_creation=allow_auto_topic_creation,
+                    include_topic_authorized_operations=False)
+    frame = encode_request(make_request(body, api_version=METADATA_VERSION, correlation_id=correlation_id,
+                                        client_id=client_id))
+    with RawConnection(address) as conn:
+        conn.send(frame)
+        return decode_response(conn.receive(), ApiKey.METADATA, METADATA_VERSION).body
+
+
+def brokers_table(body, cluster) -> list[dict]:
+    """One row per broker of a MetadataResponse; the port is compared with that broker's listener, not shown."""
+    return [{"node_id": b.node_id, "host": b.host,
+             "port = that broker's listener": b.port == cluster.broker(b.node_id).bound_endpoints[0].port,
+             "rack": b.rack} for b in sorted(body.brokers, key=lambda b: b.node_id)]
+
+
+def partitions_table(body, topic: str) -> list[dict]:
+    [t] = [t for t in body.topics if t.name == topic]
+    return [{"partition": p.partition_index, "error": error_name(p.error_code), "leader": p.leader_id,
+             "leader_epoch": p.leader_epoch, "replicas": list(p.replica_nodes), "isr": list(p.isr_nodes)}
+            for p in sorted(t.partitions, key=lambda p: p.partition_index)]
+
+
+# -- client side ----------------------------------------------------------------------------------------------------------
+def routing_table(view, topic: str) -> list[dict]:
+    """Where the client would send a Produce for each partition of ``topic``, from its cached ClusterView."""
+    rows = []
+    for p in sorted(view.topics[topic].partitions):
+        info = view.topics[topic].partitions[p]
+        leader = view.leader_for(topic, p)
+        rows.append({"partition": p, "leader": info.leader, "leader_epoch": info.leader_epoch,
+                     "send Produce to": "(unknown: refresh first)" if leader is None else f"broker {leader}",
+                     "replicas": list(info.replicas), "isr": list(info.isr)})
+    return rows
+
+
+def trace_rows(events) -> list[dict]:
+    """A client trace as rows: where each request went and what came back (errors per partition for Produce)."""
+    rows = []
+    for i, e in enumerate(events, 1):
+        outcome = ""
+        if e.response is None:
+            outcome = e.error or "no response"
+        elif e.api_key == ApiKey.PRODUCE:
+            parts = [(t.name, p.index, p.error_code, p.base_offset) for t in e.response.body.responses
+                     for p in t.partition_responses]
+            outcome = "; ".join(f"{t}-{p}: " + (f"{error_name(c)} ({c})" if c else f"NONE, base_offset {o}")
+                                for t, p, c, o in parts)
+        elif e.api_key == ApiKey.METADATA:
+            body = e.response.body
+            outcome = "; ".join(f"{t.name}-{p.partition_index} leader {p.leader_id} (epoch {p.leader_epoch})"
+                                for t in body.topics for p in sorted(t.partitions, key=lambda p: p.partition_index))
+        else:
+            outcome = error_name(getattr(e.response.body, "error_code", 0))
+        rows.append({"step": i, "to": "bootstrap" if e.node_id < 0 else f"broker {e.node_id}",
+                     "corr": e.correlation_id, "request": f"{e.api_name} v{e.api_version}", "outcome": outcome})
+    return rows
+
+
+def cluster_diagram(view, topic: str, *, title: str = "", dead: Iterable[int] = (), client: str = "producer"):
+    """Graphviz: the client connected to every broker it knows; each partition of ``topic`` with a bold edge to
+    its leader, solid edges to in-sync followers, dashed grey edges to replicas outside the ISR."""
+    import graphviz
+
+    from kafkalab.viz import Diagram
+
+    dead = set(dead)
+    g = graphviz.Digraph("routing", graph_attr={"rankdir": "LR", "bgcolor": "transparent", "fontname": "Helvetica",
+                                                "nodesep": "0.35", "ranksep": "1.0", "label": title,
+                                                "labelloc": "t", "fontsize": "13"},
+                         node_attr={"fontname": "Helvetica", "fontsize": "11", "shape": "box",
+                                    "style": "rounded,filled", "fillcolor": "#ffffff", "color": "#868e96"},
+                         edge_attr={"fontname": "Helvetica", "fontsize": "9", "arrowsize": "0.6"})
+    g.node("client", f"{client}\n(metadata cache)", fillcolor="#e7f5ff", color="#1971c2")
+    brokers = sorted(set(view.brokers) | dead)
+    for b in brokers:
+        if b in dead:
+            g.node(f"b{b}", f"broker {b}\n(dead)", fillcolor="#ffe3e3", color="#e03131", fontcolor="#c92a2a")
+        else:
+            label = f"broker {b}" + ("\n(controller)" if b == view.controller_id else "")
+            g.node(f"b{b}", label, fillcolor="#f8f9fa")
+            g.edge("client", f"b{b}", color="#74c0fc", style="dotted", arrowhead="none")
+    info = view.topics[topic]
+    with g.subgraph(name="cluster_parts") as s:
+        s.attr(label=f"topic {topic}", color="#ced4da", fontname="Helvetica", fontsize="11")
+        for p in sorted(info.partitions):
+            s.node(f"p{p}", f"{topic}-{p}\nleader epoch {info.partitions[p].leader_epoch}", fillcolor="#fff9db",
+                   color="#f08c00")
+    for p in sorted(info.partitions):
+        pi = info.partitions[p]
+        for r in pi.replicas:
+            if r == pi.leader:
+                g.edge(f"p{p}", f"b{r}", label="leader", color="#2b8a3e", penwidth="2.5", fontcolor="#2b8a3e")
+            elif r in pi.isr:
+                g.edge(f"p{p}", f"b{r}", label="in ISR", color="#495057")
+            else:
+                g.edge(f"p{p}", f"b{r}", label="not in ISR", color="#adb5bd", style="dashed", fontcolor="#868e96")
+    return Diagram(g, caption="Dotted: the client's connections. From each partition: its leader (green, bold), "
+                              "in-sync followers (solid), replicas outside the ISR (dashed).")
+
+
+# -- what the client does on an error -------------------------------------------------------------------------------------
+def next_requests(cached_leader: int, new_leader: int, bootstrap_known: bool = True) -> list[tuple[str, int]]:
+    """The requests a producer sends for one record when its cache names ``cached_leader`` but ``new_leader`` now
+    leads: a Produce to the stale leader, a Metadata refresh (from the least loaded node: the one it is
+    connected to), a Produce to the new leader. With an up-to-date cache: one Produce."""
+    if cached_leader == new_leader:
+        return [("Produce", new_leader)]
+    return [("Produce", cached_leader), ("Metadata", cached_leader), ("Produce", new_leader)]
+
+
+# -- checks ---------------------------------------------------------------------------------------------------------------
+def check_routing(answer: Any, partitions: Mapping[int, Mapping[str, Any]], brokers: Mapping[int, str]) -> CheckResult:
+    """``answer``: partition -> "host:port" a Produce for it must go to. ``partitions``: partition -> dict with
+    ``leader``, ``replicas``, ``isr``; ``brokers``: node id -> "host:port"."""
+    expected = {p: brokers[info["leader"]] for p, info in partitions.items()}
+
+    def diagnose(p, got):
+        info = partitions[p]
+        if got in (brokers.get(r) for r in info["replicas"] if r != info["leader"]):
+            return "that broker holds a replica, but only the leader accepts a Produce"
+        if got not in brokers.values():
+            return "that address is not one of the brokers in the response"
+        return None
+    return check_parts("Routing table", answer, expected, label=lambda p: f"partition {p}", diagnose=diagnose,
+                       hint="look up each partition's leader_id, then that broker's host and port")
+
+
+def check_refresh_errors(answer: Any, candidates: Iterable[str]) -> CheckResult:
+    """``answer``: the set of error names (from ``candidates``) after which a client refreshes its metadata."""
+    candidates = list(candidates)
+    expected = {n for n in candidates if ErrorCode[n] in STALE_METADATA_ERRORS}
+    if is_unanswered(answer):
+        return check_equal("Errors that mean 'refresh your metadata'", answer, None)
+    if not isinstance(answer, (set, frozenset, list, tuple)):
+        return CheckResult("Errors that mean 'refresh your metadata'", "fail",
+                           f"expected a set of error names, got {type(answer).__name__}")
+    got = set(answer)
+    if got == expected:
+        return CheckResult("Errors that mean 'refresh your metadata'", "pass",
+                           f"correct: {', '.join(sorted(expected))}")
+    missing, extra = expected - got, got - expected
+    hint = []
+    if missing:
+        hint.append(f"{len(missing)} error(s) missing: which answers say 'I am not the broker you want' or "
+                    f"'this partition has no leader right now'?")
+    if extra:
+        hint.append(f"{len(extra)} error(s) too many: would new metadata change the outcome of those?")
+    return CheckResult("Errors that mean 'refresh your metadata'", "fail", f"{sorted(got)} is not right",
+                       " ".join(hint))
+
+
+def check_retry_sequence(answer: Any, cached_leader: int, new_leader: int) -> CheckResult:
+    """``answer``: the list of (api name, broker id) the producer sends for one record."""
+    expected = next_requests(cached_leader, new_leader)
+
+    def diagnose(got):
+        if isinstance(got, (list, tuple)) and got and tuple(got[0]) == ("Produce", new_leader) and \
+                cached_leader != new_leader:
+            return "the client does not know yet that leadership moved: it goes where its cache says"
+        if isinstance(got, (list, tuple)) and len(got) == 2:
+            return "between the failed Produce and the good one, the client learns something new"
+        return None
+    normalised = [tuple(x) for x in answer] if isinstance(answer, (list, tuple)) else answer
+    return check_equal("Refresh and retry", normalised if not is_unanswered(answer) else answer, expected,
+                       hint="follow the trace of section 5", diagnose=diagnose)

@@ -1,0 +1,287 @@
+# Source of labs/04_metadata_routing.ipynb ("percent" format). Edit this file, then rebuild and re-execute:
+#     .venv/bin/python scripts/build_labs.py 04
+# Review the prose and code here; the .ipynb keeps the outputs that nbval compares.
+
+# %% [markdown]
+# # Lab 04 · Metadata and routing
+#
+# A producer configured with a single address ends up writing to three brokers, each record to the one broker
+# that leads its partition. Nobody gave it a map: it asked for one. This lab looks at that map — the
+# **Metadata** response — field by field, at the copy every client keeps of it, and at what happens when the map
+# is wrong because leadership moved after the client read it.
+#
+# **By the end of this lab you can**
+#
+# 1. explain why `bootstrap.servers` needs only one reachable broker, and what the first request is for;
+# 2. read a Metadata response: brokers, controller, and for every partition its leader, leader epoch, replicas
+#    and ISR;
+# 3. turn that response into the client's routing table (partition → leader → connection);
+# 4. create topics with the admin client, and say when a Metadata request creates one by itself;
+# 5. follow the refresh-and-retry after `NOT_LEADER_OR_FOLLOWER` (error 6) in a client trace.
+
+# %% [markdown]
+# ### Where this lab sits
+#
+# | course concept | what you will see | section |
+# |---|---|---|
+# | **C6** the client bootstraps, asks any broker for metadata | one address in, three brokers out | 1, 2 |
+# | **C41** any broker answers; clients cache and refresh (`metadata.max.age.ms`) | the same answer from every broker; the producer's cache | 2, 4 |
+# | **C23** topics created by tools or automatically on a metadata request | `allow_auto_topic_creation` | 3 |
+# | **C35** the admin client | CreateTopics, DescribeCluster-like listing | 3 |
+# | **C40** Produce must go to the leader, otherwise NOT_LEADER_OR_FOLLOWER | a stale cache after a failover | 5 |
+#
+# | what you look at | kafkalab module | Kafka source (apache/kafka) |
+# |---|---|---|
+# | the client's cache and its refresh rules | `kafkalab/clients/metadata.py` | `clients/.../Metadata.java`, `common/Cluster.java` |
+# | the broker's answer | `kafkalab/server/apis/` (Metadata), `kafkalab/server/metadata_cache.py` | `KafkaApis.handleTopicMetadataRequest`, `MetadataCache` |
+# | the error that sends the client back | `kafkalab/server/replica_manager.py` | `ReplicaManager.appendRecords` |
+# | helpers, pictures, checks | `kafkalab/exercises/lab04.py` | — |
+
+# %%
+import pandas as pd
+
+from kafkalab import Cluster
+from kafkalab.clients import Admin, NewTopic, Producer
+from kafkalab.exercises import lab04
+from kafkalab.exercises.lab02 import BrokerLog
+
+pd.set_option("display.max_colwidth", 120)
+broker_log = BrokerLog().install()           # the brokers' warnings (a killed broker makes some) go to a list
+TOPIC = lab04.TOPIC
+
+# %% [markdown]
+# ## 1 · Three brokers, one address
+#
+# We start a cluster of three brokers (ids 0, 1, 2) sharing one coordination store — the ZooKeeper-era
+# architecture that lab 09 opens up. Each broker listens on its own port. Then we create the topic `orders`
+# with three partitions and three replicas each, and we decide where the replicas go: the first replica of each
+# list is the partition's *preferred* leader, so every broker leads one partition.
+
+# %%
+cluster = Cluster(brokers=3, overrides=lab04.OVERRIDES).start()
+lab04.create_topic(cluster, TOPIC, lab04.ASSIGNMENT)
+print("brokers running:", sorted(b for b, s in cluster.brokers.items() if s.is_running))
+print("replica assignment:", lab04.ASSIGNMENT)
+
+# %% [markdown]
+# A client is configured with `bootstrap.servers`, a list of `host:port`. The list is **not** the cluster:
+# it is only where to ask. One live entry is enough; more entries only help when some of them are down. We give
+# our clients the address of broker 0 and nothing else.
+#
+# The first thing a client sends there (after ApiVersions, lab 02) is a **MetadataRequest**: "which brokers
+# are there, and who leads the partitions of these topics?". Here it is, sent by hand on a bare socket:
+
+# %%
+first_address = cluster.broker(0).bootstrap_servers
+response = lab04.metadata_request(first_address, [TOPIC])
+print("cluster_id is set:", response.cluster_id is not None, "| controller_id:", response.controller_id)
+pd.DataFrame(lab04.brokers_table(response, cluster)).set_index("node_id")
+
+# %% [markdown]
+# We asked one broker and learned all three, with their addresses: from now on the client can connect to any
+# of them directly. (We compare the ports with the brokers' listeners instead of printing them: they are picked
+# at random each time the cluster starts.) The response also names the **controller**, the broker that manages
+# leadership for the whole cluster (lab 09).
+#
+# ## 2 · The partitions: leader, replicas, ISR, leader epoch
+
+# %%
+pd.DataFrame(lab04.partitions_table(response, TOPIC)).set_index("partition")
+
+# %% [markdown]
+# * `leader` — the only broker that accepts Produce (and, by default, Fetch) for this partition.
+# * `replicas` — every broker that keeps a copy, in assignment order; the first is the preferred leader.
+# * `isr` — the in-sync replicas: those caught up with the leader (lab 08). A new leader is chosen from them.
+# * `leader_epoch` — a counter that goes up each time the leader changes. A client that sees an epoch lower
+#   than the one it already has knows the answer came from a broker with older news, and ignores it.
+#
+# Every broker can answer this request, because every broker keeps a **metadata cache** that the controller
+# keeps filled (with UpdateMetadata requests, lab 09). Ask the other two brokers the same question:
+
+# %%
+answers = {b: lab04.partitions_table(lab04.metadata_request(cluster.broker(b).bootstrap_servers, [TOPIC]), TOPIC)
+           for b in sorted(cluster.brokers)}
+print("all three brokers give the same partitions:", answers[0] == answers[1] == answers[2])
+
+# %% [markdown]
+# ## 3 · Where topics come from
+#
+# Topics are made by tools and admin clients (`kafka-topics.sh`, `Admin.create_topics`), which send a
+# **CreateTopics** request. With only a partition count and a replication factor the broker spreads the
+# replicas itself (round-robin from a random starting broker, so we print only the shape):
+
+# %%
+with Admin({"bootstrap.servers": first_address}) as admin:
+    admin.create_topics([NewTopic("clicks", num_partitions=6, replication_factor=2)])
+    cluster.wait_until(lambda: cluster.broker(0).metadata_cache.partition_count("clicks") == 6)
+clicks = lab04.partitions_table(lab04.metadata_request(first_address, ["clicks"]), "clicks")
+print("partitions:", len(clicks), "| replicas per partition:", {len(r["replicas"]) for r in clicks})
+print("every broker leads some partition of clicks:", sorted({r["leader"] for r in clicks}) == [0, 1, 2])
+
+# %% [markdown]
+# There is a second way, older and often regretted: with `auto.create.topics.enable=true` (the default on a
+# ZooKeeper-era broker), a Metadata request that names an unknown topic and sets `allow_auto_topic_creation`
+# **creates** it, with `num.partitions` partitions (2 on our brokers) and `default.replication.factor` replicas.
+# A typo in a producer's topic name becomes a new topic. The first answer may say `LEADER_NOT_AVAILABLE`
+# while the new partitions get their leaders; clients simply ask again.
+
+# %%
+before = lab04.metadata_request(first_address, ["typo-topic"], allow_auto_topic_creation=False)
+print("allow_auto_topic_creation=False ->", lab04.error_name(before.topics[0].error_code))
+lab04.metadata_request(first_address, ["typo-topic"], allow_auto_topic_creation=True)
+cluster.wait_until(lambda: cluster.broker(0).metadata_cache.partition_count("typo-topic") == 2)
+after = lab04.metadata_request(first_address, ["typo-topic"])
+print("allow_auto_topic_creation=True  -> the topic now exists with",
+      len(after.topics[0].partitions), "partitions, error", lab04.error_name(after.topics[0].error_code))
+
+# %% [markdown]
+# ## 4 · The client's cache and its routing table
+#
+# A producer does all of the above by itself. `kafkalab.clients.Producer` keeps the answer in a
+# `Metadata` object (`kafkalab/clients/metadata.py`) and exposes the current snapshot as `producer.metadata`.
+# `trace=True` keeps every request it sends.
+
+# %%
+producer = Producer({"bootstrap.servers": first_address, "client.id": "lab04-producer", "acks": "all",
+                     "enable.idempotence": False, "metadata.max.age.ms": 300_000}, trace=True)
+producer.partitions_for(TOPIC)                       # forces the first Metadata request
+view = producer.metadata
+print("brokers the producer knows:", sorted(view.brokers), "| controller:", view.controller_id)
+pd.DataFrame(lab04.routing_table(view, TOPIC)).set_index("partition")
+
+# %% [markdown]
+# That table is the **routing table**: the producer's sender groups the records waiting in its accumulator by
+# the leader of their partition and sends *one* Produce per broker. Nothing is proxied: a broker that
+# receives a record for a partition it does not lead refuses it. The picture:
+
+# %%
+lab04.cluster_diagram(view, TOPIC, title="The producer's view: before")
+
+# %% [markdown]
+# The cache is refreshed in three situations: every `metadata.max.age.ms` (5 minutes by default) even when
+# all is well; when the application sends to a topic the cache does not have yet; and — the interesting
+# one — when a broker's answer says the cache is wrong.
+#
+# ## 5 · Leadership moves: NOT_LEADER_OR_FOLLOWER, refresh, retry
+#
+# Broker 1 leads `orders-0`. We kill it. Its session in the coordination store ends, the controller notices
+# and picks a new leader from the ISR; then we restart broker 1, which comes back as a *follower* and rejoins
+# the ISR once it has caught up. The producer has not sent anything in the meantime, so its cache still says
+# "broker 1".
+
+# %%
+old = cluster.partition_state(TOPIC, 0)
+cluster.kill(old["leader"])
+cluster.wait_until(lambda: cluster.controller_id >= 0 and
+                   cluster.partition_state(TOPIC, 0)["leader"] not in (-1, old["leader"]), 15, "no new leader")
+cluster.restart(old["leader"])
+cluster.wait_until(lambda: all(lab04.cached_leader(b, TOPIC, 0) not in (None, -1, old["leader"])
+                               for b in cluster.brokers.values() if b.is_running), 15, "caches not updated")
+cluster.wait_until(lambda: all(lab04.cached_isr_size(b, TOPIC, p) == 3 for p in lab04.ASSIGNMENT
+                               for b in cluster.brokers.values()), 15, "broker 1 did not rejoin the ISR")
+new = cluster.partition_state(TOPIC, 0)
+print(f"orders-0 leader: {old['leader']} -> {new['leader']}, leader epoch {old['leader_epoch']} -> {new['leader_epoch']}")
+print("the new leader was in the old ISR:", new["leader"] in old["isr"])
+print("the restarted broker is back in the ISR (it had nothing to catch up on):", old["leader"] in new["isr"])
+print("the producer's cache still says:", producer.metadata.leader_for(TOPIC, 0))
+
+# %% [markdown]
+# Now send one record to partition 0 and read the trace from the moment we cleared it:
+
+# %%
+producer.trace.clear()
+sent = producer.send(TOPIC, b"after the failover", partition=0).result(timeout=15)
+print("delivered:", sent.topic, sent.partition, "offset", sent.offset)
+pd.DataFrame(lab04.trace_rows(producer.trace.events)).set_index("step")
+
+# %% [markdown]
+# Step by step:
+#
+# 1. The Produce goes where the cache says, to the old leader. That broker is alive and holds a replica, but
+#    it is a follower now: it answers **NOT_LEADER_OR_FOLLOWER (6)** and appends nothing.
+# 2. Error 6 is one of the "your metadata is stale" errors (`STALE_METADATA_ERRORS` in
+#    `kafkalab/clients/metadata.py`). The client asks for an update and, after at least `retry.backoff.ms`,
+#    sends a Metadata request to the least loaded broker it has a connection to — here the only one, the old
+#    leader, which answers from its own (up-to-date) metadata cache.
+# 3. The new answer names the new leader with a higher leader epoch; the producer opens a connection to it
+#    (ApiVersions first, as always) and retries the batch (`retries`, bounded by `delivery.timeout.ms`). The
+#    application saw none of this, only a successful send.
+
+# %%
+lab04.cluster_diagram(producer.metadata, TOPIC, title="The producer's view: after")
+
+# %% [markdown]
+# Broker 1 is back and in the ISR, but it no longer leads `orders-0`: leadership does not move back by itself
+# unless preferred-leader election runs (`auto.leader.rebalance.enable`). Every leader epoch went up by one:
+# on a broker failure the controller rewrites the state of each partition the dead broker was part of. Clients
+# do not care either way: they follow the metadata.
+
+# %%
+producer.close()
+cluster.stop()
+
+# %% [markdown]
+# ## Exercises
+#
+# ### Exercise 1 · Build a routing table
+#
+# A client received this (abridged) Metadata response. For each partition, give the `host:port` its
+# producer must send a Produce to.
+
+# %%
+ex1_brokers = {10: "kafka-a:9092", 11: "kafka-b:9092", 12: "kafka-c:9092"}
+ex1_partitions = {
+    0: {"leader": 12, "replicas": [12, 10, 11], "isr": [12, 10, 11]},
+    1: {"leader": 10, "replicas": [11, 10, 12], "isr": [10, 12]},
+    2: {"leader": 11, "replicas": [10, 11, 12], "isr": [11, 12, 10]},
+}
+
+# %% tags=["solution"]
+ex1_routing = {0: "kafka-c:9092", 1: "kafka-a:9092", 2: "kafka-b:9092"}
+
+# %%
+lab04.check_routing(ex1_routing, ex1_partitions, ex1_brokers)
+
+# %% [markdown]
+# ### Exercise 2 · Which errors send the client back for metadata?
+#
+# From these error names, give the set after which a client refreshes its metadata before retrying (the
+# others are retried as they are, or not at all). `kafkalab.protocol.ErrorCode` has them all.
+
+# %%
+ex2_candidates = ["NOT_LEADER_OR_FOLLOWER", "UNKNOWN_TOPIC_OR_PARTITION", "LEADER_NOT_AVAILABLE",
+                  "MESSAGE_TOO_LARGE", "CORRUPT_MESSAGE", "FENCED_LEADER_EPOCH", "INVALID_REQUIRED_ACKS"]
+
+# %% tags=["solution"]
+ex2_refresh = {"NOT_LEADER_OR_FOLLOWER", "UNKNOWN_TOPIC_OR_PARTITION", "LEADER_NOT_AVAILABLE", "FENCED_LEADER_EPOCH"}
+
+# %%
+lab04.check_refresh_errors(ex2_refresh, ex2_candidates)
+
+# %% [markdown]
+# ### Exercise 3 · Predict the trace
+#
+# A producer's cache says broker 2 leads `payments-4`; since it last refreshed, broker 2 was killed and
+# restarted and broker 0 took over. The producer's only open connection is the one to broker 2 (a Metadata
+# request goes to the least loaded broker it has a ready connection to). List the requests it sends for one
+# record to `payments-4`, as `(api name, broker id)` pairs, in order; leave out ApiVersions.
+
+# %% tags=["solution"]
+ex3_requests = [("Produce", 2), ("Metadata", 2), ("Produce", 0)]
+
+# %%
+lab04.check_retry_sequence(ex3_requests, cached_leader=2, new_leader=0)
+
+# %% [markdown]
+# ## Recap
+#
+# * `bootstrap.servers` is where to *ask*, not the cluster: one reachable broker returns every broker's
+#   address (C6).
+# * The Metadata response names the brokers, the controller and, per partition, leader, leader epoch,
+#   replicas and ISR. Any broker can answer it from its metadata cache (C41).
+# * Topics come from CreateTopics (the admin client, C35) — or from a Metadata request when
+#   `auto.create.topics.enable` lets it (C23).
+# * Clients route each Produce to the partition's leader from their cached copy. A stale copy earns
+#   NOT_LEADER_OR_FOLLOWER (6): the client refreshes and retries, and the application never knows (C40).
+# * Next: lab 05 follows a record through the producer; lab 09 shows who decides leaders and how every
+#   broker's cache learns about them.

@@ -1,0 +1,81 @@
+"""Lab 04's helpers and exercise checks: the right answer passes, wrong answers fail with a useful hint, ``...``
+is "not answered yet". Fast: no broker (the notebook itself runs the 3-broker scenario under nbval)."""
+from __future__ import annotations
+
+import pytest
+
+from kafkalab.clients.metadata import ClusterView, Metadata
+from kafkalab.exercises import lab04
+from kafkalab.protocol import ErrorCode
+
+BROKERS = {10: "kafka-a:9092", 11: "kafka-b:9092", 12: "kafka-c:9092"}
+PARTITIONS = {0: {"leader": 12, "replicas": [12, 10, 11], "isr": [12, 10, 11]},
+              1: {"leader": 10, "replicas": [11, 10, 12], "isr": [10, 12]}}
+
+
+# -- helpers ---------------------------------------------------------------------------------------------------------------
+def test_next_requests():
+    assert lab04.next_requests(1, 1) == [("Produce", 1)]
+    assert lab04.next_requests(2, 0) == [("Produce", 2), ("Metadata", 2), ("Produce", 0)]
+
+
+def test_routing_table_and_diagram_from_a_cluster_view():
+    from kafkalab.clients.metadata import BrokerInfo, PartitionInfo, TopicInfo
+    parts = {0: PartitionInfo("t", 0, 1, 3, (1, 2, 0), (1, 2)), 1: PartitionInfo("t", 1, 5, 0, (5,), (5,))}
+    view = ClusterView({b: BrokerInfo(b, "h", 9000 + b) for b in (0, 1, 2)}, {"t": TopicInfo("t", parts)}, 0)
+    rows = lab04.routing_table(view, "t")
+    assert rows[0]["send Produce to"] == "broker 1" and rows[0]["leader_epoch"] == 3
+    assert rows[1]["send Produce to"].startswith("(unknown")          # leader 5 is not a known broker
+    source = lab04.cluster_diagram(view, "t", dead=[5]).source
+    assert source == lab04.cluster_diagram(view, "t", dead=[5]).source
+    assert "not in ISR" in source and "(controller)" in source and "(dead)" in source
+
+
+def test_error_name():
+    assert lab04.error_name(6) == "NOT_LEADER_OR_FOLLOWER"
+
+
+# -- checks ----------------------------------------------------------------------------------------------------------------
+def test_check_routing():
+    right = {0: "kafka-c:9092", 1: "kafka-a:9092"}
+    assert lab04.check_routing(right, PARTITIONS, BROKERS).passed
+    assert lab04.check_routing(..., PARTITIONS, BROKERS).status == "todo"
+    first_replica = lab04.check_routing({0: "kafka-c:9092", 1: "kafka-b:9092"}, PARTITIONS, BROKERS)
+    assert not first_replica.passed
+    assert "only the leader" in [p for p in first_replica.parts if p.label == "partition 1"][0].note
+    unknown = lab04.check_routing({0: "kafka-z:1", 1: "kafka-a:9092"}, PARTITIONS, BROKERS)
+    assert "not one of the brokers" in [p for p in unknown.parts if p.label == "partition 0"][0].note
+    moved = {**PARTITIONS, 1: {**PARTITIONS[1], "leader": 12}}                   # follows the data
+    assert lab04.check_routing({0: "kafka-c:9092", 1: "kafka-c:9092"}, moved, BROKERS).passed
+
+
+def test_check_refresh_errors():
+    candidates = ["NOT_LEADER_OR_FOLLOWER", "MESSAGE_TOO_LARGE", "LEADER_NOT_AVAILABLE", "CORRUPT_MESSAGE"]
+    assert lab04.check_refresh_errors({"NOT_LEADER_OR_FOLLOWER", "LEADER_NOT_AVAILABLE"}, candidates).passed
+    assert lab04.check_refresh_errors(["LEADER_NOT_AVAILABLE", "NOT_LEADER_OR_FOLLOWER"], candidates).passed
+    assert lab04.check_refresh_errors(..., candidates).status == "todo"
+    missing = lab04.check_refresh_errors({"NOT_LEADER_OR_FOLLOWER"}, candidates)
+    assert not missing.passed and "missing" in missing.hint
+    extra = lab04.check_refresh_errors({"NOT_LEADER_OR_FOLLOWER", "LEADER_NOT_AVAILABLE", "MESSAGE_TOO_LARGE"},
+                                       candidates)
+    assert not extra.passed and "too many" in extra.hint
+    assert not lab04.check_refresh_errors("NOT_LEADER_OR_FOLLOWER", candidates).passed
+    assert lab04.check_refresh_errors(set(), ["MESSAGE_TOO_LARGE"]).passed                # follows the data
+
+
+def test_check_retry_sequence():
+    assert lab04.check_retry_sequence([("Produce", 2), ("Metadata", 2), ("Produce", 0)], 2, 0).passed
+    assert lab04.check_retry_sequence([["Produce", 2], ["Metadata", 2], ["Produce", 0]], 2, 0).passed
+    assert lab04.check_retry_sequence(..., 2, 0).status == "todo"
+    clairvoyant = lab04.check_retry_sequence([("Produce", 0)], 2, 0)
+    assert not clairvoyant.passed and "goes where its cache says" in clairvoyant.hint
+    no_refresh = lab04.check_retry_sequence([("Produce", 2), ("Produce", 0)], 2, 0)
+    assert "learns something new" in no_refresh.hint
+    assert lab04.check_retry_sequence([("Produce", 1)], 1, 1).passed
+
+
+@pytest.mark.parametrize("name", ["NOT_LEADER_OR_FOLLOWER", "FENCED_LEADER_EPOCH", "UNKNOWN_TOPIC_OR_PARTITION"])
+def test_refresh_errors_follow_the_client(name):
+    from kafkalab.clients.metadata import STALE_METADATA_ERRORS
+    assert ErrorCode[name] in STALE_METADATA_ERRORS
+    assert Metadata().need_update
