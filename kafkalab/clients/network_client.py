@@ -26,8 +26,11 @@ Per connection:
 
 Across connections, the client owns the :class:`~.metadata.Metadata` cache: it bootstraps from
 ``bootstrap.servers`` (bootstrap addresses get negative node ids, -1, -2..., until the real ids are known),
-refreshes every ``metadata.max.age.ms`` and whenever someone calls ``metadata.request_update()`` after a
-stale-metadata error, sending MetadataRequest to the least loaded broker.
+refreshes every ``metadata.max.age.ms``, whenever someone calls ``request_metadata_update()`` after a
+stale-metadata error, and whenever a broker's connection is lost or cannot be made (the broker may have died and
+its partitions moved: Java's ``handleServerDisconnect``), sending MetadataRequest to the least loaded broker.
+``request_metadata_update()`` also wakes the background updater; ``metadata.request_update()`` alone only marks
+the cache stale for whoever refreshes next.
 
 Every finished exchange is offered to the client's trace hook (:mod:`.tracing`) with the raw frames.
 
@@ -368,8 +371,8 @@ class NetworkClient:
             conn.close("connection setup failed")
             failures, _ = self._failures.get(node_id, (0, 0.0))
             self._failures[node_id] = (failures + 1, self.now_ms())
-            if node_id >= 0:
-                self.metadata.request_update()
+            if node_id >= 0:                # the node may be gone for good: ask who leads now
+                self.request_metadata_update()
             raise
         self._failures.pop(node_id, None)
         self.connections[node_id] = conn
@@ -378,6 +381,11 @@ class NetworkClient:
     def _connection_closed(self, conn: BrokerConnection) -> None:
         if self.connections.get(conn.node_id) is conn:
             del self.connections[conn.node_id]
+        if not self.closed and conn.api_versions is not None:
+            # A broker that hung up (EOF, reset, timeout) may have died: its leaderships move elsewhere. As Java's
+            # handleServerDisconnect does, ask for fresh metadata -- and wake the updater, which otherwise sleeps
+            # up to metadata.max.age.ms. (Failed setups are handled in _connect.)
+            self.request_metadata_update()
         for callback in list(self.on_connection_closed):
             callback(conn)
 
