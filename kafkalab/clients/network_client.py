@@ -76,6 +76,13 @@ def parse_bootstrap(servers) -> list[tuple[str, int]]:
     return out
 
 
+
+def _consume_outcome(task: "asyncio.Future") -> None:
+    """Mark a background task's exception as seen (its waiters report it; asyncio must not print
+    "Task exception was never retrieved" when there are none left, e.g. after close())."""
+    if not task.cancelled():
+        task.exception()
+
 class _InFlight:
     __slots__ = ("correlation_id", "api_key", "api_version", "future", "sent_at", "request", "frame")
 
@@ -347,6 +354,7 @@ class NetworkClient:
         pending = self._connecting.get(node_id)
         if pending is None:
             pending = asyncio.ensure_future(self._connect(node_id))
+            pending.add_done_callback(_consume_outcome)
             self._connecting[node_id] = pending
             pending.add_done_callback(lambda _f, n=node_id: self._connecting.pop(n, None))
         return await asyncio.shield(pending)
@@ -355,7 +363,7 @@ class NetworkClient:
         """Begin connecting in the background (a sender does not wait; it checks again later)."""
         if node_id not in self._connecting and not self.is_ready(node_id) and not self.closed:
             task = asyncio.ensure_future(self.connection(node_id))
-            task.add_done_callback(lambda f: f.cancelled() or f.exception())
+            task.add_done_callback(_consume_outcome)
 
     async def _connect(self, node_id: int) -> BrokerConnection:
         wait = self.backoff_remaining_ms(node_id)
@@ -428,6 +436,8 @@ class NetworkClient:
         if topics is None and self._metadata_task is not None and not self._metadata_task.done():
             return await asyncio.shield(self._metadata_task)
         task = asyncio.ensure_future(self._update_metadata(topics))
+        # shielded: if every waiter is cancelled (the client closing), nobody else reads its outcome
+        task.add_done_callback(_consume_outcome)
         if topics is None:
             self._metadata_task = task
         return await asyncio.shield(task)
