@@ -1,0 +1,473 @@
+"""Cluster speed: replication cost and leader failover of a 3-broker kafkalab cluster, driven by confluent-kafka.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/cluster.py                  # full run: 30,000 records per run, 2 rounds
+    .venv/bin/python benchmarks/cluster.py --quick          # smoke run: 5,000 records, 1 round (rough numbers)
+    .venv/bin/python benchmarks/cluster.py --records 50000 --rounds 3
+    .venv/bin/python benchmarks/cluster.py --skip-failover  # only the produce table
+
+Part 1, produce: ``python -m kafkalab.cli cluster --brokers 3`` runs as a subprocess (three brokers and the
+coordination store in one process, so the load generator never shares that process's GIL). One one-partition
+topic per configuration, created with CreateTopics through the cluster:
+
+    RF=1 / acks=1     replication factor 1 (no followers)
+    RF=3 / acks=1     replication factor 3, the leader answers after its own append
+    RF=3 / acks=all   replication factor 3, min.insync.replicas=2: the answer waits in the purgatory until
+                      every ISR member has fetched the records (the high watermark passed them)
+
+For each: throughput (1 KiB records, linger.ms=5, batch.size=1 MB, no compression, no idempotence, as in
+benchmarks/broker.py; timed from the first produce() to the end of flush()), and ack latency (produce() to
+delivery callback, one record in flight, linger.ms=0, the configuration's acks). The configurations are
+interleaved within each round, in a rotating order. The cluster process's CPU time per record is reported too.
+
+Part 2, failover: a child process (this script with ``--failover-child``) runs an in-process
+``kafkalab.testing.Cluster(brokers=3)`` with ``zookeeper.session.timeout.ms`` = ``--session-timeout-ms``, a
+topic with RF=3 and min.insync.replicas=2, and a confluent-kafka producer with acks=all that has already written
+to the leader. The clock starts at ``cluster.kill(leader)`` and stops at the delivery report of the first
+acks=all record produced after the kill (librdkafka retries it until the new leader takes it). Two kinds of kill:
+
+    session lost at once   kill(leader): the broker's coordination session expires with it (the harness default,
+                           like a broker whose ZooKeeper connection closes as its process dies)
+    session times out      kill(leader, expire_session=False): like kill -9 with the session left to expire,
+                           so the controller only learns of the death after zookeeper.session.timeout.ms
+
+The target bound (session timeout + 1 s) is meant for the second; both are reported against it.
+After each trial the killed broker is restarted and the script waits for the ISR to be full again.
+
+This is a report, not a test: the exit status is 0 even when a target is MISSED.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Optional
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(0, REPO)
+
+import broker as broker_bench  # noqa: E402  (benchmarks/broker.py: client helpers, percentiles, formatting)
+from broker import ck, AdminClient, NewTopic, ClientLog, value_of, _pct, _fmt, _median  # noqa: E402
+
+RECORD_SIZE = broker_bench.RECORD_SIZE
+MB = broker_bench.MB
+THROUGHPUT_PRODUCER = broker_bench.THROUGHPUT_PRODUCER
+LATENCY_PRODUCER = {"linger.ms": 0, "compression.type": "none", "enable.idempotence": False}
+
+#: name, replication factor, acks, topic configs
+CONFIGS = [
+    ("RF=1/acks=1", 1, "1", {}),
+    ("RF=3/acks=1", 3, "1", {}),
+    ("RF=3/acks=all", 3, "all", {"min.insync.replicas": "2"}),
+]
+TARGET_ALL_VS_RF1 = 0.40
+TARGET_P99_MS = 20.0
+FAILOVER_SLACK_S = 1.0
+
+
+# ============================================================================================ part 1
+class ClusterProcess:
+    """``python -m kafkalab.cli cluster --brokers N`` as a subprocess; ``start()`` waits for its ready line."""
+
+    def __init__(self, workdir: str, brokers: int = 3, overrides: Optional[dict] = None):
+        self.workdir, self.brokers, self.overrides = workdir, brokers, dict(overrides or {})
+        self.proc: Optional[subprocess.Popen] = None
+        self.bootstrap = ""
+        self.ready_line = ""
+
+    def start(self, timeout: float = 60.0) -> float:
+        argv = [sys.executable, "-m", "kafkalab.cli", "cluster", "--brokers", str(self.brokers),
+                "--log-dirs", os.path.join(self.workdir, "cluster")]
+        for k, v in self.overrides.items():
+            argv += ["--override", f"{k}={v}"]
+        env = dict(os.environ)
+        env["PYTHONPATH"] = REPO + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        self.stderr = open(os.path.join(self.workdir, "cluster.stderr"), "w+")
+        t0 = time.perf_counter()
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.stderr, text=True, env=env,
+                                     cwd=REPO)
+        got: list = []
+        reader = threading.Thread(target=lambda: got.append(self.proc.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(timeout)
+        line = got[0] if got else ""
+        if "ready" not in line or "bootstrap.servers=" not in line:
+            self.stop()
+            raise RuntimeError(f"cluster did not start: {line!r} {self.log_tail()}")
+        self.ready_line = line.strip()
+        self.bootstrap = line.split("bootstrap.servers=", 1)[1].split()[0]
+        return time.perf_counter() - t0
+
+    def cpu_seconds(self) -> Optional[float]:
+        return broker_bench._proc_cpu_seconds(self.proc.pid) if self.proc else None
+
+    def peak_rss_mb(self) -> Optional[float]:
+        return broker_bench._proc_peak_rss_mb(self.proc.pid) if self.proc else None
+
+    def log_tail(self, n: int = 15) -> str:
+        try:
+            self.stderr.flush()
+            with open(self.stderr.name) as f:
+                return "".join(f.readlines()[-n:])
+        except Exception:
+            return ""
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def create_topic(bootstrap: str, topic: str, rf: int, config: dict, clog: ClientLog) -> None:
+    admin = AdminClient(clog.config(bootstrap))
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=rf, config=config)],
+                        operation_timeout=15, request_timeout=15)[topic].result(20)
+    deadline = time.monotonic() + 20
+    while True:
+        t = admin.list_topics(topic, timeout=5).topics.get(topic)
+        if t is not None and t.error is None and t.partitions and all(
+                p.leader >= 0 and len(p.isrs) == rf for p in t.partitions.values()):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"topic {topic} not ready: {t.error if t else 'missing'}")
+        time.sleep(0.05)
+
+
+def latency_run(bootstrap: str, topic: str, n: int, acks: str, clog: ClientLog, warmup: int = 50) -> dict:
+    """``n`` records one at a time with the given acks: produce(), poll until its delivery callback."""
+    done: list = []
+    p = ck.Producer(clog.config(bootstrap, acks=acks, **LATENCY_PRODUCER))
+    p.list_topics(topic, timeout=10)
+    samples, failures, perf = [], collections.Counter(), time.perf_counter
+
+    def on_delivery(err, msg):
+        done.append((perf(), err))
+    for i in range(warmup + n):
+        done.clear()
+        t0 = perf()
+        p.produce(topic, value_of(i), partition=0, on_delivery=on_delivery)
+        while not done:
+            p.poll(1.0)
+            if perf() - t0 > 30:
+                break
+        if not done:
+            failures["no delivery report within 30 s"] += 1
+            break
+        t1, err = done[0]
+        if err is not None:
+            failures[str(err)] += 1
+        elif i >= warmup:
+            samples.append((t1 - t0) * 1000)
+    p.flush(10)
+    return {"samples": samples, "errors": dict(failures)}
+
+
+def run_config(cl: ClusterProcess, name: str, rf: int, acks: str, config: dict, tag: str, cfg, clog) -> dict:
+    topic = f"bench-{name.replace('=', '').replace('/', '-')}-{tag}".lower()
+    create_topic(cl.bootstrap, topic, rf, config, clog)
+    cpu0, c0 = cl.cpu_seconds(), time.process_time()
+    tput = broker_bench.produce_run(cl.bootstrap, topic, cfg.records, acks, clog)
+    cpu1, c1 = cl.cpu_seconds(), time.process_time()
+    if cpu0 is not None and cpu1 is not None:
+        tput["cluster_cpu_us"] = (cpu1 - cpu0) / cfg.records * 1e6
+    tput["client_cpu_us"] = (c1 - c0) / cfg.records * 1e6
+    lat = latency_run(cl.bootstrap, f"{topic}", cfg.latency_records, acks, clog)
+    return {"tput": tput, "lat": lat}
+
+
+def produce_part(cfg, workdir: str) -> dict:
+    clog = ClientLog()
+    cl = ClusterProcess(workdir)
+    ready_s = cl.start()
+    print(f"  {cl.ready_line}  ({ready_s:.2f} s)", flush=True)
+    results: dict = {name: [] for name, *_ in CONFIGS}
+    load_during = []
+    try:
+        for rnd in range(cfg.rounds):
+            order = CONFIGS[rnd % len(CONFIGS):] + CONFIGS[:rnd % len(CONFIGS)]
+            for name, rf, acks, config in order:
+                t0 = time.perf_counter()
+                try:
+                    r = run_config(cl, name, rf, acks, config, f"r{rnd}", cfg, clog)
+                except Exception as e:
+                    print(f"  round {rnd + 1} {name:<14} FAILED: {type(e).__name__}: {e}", flush=True)
+                    continue
+                load_during.append(os.getloadavg()[0])
+                results[name].append(r)
+                s = r["lat"]["samples"]
+                print(f"  round {rnd + 1} {name:<14} {time.perf_counter() - t0:5.1f} s: "
+                      f"{r['tput']['rps']:>9,.0f} rec/s ({r['tput']['failed']} failed), "
+                      f"ack p50 {_fmt(_pct(s, 50), 'ms')} ms p99 {_fmt(_pct(s, 99), 'ms')} ms, "
+                      f"cluster CPU {r['tput'].get('cluster_cpu_us', float('nan')):.1f} us/rec", flush=True)
+        rss = cl.peak_rss_mb()
+    finally:
+        cl.stop()
+        if cl.proc is not None and cl.proc.returncode not in (0, None, -15):
+            print(f"  cluster exited with {cl.proc.returncode}: {cl.log_tail()}")
+    summ = {}
+    for name, *_ in CONFIGS:
+        rs = results[name]
+        ok = [r for r in rs if not r["tput"]["failed"]]
+        rps = _median([r["tput"]["rps"] for r in ok])
+        lat = [x for r in rs for x in r["lat"]["samples"]]
+        summ[name] = {
+            "rps": rps, "mbs": rps * RECORD_SIZE / MB if rps else None,
+            "p50": _pct(lat, 50), "p99": _pct(lat, 99), "max": max(lat) if lat else None, "lat_n": len(lat),
+            "cpu": _median([r["tput"].get("cluster_cpu_us") for r in rs]),
+            "client_cpu": _median([r["tput"]["client_cpu_us"] for r in rs]),
+            "failed_runs": len(rs) - len(ok), "runs": len(rs),
+            "errors": collections.Counter(), }
+        for r in rs:
+            summ[name]["errors"].update(r["tput"].get("errors", {}))
+            summ[name]["errors"].update(r["lat"].get("errors", {}))
+    return {"summ": summ, "rss": rss, "ready_s": ready_s, "load_during": load_during,
+            "client_log": clog.messages}
+
+
+def print_produce_table(summ: dict) -> None:
+    names = [n for n, *_ in CONFIGS]
+    base = summ[names[0]]
+    rows = [("produce", "rec/s (higher better)", "rps", "rec/s"),
+            ("produce", "MB/s (higher better)", "mbs", "MB/s"),
+            ("ack latency p50", "ms (lower better)", "p50", "ms"),
+            ("ack latency p99", "ms (lower better)", "p99", "ms"),
+            ("ack latency max", "ms (lower better)", "max", "ms"),
+            ("cluster CPU, produce", "us/rec (lower better)", "cpu", "us/rec"),
+            ("client CPU, produce", "us/rec (lower better)", "client_cpu", "us/rec")]
+    cols = ["metric", "unit"] + names + [f"{n} / {names[0]}" for n in names[1:]]
+    table = []
+    for label, unit, key, fmt in rows:
+        row = [label, unit] + [_fmt(summ[n][key], fmt) if summ[n][key] is not None else "FAILED" for n in names]
+        row += [f"{summ[n][key] / base[key]:.2f}x" if summ[n][key] and base[key] else "n/a" for n in names[1:]]
+        table.append(row)
+    widths = [max(len(str(r[i])) for r in table + [cols]) for i in range(len(cols))]
+    line = "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cols, widths)))
+    print(line)
+    print("-" * len(line))
+    for r in table:
+        print("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+
+
+# ============================================================================================ part 2
+def failover_child(args) -> int:
+    """Runs in its own process: an in-process Cluster, trials of kill -> first acks=all delivery. JSON on stdout."""
+    import logging
+    logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
+    from kafkalab.testing import Cluster
+    session_ms = args.session_timeout_ms
+    out = {"session_timeout_ms": session_ms, "trials": []}
+    clog = ClientLog()
+    with Cluster(brokers=3, overrides={"zookeeper.session.timeout.ms": session_ms}) as cluster:
+        topic = "failover"
+        cluster.create_topic(topic, partitions=1, replication_factor=3, config={"min.insync.replicas": 2})
+        cluster.wait_until(lambda: True)
+        p = ck.Producer(clog.config(cluster.bootstrap_servers, acks="all", **LATENCY_PRODUCER,
+                                    **{"message.timeout.ms": 60_000, "retry.backoff.ms": 20,
+                                       "retry.backoff.max.ms": 100, "topic.metadata.refresh.interval.ms": 60_000}))
+        seq = [0]
+
+        def send_one(timeout: float) -> tuple:
+            """Produce one record, wait for its report: (delivered at perf_counter or None, error)."""
+            done: list = []
+            seq[0] += 1
+            p.produce(topic, value_of(seq[0]), partition=0,
+                      on_delivery=lambda err, msg: done.append((time.perf_counter(), err)))
+            deadline = time.perf_counter() + timeout
+            while not done and time.perf_counter() < deadline:
+                p.poll(0.005)
+            return done[0] if done else (None, "no report")
+
+        for kind in args.kinds.split(","):
+            for trial in range(args.trials):
+                for _ in range(20):   # the producer knows the current leader and has written to it
+                    t, err = send_one(10)
+                    if err is not None:
+                        raise RuntimeError(f"warm-up produce failed: {err}")
+                before = cluster.partition_state(topic, 0)
+                leader = before["leader"]
+                elected: list = []
+
+                def watch(old_epoch=before["leader_epoch"]):
+                    end = time.perf_counter() + session_ms / 1000 + 30
+                    while time.perf_counter() < end:
+                        s = cluster.partition_state(topic, 0)
+                        if s["leader_epoch"] > old_epoch and s["leader"] >= 0:
+                            elected.append((time.perf_counter(), s))
+                            return
+                        time.sleep(0.005)
+                t0 = time.perf_counter()
+                cluster.kill(leader, expire_session=(kind == "expire"))
+                killed = time.perf_counter()
+                watcher = threading.Thread(target=watch, daemon=True)
+                watcher.start()
+                t1, err = send_one(session_ms / 1000 + 30)
+                watcher.join(5)
+                after = cluster.partition_state(topic, 0)
+                out["trials"].append({
+                    "kind": kind, "old_leader": leader, "new_leader": after["leader"], "isr": after["isr"],
+                    "kill_call_s": killed - t0,
+                    "elected_s": (elected[0][0] - t0) if elected else None,
+                    "serving_s": (t1 - t0) if t1 is not None and err is None else None,
+                    "error": None if err is None else str(err)})
+                print(f"[child] {kind} trial {trial + 1}: {out['trials'][-1]}", file=sys.stderr, flush=True)
+                cluster.restart(leader)
+                cluster.wait_until(lambda: len(cluster.partition_state(topic, 0)["isr"]) == 3, 60,
+                                   "the restarted broker did not rejoin the ISR")
+        p.flush(10)
+    out["client_log"] = dict(clog.messages)
+    print(json.dumps(out), flush=True)
+    return 0
+
+
+def failover_part(cfg) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = REPO + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    argv = [sys.executable, os.path.abspath(__file__), "--failover-child", "--trials", str(cfg.trials),
+            "--session-timeout-ms", str(cfg.session_timeout_ms), "--kinds", "expire,timeout"]
+    budget = 120 + cfg.trials * 2 * (cfg.session_timeout_ms / 1000 + 40)
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=REPO, timeout=budget)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"failover child exited {proc.returncode}: {proc.stderr[-2000:]}")
+    return json.loads(lines[-1])
+
+
+def print_failover(fo: dict) -> dict:
+    bound = fo["session_timeout_ms"] / 1000 + FAILOVER_SLACK_S
+    print(f"zookeeper.session.timeout.ms={fo['session_timeout_ms']} (bound {bound:.1f} s); times from "
+          f"cluster.kill(leader); 'elected' = the controller's view shows a new leader epoch, 'serving' = first "
+          f"acks=all delivery report after the kill\n")
+    print(f"{'kill':<22} {'trial':>5}  {'leader':>9}  {'kill call':>9}  {'elected':>9}  {'serving':>9}  note")
+    worst: dict = {}
+    counts = collections.Counter()
+    for t in fo["trials"]:
+        kind = "session lost at once" if t["kind"] == "expire" else "session times out"
+        counts[kind] += 1
+        e = "n/a" if t["elected_s"] is None else f"{t['elected_s']:.3f} s"
+        s = "FAILED" if t["serving_s"] is None else f"{t['serving_s']:.3f} s"
+        print(f"{kind:<22} {counts[kind]:>5}  {t['old_leader']:>4} -> {t['new_leader']:<2} "
+              f"{t['kill_call_s']:>7.3f} s  {e:>9}  {s:>9}  {t['error'] or ''}")
+        w = worst.get(kind, 0.0)
+        worst[kind] = float("inf") if t["serving_s"] is None or w == float("inf") else max(w, t["serving_s"])
+    return {"bound": bound, "worst": worst}
+
+
+# ============================================================================================ main
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="smoke run (rough numbers)")
+    ap.add_argument("--records", type=int, help="records per throughput run (default 30000, --quick 5000)")
+    ap.add_argument("--latency-records", type=int, help="records per latency run (default 1000, --quick 200)")
+    ap.add_argument("--rounds", type=int, help="rounds, configurations interleaved (default 2, --quick 1)")
+    ap.add_argument("--trials", type=int, help="failover trials per kind of kill (default 3, --quick 1)")
+    ap.add_argument("--session-timeout-ms", type=int, default=6000,
+                    help="zookeeper.session.timeout.ms of the failover cluster (default 6000)")
+    ap.add_argument("--skip-failover", action="store_true")
+    ap.add_argument("--skip-produce", action="store_true")
+    ap.add_argument("--failover-child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--kinds", default="expire,timeout", help=argparse.SUPPRESS)
+    cfg = ap.parse_args(argv)
+    if cfg.failover_child:
+        cfg.trials = cfg.trials or 1
+        return failover_child(cfg)
+    cfg.records = cfg.records or (5_000 if cfg.quick else 30_000)
+    cfg.latency_records = cfg.latency_records or (200 if cfg.quick else 1000)
+    cfg.rounds = cfg.rounds or (1 if cfg.quick else 2)
+    cfg.trials = cfg.trials or (1 if cfg.quick else 3)
+
+    load0 = os.getloadavg()
+    import kafkalab
+    rev = broker_bench._run_text(["git", "-C", REPO, "describe", "--always", "--dirty"])
+    print(f"cluster benchmark: 3 brokers in one process (kafkalab cluster), {cfg.records:,} records of "
+          f"{RECORD_SIZE} B per throughput run, {cfg.latency_records} latency records per run, {cfg.rounds} round(s); "
+          f"failover: {cfg.trials} trial(s) per kind of kill")
+    print(f"versions: kafkalab {kafkalab.__version__} (git {rev}), Python {sys.version.split()[0]}, "
+          f"confluent-kafka {broker_bench._client_version()} / librdkafka {ck.libversion()[0]}")
+    print(f"machine: {os.cpu_count()} CPUs, load average {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}"
+          + ("  (WARNING: other processes compete for the CPU; trust the ratios more than the numbers)"
+             if load0[0] > 0.5 else ""))
+    t_start = time.perf_counter()
+    workdir = tempfile.mkdtemp(prefix="kafkalab-cluster-bench-")
+    prod = fo = None
+    try:
+        if not cfg.skip_produce:
+            print("\nproduce (python -m kafkalab.cli cluster --brokers 3 as a subprocess):", flush=True)
+            prod = produce_part(cfg, workdir)
+        if not cfg.skip_failover:
+            print("\nfailover (in-process Cluster(brokers=3) in a child process) ...", flush=True)
+            try:
+                fo = failover_part(cfg)
+            except Exception as e:
+                print(f"  failover FAILED: {type(e).__name__}: {e}")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    def verdict(ok: Optional[bool]) -> str:
+        return "n/a" if ok is None else ("MET" if ok else "MISSED")
+    targets = []
+    if prod is not None:
+        summ = prod["summ"]
+        print(f"\nProduce results (median of {cfg.rounds} round(s); latency percentiles over "
+              f"{summ['RF=1/acks=1']['lat_n']} samples per configuration; MB = 10^6 bytes of values; "
+              f"cluster CPU = the 3-broker process's user+sys time per record):\n")
+        print_produce_table(summ)
+        for name, s in summ.items():
+            if s["errors"]:
+                print(f"  {name}: errors {dict(s['errors'])}")
+        a, b = summ["RF=3/acks=all"]["rps"], summ["RF=1/acks=1"]["rps"]
+        r = a / b if a and b else None
+        targets.append((f"RF=3/acks=all throughput >= {TARGET_ALL_VS_RF1:.0%} of RF=1/acks=1",
+                        verdict(None if r is None else r >= TARGET_ALL_VS_RF1),
+                        "n/a" if r is None else f"{r:.0%}"))
+        for name in summ:
+            p99 = summ[name]["p99"]
+            targets.append((f"ack latency p99 < {TARGET_P99_MS:.0f} ms, {name}",
+                            verdict(None if p99 is None else p99 < TARGET_P99_MS), f"{_fmt(p99, 'ms')} ms"))
+    if fo is not None:
+        print("\nFailover results:\n")
+        f = print_failover(fo)
+        for kind, w in f["worst"].items():
+            targets.append((f"failover < session timeout + 1 s, {kind}", verdict(w < f["bound"]),
+                            f"worst of the trials {w:.3f} s, bound {f['bound']:.1f} s" if w != float("inf") else "a trial failed"))
+    if targets:
+        print("\nTargets:")
+        width = max(len(t[0]) for t in targets)
+        for label, v, detail in targets:
+            print(f"  {label:<{width}}  {v:<7} ({detail})")
+    print("\nNotes:")
+    if prod is not None:
+        ld = prod["load_during"]
+        print(f"  cluster start to ready {prod['ready_s']:.2f} s; cluster process peak RSS "
+              f"{_fmt(prod['rss'], 'MiB')} MiB; load average after each run "
+              f"{min(ld, default=0):.2f}-{max(ld, default=0):.2f}")
+        msgs = prod["client_log"]
+        if msgs:
+            print(f"  librdkafka said ({sum(msgs.values())} messages): "
+                  + "; ".join(f"{m} (x{n})" for m, n in msgs.most_common(4)))
+    if fo is not None and fo.get("client_log"):
+        msgs = collections.Counter(fo["client_log"])
+        print(f"  failover producer's librdkafka said ({sum(msgs.values())} messages; disconnects are expected): "
+              + "; ".join(f"{m[:120]} (x{n})" for m, n in msgs.most_common(3)))
+    load1 = os.getloadavg()
+    print(f"  load average at the end {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}")
+    print(f"\ntotal time {time.perf_counter() - t_start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
