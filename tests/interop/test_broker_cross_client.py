@@ -45,13 +45,21 @@ def _write(cluster, writer: str, codec: str, topic: str) -> list[Rec]:
         before = int(time.time() * 1000)
         for p in (0, 1):
             kcat(bs, "-P", "-t", topic, "-p", str(p), "-K:", *header_args, "-X", f"compression.codec={codec}",
+                 "-X", "linger.ms=200",
                  input=kcat_lines([r for r in records if r.partition == p]))
         stored = stored_records(cluster, topic, (0, 1))
         assert all(before <= r.timestamp <= time.time() * 1000 for r in stored)
         sent, on_disk = by_partition(records), by_partition(stored)
         records = [r._replace(timestamp=s.timestamp) for p in (0, 1) for r, s in zip(sent[p], on_disk[p])]
     for p in (0, 1):
-        assert {b.compression_type for b in stored_batches(cluster, topic, p)} == {CODECS.index(codec)}
+        codecs = {b.compression_type for b in stored_batches(cluster, topic, p)}
+        if writer == "kcat":
+            # librdkafka sends a batch uncompressed when compressing would not make it smaller (a small batch,
+            # e.g. when kcat's stdin arrives in two reads); a codec disabled by librdkafka's feature checks
+            # would leave *every* batch uncompressed, which this still catches.
+            assert CODECS.index(codec) in codecs and codecs <= {CODECS.index(codec), 0}, codecs
+        else:
+            assert codecs == {CODECS.index(codec)}
     assert_same_records(stored_records(cluster, topic, (0, 1)), records, f"what {writer} stored")
     return records
 
