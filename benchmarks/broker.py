@@ -442,10 +442,11 @@ def consume_run(bootstrap: str, topic: str, n: int, clog: ClientLog, timeout: fl
             "errors": dict(errors), "complete": got >= n, "gave_up": gave_up}
 
 
-def latency_run(bootstrap: str, topic: str, n: int, clog: ClientLog, warmup: int = 50) -> dict:
-    """``n`` records one at a time: produce(), then poll until its delivery callback; ms per record."""
+def latency_run(bootstrap: str, topic: str, n: int, clog: ClientLog, warmup: int = 50, **overrides) -> dict:
+    """``n`` records one at a time: produce(), then poll until its delivery callback; ms per record.
+    ``overrides`` change the latency producer's settings (``acks="all"``, say)."""
     done: list = []
-    p = ck.Producer(clog.config(bootstrap, **LATENCY_PRODUCER))
+    p = ck.Producer(clog.config(bootstrap, **{**LATENCY_PRODUCER, **overrides}))
     p.list_topics(topic, timeout=10)
     samples = []
     failures = collections.Counter()

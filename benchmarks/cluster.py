@@ -148,35 +148,6 @@ def create_topic(bootstrap: str, topic: str, rf: int, config: dict, clog: Client
         time.sleep(0.05)
 
 
-def latency_run(bootstrap: str, topic: str, n: int, acks: str, clog: ClientLog, warmup: int = 50) -> dict:
-    """``n`` records one at a time with the given acks: produce(), poll until its delivery callback."""
-    done: list = []
-    p = ck.Producer(clog.config(bootstrap, acks=acks, **LATENCY_PRODUCER))
-    p.list_topics(topic, timeout=10)
-    samples, failures, perf = [], collections.Counter(), time.perf_counter
-
-    def on_delivery(err, msg):
-        done.append((perf(), err))
-    for i in range(warmup + n):
-        done.clear()
-        t0 = perf()
-        p.produce(topic, value_of(i), partition=0, on_delivery=on_delivery)
-        while not done:
-            p.poll(1.0)
-            if perf() - t0 > 30:
-                break
-        if not done:
-            failures["no delivery report within 30 s"] += 1
-            break
-        t1, err = done[0]
-        if err is not None:
-            failures[str(err)] += 1
-        elif i >= warmup:
-            samples.append((t1 - t0) * 1000)
-    p.flush(10)
-    return {"samples": samples, "errors": dict(failures)}
-
-
 def run_config(cl: ClusterProcess, name: str, rf: int, acks: str, config: dict, tag: str, cfg, clog) -> dict:
     topic = f"bench-{name.replace('=', '').replace('/', '-')}-{tag}".lower()
     create_topic(cl.bootstrap, topic, rf, config, clog)
@@ -186,7 +157,7 @@ def run_config(cl: ClusterProcess, name: str, rf: int, acks: str, config: dict, 
     if cpu0 is not None and cpu1 is not None:
         tput["cluster_cpu_us"] = (cpu1 - cpu0) / cfg.records * 1e6
     tput["client_cpu_us"] = (c1 - c0) / cfg.records * 1e6
-    lat = latency_run(cl.bootstrap, f"{topic}", cfg.latency_records, acks, clog)
+    lat = broker_bench.latency_run(cl.bootstrap, topic, cfg.latency_records, clog, acks=acks, **LATENCY_PRODUCER)
     return {"tput": tput, "lat": lat}
 
 

@@ -233,16 +233,7 @@ class Admin(ConsumerGroupOperations):
             body = cls(topics=tuple(cls.DeleteTopicState(name=n) for n in pending), topic_names=tuple(pending),
                        timeout_ms=timeout_ms or self.config["request.timeout.ms"])
             resp = await self.client.send(await self._controller(), body)
-            retry = False
-            for r in resp.body.responses:
-                kind = self._classify(r.error_code)
-                if kind == "ok":
-                    results[r.name] = None
-                    errors.pop(r.name, None)
-                else:
-                    errors[r.name] = _error(r.error_code, r.error_message)
-                    retry = retry or kind == "retry"
-            return results, errors, retry
+            return results, errors, self._fold_results(resp.body.responses, results, errors)
         results, errors = await self._retrying(attempt)
         return _check("delete_topics", results, errors)
 
@@ -263,18 +254,22 @@ class Admin(ConsumerGroupOperations):
                                     for t, c in pending.items()),
                        timeout_ms=timeout_ms or self.config["request.timeout.ms"], validate_only=validate_only)
             resp = await self.client.send(await self._controller(), body)
-            retry = False
-            for r in resp.body.results:
-                kind = self._classify(r.error_code)
-                if kind == "ok":
-                    results[r.name] = None
-                    errors.pop(r.name, None)
-                else:
-                    errors[r.name] = _error(r.error_code, r.error_message)
-                    retry = retry or kind == "retry"
-            return results, errors, retry
+            return results, errors, self._fold_results(resp.body.results, results, errors)
         results, errors = await self._retrying(attempt)
         return _check("create_partitions", results, errors)
+
+    def _fold_results(self, items, results: dict, errors: dict) -> bool:
+        """Fold per-topic answers into ``results`` / ``errors``; True if one of them is worth retrying."""
+        retry = False
+        for r in items:
+            kind = self._classify(r.error_code)
+            if kind == "ok":
+                results[r.name] = None
+                errors.pop(r.name, None)
+            else:
+                errors[r.name] = _error(r.error_code, r.error_message)
+                retry = retry or kind == "retry"
+        return retry
 
     def describe_topics(self, names) -> dict[str, TopicInfo]:
         """Partitions, leaders, replicas and ISR of each topic, from a MetadataRequest."""
