@@ -19,7 +19,14 @@ The active controller works through **events**, one at a time (Kafka's Controlle
   written to ``/brokers/topics/<t>/partitions/<p>/state``;
 * *partition modification* -- CreatePartitions added partitions to a topic;
 * *topic deletion* (``/admin/delete_topics``) -- StopReplica with delete to every replica, then the znodes go;
-* *ISR change notification* -- a leader changed an ISR in ZooKeeper; all brokers get UpdateMetadata.
+* *ISR change notification* -- a leader changed an ISR in ZooKeeper; all brokers get UpdateMetadata;
+* *controlled shutdown* (a ControlledShutdown request, key 7, from a broker about to stop) -- the broker is
+  marked shutting down; each partition it leads gets a new leader among the other ISR members (chosen as in
+  :func:`~.election.controlled_shutdown_leader`), it leaves the ISR of those it follows (after a StopReplica
+  without delete), and the answer lists the partitions it still leads (no other ISR member could take them);
+* *expire* / *re-register* -- this broker's own ZooKeeper session expired: queued events are dropped, a
+  controller resigns; once the broker has a new session and a new ``/brokers/ids/<id>`` it runs for election
+  again (Kafka's ``Expire`` and ``RegisterBrokerAndReelect``).
 
 Every decision is written to ZooKeeper first (conditionally on the controller epoch's zkVersion), then sent
 to brokers through :class:`~kafkalab.controller.channel.ControllerBrokerRequestBatch`.
@@ -35,7 +42,8 @@ from typing import Callable, Optional
 
 from kafkalab.controller.channel import ControllerBrokerRequestBatch, send_all
 from kafkalab.controller.context import ControllerContext
-from kafkalab.controller.election import offline_partition_leader
+from kafkalab.controller.election import controlled_shutdown_leader, offline_partition_leader
+from kafkalab.protocol import ErrorCode
 from kafkalab.zk import ControllerMovedException, KeeperException, NodeExistsException
 from kafkalab.zk.paths import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
 
@@ -85,6 +93,31 @@ class KafkaController:
             self._resign()
         if hasattr(self.channel, "shutdown"):
             self.channel.shutdown()
+
+    def session_expired(self) -> None:
+        """This broker's ZooKeeper session expired (Kafka's ``Expire``, put ahead of everything queued):
+        pending events were decided under the old session and are dropped; an active controller resigns."""
+        while self.events is not None and not self.events.empty():
+            event, args = self.events.get_nowait()
+            if event == "controlled_shutdown" and not args[-1].done():
+                args[-1].set_result((ErrorCode.NOT_CONTROLLER, []))
+        if self.is_active:
+            self._resign()
+        self.active_controller_id = -1
+        self.event_log.append(("expire", "ok"))
+
+    def reelect(self) -> None:
+        """After the broker registered again on a new session: watch ``/controller`` and run for election."""
+        self.enqueue("startup")
+
+    def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> asyncio.Future:
+        """A ControlledShutdown request: a future of ``(error_code, partitions the broker still leads)``."""
+        future = asyncio.get_running_loop().create_future()
+        if self.events is None:
+            future.set_result((ErrorCode.NOT_CONTROLLER, []))
+        else:
+            self.enqueue("controlled_shutdown", broker_id, broker_epoch, future)
+        return future
 
     def enqueue(self, event: str, *args) -> None:
         if self.events is not None:
@@ -320,6 +353,7 @@ class KafkaController:
             info, epoch = registered[b]
             ctx.live_brokers[b] = info
             ctx.broker_epochs[b] = epoch
+            ctx.shutting_down_brokers.discard(b)  # a new incarnation (restart, or a new session)
             self._remove_channel(b)  # a bounced broker: its old connection is dead
             self._add_channel(b)
         if dead:
@@ -362,6 +396,52 @@ class KafkaController:
                     base = state.leader_and_isr
                     shrink[tp] = base.new_leader_and_isr(lai.leader, [r for r in lai.isr if r != b])
         self._write_states(shrink, batch)
+
+    # ------------------------------------------------------------------------------------------ controlled shutdown
+    async def _on_controlled_shutdown(self, broker_id: int, broker_epoch: int, future: asyncio.Future) -> None:
+        try:
+            result = await self._do_controlled_shutdown(broker_id, broker_epoch)
+        except BaseException:
+            if not future.done():
+                future.set_result((ErrorCode.NOT_CONTROLLER, []))
+            raise
+        if not future.done():
+            future.set_result(result)
+
+    async def _do_controlled_shutdown(self, broker_id: int, broker_epoch: int) -> tuple[int, list]:
+        ctx = self.context
+        if not self.is_active:
+            return ErrorCode.NOT_CONTROLLER, []
+        if broker_id not in ctx.live_brokers:
+            return ErrorCode.BROKER_NOT_AVAILABLE, []
+        if 0 <= broker_epoch < ctx.broker_epochs.get(broker_id, -1):   # -1: an old client without the field
+            return ErrorCode.STALE_BROKER_EPOCH, []
+        log.info("%s: shutting down broker %s", self.name, broker_id)
+        ctx.shutting_down_brokers.add(broker_id)
+        # Only replicated partitions can move; a partition of a topic being deleted is left alone.
+        act_on = [tp for tp in ctx.partitions_on(broker_id) if len(ctx.replicas(tp)) > 1
+                  and tp in ctx.partition_states and tp[0] not in ctx.topics_being_deleted]
+        led = [tp for tp in act_on if ctx.partition_states[tp].leader_and_isr.leader == broker_id]
+        followed = [tp for tp in act_on if tp not in led]
+        batch = self._batch()
+        updates = {}
+        for tp in led:
+            lai = ctx.partition_states[tp].leader_and_isr
+            election = controlled_shutdown_leader(ctx.replicas(tp), lai.isr, ctx.live_or_shutting_down_broker_ids(),
+                                                  ctx.shutting_down_brokers)
+            if election.leader >= 0:
+                updates[tp] = lai.new_leader_and_isr(election.leader, election.isr)
+        self._write_states(updates, batch)
+        for tp in updates:  # the old leader hears it too: it stops acting as leader before it goes
+            batch.add_leader_and_isr([broker_id], tp)
+        for tp in followed:
+            batch.add_stop_replica([broker_id], tp, delete=False)
+        self._remove_from_isr([broker_id], set(ctx.partitions_on(broker_id)) - set(followed), batch)
+        batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids(), [])
+        await self._send(batch)
+        remaining = [tp for tp in ctx.partitions_led_by(broker_id)
+                     if len(ctx.replicas(tp)) > 1 and tp[0] not in ctx.topics_being_deleted]
+        return ErrorCode.NONE, remaining
 
     # ------------------------------------------------------------------------------------------ topics
     async def _on_topic_change(self) -> None:

@@ -25,7 +25,23 @@ crash would.
 A client can connect once step 4 is done, but the broker knows about topics only after the controller's
 UpdateMetadata reached it.
 
-Mirrors: ``core/src/main/scala/kafka/server/KafkaServer.scala``.
+**Clean shutdown** (``KafkaServer.shutdown``, SIGTERM) is *controlled* when ``controlled.shutdown.enable`` is
+true (Kafka's default): before it stops serving, the broker sends ControlledShutdown (its id and broker epoch)
+to the controller over the inter-broker listener; the controller moves every leadership it can to another ISR
+member and takes it out of the other ISRs, then answers with the partitions it could not move. The broker
+tries ``controlled.shutdown.max.retries`` times, ``controlled.shutdown.retry.backoff.ms`` apart, until none
+remain, then stops anyway. Leadership thus moves while the broker still answers (clients get one
+NOT_LEADER_OR_FOLLOWER and refresh), instead of after ``zookeeper.session.timeout.ms`` or a crash.
+
+**Session expiry** while the broker runs (a long pause, a cut from ZooKeeper): the ephemeral
+``/brokers/ids/<id>`` is gone and the controller has treated the broker as dead. When the broker hears
+``Expired`` it does what Kafka's ``ZooKeeperClient.reinitialize`` and the controller's state-change handler
+do: its controller module resigns, a new session is opened, the broker registers again -- a new znode, so a
+new **broker epoch** -- and runs for controller again. The controller sees a new broker: LeaderAndIsr makes
+it a follower of its partitions, it truncates and catches up, and the leaders put it back in the ISR.
+
+Mirrors: ``core/src/main/scala/kafka/server/KafkaServer.scala`` (``controlledShutdown``), and for the session:
+``zookeeper/ZooKeeperClient.scala`` (``reinitialize``) with ``KafkaController``'s state-change handler.
 """
 from __future__ import annotations
 
@@ -41,6 +57,7 @@ from kafkalab.controller.controller import KafkaController
 from kafkalab.coordinator.group import GroupConfig, GroupCoordinator
 from kafkalab.network import RequestChannel, SocketServer
 from kafkalab.network.inter_broker_client import InterBrokerConnection
+from kafkalab.protocol import ApiKey, ErrorCode, request_class
 from kafkalab.server.admin_manager import AdminManager
 from kafkalab.server.apis import KafkaApis, enabled_apis
 from kafkalab.server.apis.groups import BrokerOffsetsLog
@@ -52,7 +69,9 @@ from kafkalab.server.replica_manager import ReplicaManager
 from kafkalab.server.request_handler import KafkaRequestHandlerPool
 from kafkalab.storage.log_config import LogConfig
 from kafkalab.storage.log_manager import LogManager
-from kafkalab.zk import KafkaZkClient, ZkStore
+from kafkalab.zk import KafkaZkClient, KeeperException, ZkStore
+from kafkalab.zk.session import SessionState
+from kafkalab.zk.watches import KeeperState
 from kafkalab.zk.paths import BrokerInfo, EndPoint as ZkEndPoint
 
 __all__ = ["KafkaServer"]
@@ -78,6 +97,7 @@ class KafkaServer:
         self.metadata_cache = MetadataCache(self.broker_id)
         self.group_coordinator = None
         self.broker_epoch = -1
+        self.controlled_shutdown_succeeded: Optional[bool] = None
         # (host, port) -> is the network link to that broker up? Injected by fault-injection harnesses.
         self.link_filter: Optional[Callable[[str, int], bool]] = None
 
@@ -96,6 +116,7 @@ class KafkaServer:
         # 1. coordination store
         self.zk = KafkaZkClient.connect(self.zk_store, cfg["zookeeper.session.timeout.ms"], auto_heartbeat=True,
                                         dispatcher=lambda fn: loop.call_soon_threadsafe(fn))
+        self.zk.session.add_state_listener(self._on_session_event)
         self.zk.create_top_level_paths()
         self.cluster_id = self.zk.get_or_create_cluster_id()
         # 2. logs
@@ -133,9 +154,7 @@ class KafkaServer:
                                 for ep in cfg.advertised_listeners]
         self.is_running = True
         # 5. register
-        self.broker_epoch = self.zk.register_broker(BrokerInfo(
-            self.broker_id, tuple(ZkEndPoint(ep.host, ep.port, ep.listener_name, ep.security_protocol)
-                                  for ep in self.bound_endpoints), rack=cfg["broker.rack"]))
+        self.broker_epoch = self.zk.register_broker(self._broker_info())
         self.admin.watch_config_changes(self._on_topic_config_change)
         # 6. controller
         timeout_ms = cfg["controller.socket.timeout.ms"]
@@ -147,6 +166,38 @@ class KafkaServer:
         await self.controller.startup()
         log.info("[%s] started (listeners: %s)", self.name, ", ".join(str(e) for e in self.bound_endpoints))
         return self
+
+    def _broker_info(self) -> BrokerInfo:
+        return BrokerInfo(self.broker_id, tuple(ZkEndPoint(ep.host, ep.port, ep.listener_name, ep.security_protocol)
+                                                for ep in self.bound_endpoints), rack=self.config["broker.rack"])
+
+    # ------------------------------------------------------------------------------------------ session expiry
+    def _on_session_event(self, event) -> None:
+        """A state event of our ZooKeeper session (on this broker's loop)."""
+        if event.state is KeeperState.Expired and self.is_running and self.zk is not None \
+                and not self.zk.session.alive:
+            asyncio.get_running_loop().create_task(self._reinitialize_session(),
+                                                   name=f"{self.name}-zk-reinitialize")
+
+    async def _reinitialize_session(self) -> None:
+        """New session, new registration (new broker epoch), new controller election."""
+        if not self.is_running or self.zk.session.alive:
+            return
+        log.info("[%s] ZooKeeper session %s expired; creating a new session and registering again", self.name,
+                 self.zk.session.hex_id)
+        if self.controller is not None:
+            self.controller.session_expired()
+        try:
+            session = self.zk.reinitialize()
+            session.add_state_listener(self._on_session_event)
+            self.broker_epoch = self.zk.register_broker(self._broker_info())
+            self.admin.watch_config_changes(self._on_topic_config_change)
+        except KeeperException as e:  # cut off again: the next Expired brings us back here
+            log.warning("[%s] could not register again: %s", self.name, e)
+            return
+        log.info("[%s] registered again with broker epoch %d", self.name, self.broker_epoch)
+        if self.controller is not None:
+            self.controller.reelect()
 
     def _link_up(self, host: str, port: int) -> bool:
         return self.link_filter is None or self.link_filter(host, port)
@@ -235,12 +286,68 @@ class KafkaServer:
         if self.zk is not None and expire_session:
             self.zk.close()
 
-    async def shutdown(self) -> None:
-        """A clean shutdown: stop serving, flush and checkpoint every log, leave ZooKeeper."""
+    async def controlled_shutdown(self) -> bool:
+        """Ask the controller to move this broker's leaderships away (ControlledShutdown, key 7); True once
+        it answered with no partition left to move. Kafka's ``KafkaServer.controlledShutdown``."""
+        cfg = self.config
+        retries = max(1, cfg["controlled.shutdown.max.retries"])
+        if self.zk is None or self.zk.session.state is not SessionState.CONNECTED:
+            log.info("[%s] not registered in ZooKeeper: no controlled shutdown", self.name)
+            return False
+        request = request_class(ApiKey.CONTROLLED_SHUTDOWN)(broker_id=self.broker_id, broker_epoch=self.broker_epoch)
+        for attempt in range(retries):
+            endpoint = self._controller_endpoint()
+            if endpoint is not None:
+                connection = InterBrokerConnection(*endpoint, client_id=str(self.broker_id),
+                                                   request_timeout_ms=cfg["controller.socket.timeout.ms"],
+                                                   link_check=self._link_up)
+                try:
+                    response = await connection.send(ApiKey.CONTROLLED_SHUTDOWN, 3, request)
+                    if response.error_code != ErrorCode.NONE:
+                        log.info("[%s] controlled shutdown: %s", self.name, ErrorCode(response.error_code).name)
+                    elif not response.remaining_partitions:
+                        log.info("[%s] controlled shutdown succeeded", self.name)
+                        return True
+                    else:
+                        log.info("[%s] controlled shutdown: %d partitions remaining to move", self.name,
+                                 len(response.remaining_partitions))
+                except (OSError, ConnectionError, asyncio.TimeoutError) as e:
+                    log.warning("[%s] error during controlled shutdown: %s", self.name, e)
+                finally:
+                    connection.close()
+            if attempt + 1 < retries:
+                await asyncio.sleep(cfg["controlled.shutdown.retry.backoff.ms"] / 1000.0)
+                log.info("[%s] retrying controlled shutdown (%d retries remaining)", self.name, retries - attempt - 1)
+        log.warning("[%s] proceeding to do an unclean shutdown as all the controlled shutdown attempts failed",
+                    self.name)
+        return False
+
+    def _controller_endpoint(self) -> Optional[tuple[str, int]]:
+        """The controller's inter-broker endpoint, from ZooKeeper."""
+        try:
+            controller_id = self.zk.get_controller_id()
+            info = self.zk.get_broker(controller_id) if controller_id is not None else None
+        except KeeperException:
+            return None
+        if info is None:
+            return None
+        listener = self.config.inter_broker_listener_name
+        ep = next((e for e in info.endpoints if e.listener_name == listener), None)
+        return (ep.host or "127.0.0.1", ep.port) if ep is not None else None
+
+    async def shutdown(self, *, controlled: Optional[bool] = None) -> None:
+        """A clean shutdown: move leaderships away (``controlled``, default ``controlled.shutdown.enable``),
+        stop serving, flush and checkpoint every log, leave ZooKeeper."""
         if not self.is_running:
             return
-        self.is_running = False
         log.info("[%s] shutting down", self.name)
+        if self.config["controlled.shutdown.enable"] if controlled is None else controlled:
+            log.info("[%s] starting controlled shutdown", self.name)
+            try:
+                self.controlled_shutdown_succeeded = await self.controlled_shutdown()
+            except Exception:
+                log.exception("[%s] error during controlled shutdown", self.name)
+        self.is_running = False
         if self.socket_server is not None:
             await self.socket_server.stop()
         if self.handlers is not None:
@@ -253,7 +360,8 @@ class KafkaServer:
             self.group_coordinator.shutdown()
         if self.replica_manager is not None:
             self.replica_manager.shutdown()
-            self.log_manager.checkpoint_high_watermarks(self.replica_manager.high_watermarks())
+            # Every log's high watermark, including partitions a StopReplica (controlled shutdown) released.
+            self.log_manager.checkpoint_high_watermarks()
         if self.log_manager is not None:
             self.log_manager.shutdown()
         if self.scheduler is not None:

@@ -101,6 +101,8 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in (
     _k("zookeeper.connect", "string", "embedded", "The coordination store (kafkalab: 'embedded', in-process)."),
     _k("zookeeper.session.timeout.ms", "int", 18000, "A broker whose session is silent this long is dead."),
     _k("controlled.shutdown.enable", "boolean", True, "Move leadership away before stopping."),
+    _k("controlled.shutdown.max.retries", "int", 3, "ControlledShutdown attempts before stopping anyway."),
+    _k("controlled.shutdown.retry.backoff.ms", "long", 5000, "Wait between ControlledShutdown attempts."),
     _k("offsets.topic.num.partitions", "int", 50, "Partitions of __consumer_offsets.", minimum=1),
     _k("offsets.topic.replication.factor", "short", 1, "Replication factor of __consumer_offsets (Kafka's built-in "
        "default is 3; its sample server.properties sets 1, as kafkalab does).", minimum=1),

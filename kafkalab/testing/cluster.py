@@ -27,6 +27,7 @@ Mirrors the role of Kafka's ``KafkaClusterTestKit`` / ``EmbeddedKafkaCluster`` t
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import tempfile
 import threading
@@ -164,10 +165,12 @@ class Cluster(FaultInjection):
         self.call(self._apply_session_faults)   # a restarted broker is still behind any cut link
         return server
 
-    def stop_broker(self, broker_id: int) -> None:
+    def stop_broker(self, broker_id: int, *, controlled: Optional[bool] = None) -> None:
+        """Stop a broker cleanly, as SIGTERM does: by default (``controlled.shutdown.enable``) it first asks the
+        controller to move its leaderships away (ControlledShutdown), then flushes and leaves."""
         server = self.brokers.get(broker_id)
         if server is not None:
-            self._loop.run(server.shutdown())
+            self._loop.run(server.shutdown(controlled=controlled))
 
     def kill(self, broker_id: int, *, expire_session: bool = True, lose_unflushed: bool = False) -> None:
         """Kill a broker abruptly: its sockets drop, nothing is flushed or checkpointed (the OS page cache
@@ -193,9 +196,11 @@ class Cluster(FaultInjection):
         if self._loop is None:
             return
         try:
+            # The whole cluster goes: moving leaderships from broker to broker would only delay the end (and
+            # the last brokers have nowhere to move them), so brokers stop without ControlledShutdown.
             for broker_id in sorted(self.brokers, reverse=True):
                 try:
-                    self._loop.run(self.brokers[broker_id].shutdown())
+                    self._loop.run(self.brokers[broker_id].shutdown(controlled=False))
                 except Exception:
                     pass
             if self._expiry_task is not None:
@@ -218,10 +223,18 @@ class Cluster(FaultInjection):
 
     @property
     def controller_id(self) -> int:
-        for broker_id, b in sorted(self.brokers.items()):
-            if b.is_running and b.controller is not None and b.controller.is_active:
-                return broker_id
-        return -1
+        """The broker that owns ``/controller`` and knows it. A deposed controller that has not yet heard its
+        session expired (paused, cut off from the store) still believes it is active: the znode decides."""
+        def read():
+            try:
+                data, _ = self.zk_store.get("/controller")
+            except Exception:  # no controller znode (an election is under way)
+                return -1
+            owner = json.loads(data).get("brokerid", -1)
+            b = self.brokers.get(owner)
+            return owner if b is not None and b.is_running and b.controller is not None and b.controller.is_active \
+                else -1
+        return self.call(read) if self._loop is not None else -1
 
     def broker(self, broker_id: int) -> KafkaServer:
         return self.brokers[broker_id]

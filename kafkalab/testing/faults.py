@@ -17,13 +17,15 @@ ConnectionLoss, and after ``zookeeper.session.timeout.ms`` the store expires the
 ``/brokers/ids/<id>`` vanishes and the controller treats it as dead while the process runs on (a zombie).
 
 * ``partition(a, b)`` cuts one link (``b`` may be ``"zk"``), ``isolate(broker)`` cuts all of a broker's links,
-  ``heal()`` restores every link (an expired session only now learns that it expired).
+  ``heal()`` restores every link (an expired session only now learns that it expired -- and, as Kafka's
+  broker does, opens a new session and registers again with a new broker epoch).
 
 **Pause** (``kill -STOP``, a long GC pause, a frozen VM): the process stops doing anything. Its sockets are
 no longer read (the kernel still accepts connections and buffers bytes, so peers see requests time out, not
 refused connections), it opens no connection and sends nothing, and -- as a stopped JVM's ZooKeeper client
 stops pinging -- its session expires once ``zookeeper.session.timeout.ms`` passes. ``resume`` lets it go on; if
-the session expired meanwhile, the broker learns it only now. Limits of the model: requests already read keep
+the session expired meanwhile, the broker learns it only now, and registers again on a new session: the
+controller treats it as a newly started broker (LeaderAndIsr, it catches up and rejoins the ISRs). Limits of the model: requests already read keep
 being served, and the broker's own timers keep firing (their ZooKeeper writes fail with ConnectionLoss).
 
 **Kill and the page cache.** ``kill(broker)`` is ``kill -9``: the process dies but the operating system
@@ -155,9 +157,8 @@ class FaultInjection:
         self.call(do)
 
     def resume(self, broker_id: int) -> bool:
-        """Let a paused broker go on. Returns whether its session survived the pause (if not, the broker is
-        a zombie until restarted: kafkalab's broker does not yet re-register after an expiry as Kafka's
-        does)."""
+        """Let a paused broker go on. Returns whether its session survived the pause (if not, the broker
+        learns of the expiry now, opens a new session and registers again, as Kafka's does)."""
         def do():
             self.paused.discard(broker_id)
             server = self.brokers[broker_id]

@@ -47,3 +47,51 @@ def read_everything(bootstrap: str, topic: str, history: History, timeout: float
         return values
     finally:
         c.close()
+
+
+def require_kcat() -> str:
+    """kcat's path; skips when it is missing, unless ``KAFKALAB_REQUIRE_KCAT=1`` (CI) makes that a failure."""
+    import os
+    import shutil
+
+    import pytest
+    path = shutil.which("kcat")
+    if path:
+        return path
+    if os.environ.get("KAFKALAB_REQUIRE_KCAT") == "1":
+        pytest.fail("kcat is required (KAFKALAB_REQUIRE_KCAT=1) but not on PATH: apt-get install -y kcat")
+    pytest.skip("kcat is not installed (apt-get install -y kcat)")
+
+
+def log_batches(cluster, broker_id: int, topic: str, partition: int = 0) -> list[tuple[int, int, int]]:
+    """``(base_offset, last_offset, partition_leader_epoch)`` of every batch in a replica's ``.log`` files."""
+    import struct
+    out = []
+    for raw in segment_bytes(cluster, broker_id, topic, partition):
+        pos = 0
+        while pos + 27 <= len(raw):
+            base, length, epoch = struct.unpack_from(">qii", raw, pos)
+            (delta,) = struct.unpack_from(">i", raw, pos + 23)
+            out.append((base, base + delta, epoch))
+            pos += 12 + length
+    return out
+
+
+def segment_bytes(cluster, broker_id: int, topic: str, partition: int = 0) -> list[bytes]:
+    """The bytes of each ``.log`` segment of a replica, in offset order."""
+    d = cluster.base_dir / f"broker-{broker_id}" / f"{topic}-{partition}"
+    return [p.read_bytes() for p in sorted(d.glob("*.log"))]
+
+
+def make_producer(cluster, acks, **extra):
+    from confluent_kafka import Producer
+    return Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": acks, "retries": 0, "linger.ms": 0,
+                     "message.timeout.ms": 8000, "request.timeout.ms": 2000, "log_level": 0, **extra})
+
+
+def produce(cluster, topic: str, history: History, values, acks, **extra) -> None:
+    """Send ``values`` to partition 0 one by one, recording each in ``history``."""
+    p = make_producer(cluster, acks, **extra)
+    for v in values:
+        p.produce(topic, value=v, partition=0, on_delivery=recorder(history, v))
+    assert p.flush(15) == 0

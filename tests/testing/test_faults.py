@@ -27,8 +27,9 @@ def produce(cluster, topic, values, acks="1"):
     return out
 
 
-def isr(cluster, topic, broker_id):
-    return cluster.call(lambda: tuple(sorted(cluster.brokers[broker_id].replica_manager.get_partition(topic, 0).isr)))
+def isr(cluster, topic, broker_id, partition=0):
+    return cluster.call(lambda: tuple(sorted(
+        cluster.brokers[broker_id].replica_manager.get_partition(topic, partition).isr)))
 
 
 def registered(cluster):
@@ -82,10 +83,13 @@ def test_isolating_a_broker_from_the_store_expires_its_session(cluster):
     cluster.wait_until(lambda: victim not in registered(cluster), 10, "the session did not expire")
     # The controller saw the broker go and took it out of the ISR.
     cluster.wait_until(lambda: victim not in cluster.partition_state("zkcut", 0)["isr"], 10)
-    cluster.heal()
-    assert cluster.call(lambda: cluster.brokers[victim].zk.session.alive) is False  # it learns: expired
-    cluster.restart(victim)
-    cluster.wait_until(lambda: registered(cluster) == [0, 1, 2], 10)
+    old_epoch = cluster.call(lambda: cluster.brokers[victim].broker_epoch)
+    cluster.heal()   # it learns its session expired, opens a new one and registers again (a new broker epoch)
+    cluster.wait_until(lambda: registered(cluster) == [0, 1, 2], 10, "the broker did not register again")
+    assert cluster.call(lambda: cluster.brokers[victim].broker_epoch) > old_epoch
+    # The controller treats it as a new broker: LeaderAndIsr, it catches up, and the leader takes it back.
+    assert produce(cluster, "zkcut", [b"c"]) == [2]
+    cluster.wait_until(lambda: victim in isr(cluster, "zkcut", leader), 10, "it did not rejoin the ISR")
 
 
 def test_pause_shorter_than_the_session_timeout(cluster):
@@ -100,7 +104,7 @@ def test_pause_shorter_than_the_session_timeout(cluster):
 
 
 def test_a_paused_broker_stops_serving_and_loses_its_session(cluster):
-    # A partition led by a broker that is not the controller (pausing the controller itself: see the report).
+    # A partition led by a broker that is not the controller (pausing the controller: the test below).
     cluster.create_topic("freeze", 3, 3)
     controller = cluster.controller_id
     partition, leader = next((p, s["leader"]) for p in range(3)
@@ -116,9 +120,14 @@ def test_a_paused_broker_stops_serving_and_loses_its_session(cluster):
     cluster.wait_until(lambda: leader not in registered(cluster), 10, "the paused broker kept its session")
     cluster.wait_until(lambda: cluster.partition_state("freeze", partition)["leader"] not in (-1, leader), 15,
                        "no failover")
-    assert cluster.resume(leader) is False           # a zombie until restarted
-    cluster.restart(leader)
-    cluster.wait_until(lambda: registered(cluster) == [0, 1, 2], 10)
+    assert cluster.resume(leader) is False           # its session did not survive the pause ...
+    cluster.wait_until(lambda: registered(cluster) == [0, 1, 2], 10, "no re-registration")  # ... so a new one
+    new_leader = cluster.partition_state("freeze", partition)["leader"]
+    cluster.wait_until(lambda: leader in isr(cluster, "freeze", new_leader, partition), 10,
+                       "the resumed broker did not rejoin the ISR")
+    # It follows now: it no longer believes it leads the partition.
+    assert cluster.call(lambda: cluster.brokers[leader].replica_manager.get_partition("freeze", partition)
+                        .leader_id) == new_leader
 
 
 @pytest.mark.parametrize("lose_unflushed, flush_messages, survivors", [
@@ -135,3 +144,21 @@ def test_kill_and_the_page_cache(lose_unflushed, flush_messages, survivors):
         c.restart(0)
         c.wait_until(lambda: c.brokers[0].replica_manager.get_partition("pc", 0) is not None, 10)
         assert c.call(lambda: c.brokers[0].replica_manager.get_partition("pc", 0).log.log_end_offset) == survivors
+
+
+def test_pausing_the_controller_fails_over_and_the_old_one_comes_back_as_a_broker(cluster):
+    cluster.create_topic("ctlnap", 3, 3)
+    cluster.wait_until(lambda: all(len(cluster.partition_state("ctlnap", p)["isr"]) == 3 for p in range(3)), 10)
+    old = cluster.controller_id
+    led = [p for p in range(3) if cluster.partition_state("ctlnap", p)["leader"] == old]
+    cluster.pause(old)
+    # Its session expires after zookeeper.session.timeout.ms; another broker wins /controller, and the
+    # paused one (a zombie that still believes it is the controller) no longer counts.
+    cluster.wait_until(lambda: cluster.controller_id not in (-1, old), 10, "no controller failover")
+    cluster.wait_until(lambda: all(cluster.partition_state("ctlnap", p)["leader"] not in (-1, old) for p in led), 10,
+                       "the paused controller's partitions did not move")
+    assert cluster.resume(old) is False
+    cluster.wait_until(lambda: registered(cluster) == [0, 1, 2], 10, "no re-registration")
+    assert cluster.call(lambda: cluster.brokers[old].controller.is_active) is False   # it resigned
+    cluster.wait_until(lambda: all(old in cluster.partition_state("ctlnap", p)["isr"] for p in range(3)), 15,
+                       "the old controller did not rejoin the ISRs")

@@ -20,18 +20,24 @@ so the listener stands for that permission and other listeners get CLUSTER_AUTHO
 whose ``broker_epoch`` predates this broker's registration (it was meant for a previous incarnation) gets
 STALE_BROKER_EPOCH. Like a ZooKeeper-era broker, this one advertises the three APIs in ApiVersions.
 
-Mirrors: ``KafkaApis.handleLeaderAndIsrRequest``, ``handleUpdateMetadataRequest``, ``handleStopReplicaRequest``.
+**ControlledShutdown** goes the other way: a broker about to stop cleanly asks the *controller* to move its
+leaderships away first (also on the inter-broker listener). The controller answers once it has decided, with
+the partitions the broker still leads; a broker that is not the controller answers NOT_CONTROLLER.
+
+Mirrors: ``KafkaApis.handleLeaderAndIsrRequest``, ``handleUpdateMetadataRequest``, ``handleStopReplicaRequest``,
+``handleControlledShutdownRequest``.
 """
 from __future__ import annotations
 
 from kafkalab.protocol import ApiKey, ErrorCode, response_class
-from kafkalab.server.apis.base import handles
+from kafkalab.server.apis.base import Delayed, handles
 
-__all__ = ["leader_and_isr", "update_metadata", "stop_replica"]
+__all__ = ["leader_and_isr", "update_metadata", "stop_replica", "handle_controlled_shutdown"]
 
 LeaderAndIsrResponse = response_class(ApiKey.LEADER_AND_ISR)
 UpdateMetadataResponse = response_class(ApiKey.UPDATE_METADATA)
 StopReplicaResponse = response_class(ApiKey.STOP_REPLICA)
+ControlledShutdownResponse = response_class(ApiKey.CONTROLLED_SHUTDOWN)
 
 
 def _states(body, version: int) -> list:
@@ -73,10 +79,16 @@ def leader_and_isr(broker, body, version: int):
 
 
 def update_metadata(broker, body, version: int):
+    # One controller epoch per broker (Kafka's ReplicaManager.controllerEpoch), raised by UpdateMetadata as well
+    # as LeaderAndIsr: a broker hosting no replica hears from a new controller only through UpdateMetadata, and
+    # must still refuse a zombie's LeaderAndIsr afterwards.
+    if body.controller_epoch < broker.replica_manager.controller_epoch:
+        return UpdateMetadataResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
     try:
         deleted = broker.metadata_cache.update_metadata(body, version)
     except ValueError:
         return UpdateMetadataResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
+    broker.replica_manager.controller_epoch = body.controller_epoch
     for topic in deleted:
         broker.on_topic_deleted(topic)
     return UpdateMetadataResponse(error_code=ErrorCode.NONE)
@@ -140,3 +152,23 @@ def handle_update_metadata(broker, request):
     if code:
         return UpdateMetadataResponse(error_code=code)
     return update_metadata(broker, request.body, request.context.api_version)
+
+
+@handles(ApiKey.CONTROLLED_SHUTDOWN, versions=(0, 3), error_response=lambda req, code, msg: ControlledShutdownResponse(
+    error_code=code))
+def handle_controlled_shutdown(broker, request):
+    R = ControlledShutdownResponse
+    if request.context.listener_name != broker.config.inter_broker_listener_name:
+        return R(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+    controller = broker.controller
+    if controller is None or not controller.is_active:
+        return R(error_code=ErrorCode.NOT_CONTROLLER)
+    body = request.body
+    epoch = getattr(body, "broker_epoch", -1)
+    future = controller.controlled_shutdown(body.broker_id, -1 if epoch is None else epoch)
+
+    async def answer():
+        code, remaining = await future
+        return R(error_code=code, remaining_partitions=tuple(
+            R.RemainingPartition(topic_name=t, partition_index=p) for t, p in remaining))
+    return Delayed(answer())
