@@ -114,6 +114,8 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in (
     _k("offsets.retention.minutes", "int", 10080, "How long the offsets of an empty group are kept.", minimum=1),
     _k("offsets.retention.check.interval.ms", "long", 600000, "How often expired offsets are looked for.",
        minimum=1),
+    _k("offsets.commit.timeout.ms", "int", 5000, "How long an offset commit waits for the in-sync replicas of "
+       "__consumer_offsets (acks=all) before failing.", minimum=1),
     _k("offset.metadata.max.bytes", "int", 4096, "Largest metadata string of a committed offset."),
     _k("transactional.id.expiration.ms", "int", 604800000, "Forget an idle transactional id after this."),
     _k("producer.id.expiration.ms", "int", 86400000, "Forget an idle producer id after this."),

@@ -12,8 +12,10 @@ Brokers listen on free ports of 127.0.0.1 by default (``listeners=PLAINTEXT://12
 broker gets its old port back, so clients keep their bootstrap list. Data lives in a temporary directory that
 is removed on ``stop()`` unless ``log_dirs`` was given.
 
-The store expires sessions that stopped pinging (a killed broker's, an isolated or paused one's) every half
-``zk_tick_time_ms`` on the wall clock; with a ``MockTime`` call ``zk_store.expire_sessions()`` yourself.
+The store expires sessions that stopped pinging (a killed broker's, an isolated or paused one's) as ZooKeeper
+does: in ``zk_tick_time_ms`` buckets, its expirer sleeping until the next one is due (a ``ThreadScheduler`` on
+the wall clock that runs the expiry on the cluster's loop); with a ``MockTime`` call
+``zk_store.expire_sessions()`` yourself.
 Faults -- ``kill``, ``pause``/``resume``, ``isolate``/``partition``/``heal`` -- are described in
 :mod:`kafkalab.testing.faults`.
 
@@ -34,6 +36,7 @@ import threading
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
+from kafkalab.common.scheduler import ThreadScheduler
 from kafkalab.common.time import SYSTEM, MockTime, Time
 from kafkalab.server.broker import KafkaServer
 from kafkalab.testing.faults import FaultInjection
@@ -108,7 +111,7 @@ class Cluster(FaultInjection):
         self.zk_store: Optional[ZkStore] = None
         self._loop: Optional[_LoopThread] = None
         self.zk_tick_time_ms = zk_tick_time_ms
-        self._expiry_task: Optional[asyncio.Task] = None
+        self._zk_scheduler: Optional[ThreadScheduler] = None
         self._init_faults()
 
     # ------------------------------------------------------------------------------------------ lifecycle
@@ -126,22 +129,16 @@ class Cluster(FaultInjection):
             self.base_dir = Path(self._tmp.name)
         self.base_dir.mkdir(parents=True, exist_ok=True)
         self._loop = _LoopThread("kafkalab-cluster")
-        self.zk_store = self._loop.call(lambda: ZkStore(str(self.base_dir / "zookeeper"), time=self.time,
-                                                        tick_time_ms=self.zk_tick_time_ms))
         if not isinstance(self.time, MockTime):
-            self._expiry_task = self._loop.call(lambda: asyncio.ensure_future(self._expire_sessions_forever()))
+            self._zk_scheduler = ThreadScheduler(self.time, executor=self._loop.loop.call_soon_threadsafe,
+                                                 name="zk-session-expiry")
+        self.zk_store = self._loop.call(lambda: ZkStore(str(self.base_dir / "zookeeper"), time=self.time,
+                                                        scheduler=self._zk_scheduler,
+                                                        tick_time_ms=self.zk_tick_time_ms))
         for broker_id in range(self.num_brokers):
             self.start_broker(broker_id)
         self.wait_for_controller()
         return self
-
-    async def _expire_sessions_forever(self) -> None:
-        while True:
-            await asyncio.sleep(self.zk_tick_time_ms / 2000.0)
-            try:
-                self.zk_store.expire_sessions()
-            except Exception:  # a closed store at shutdown
-                pass
 
     def _broker_config(self, broker_id: int) -> dict:
         port = self._ports.get(broker_id, 0)
@@ -203,11 +200,11 @@ class Cluster(FaultInjection):
                     self._loop.run(self.brokers[broker_id].shutdown(controlled=False))
                 except Exception:
                     pass
-            if self._expiry_task is not None:
-                self._loop.call(self._expiry_task.cancel)
-                self._expiry_task = None
             if self.zk_store is not None:
                 self._loop.call(self.zk_store.close)
+            if self._zk_scheduler is not None:
+                self._zk_scheduler.shutdown()
+                self._zk_scheduler = None
         finally:
             self._loop.stop()
             self._loop = None

@@ -40,8 +40,9 @@ class SessionState(Enum):
 class Session:
     """A client's session: an id, a negotiated timeout, ephemeral znodes, watches and state listeners.
 
-    ``auto_heartbeat=True`` models a ZooKeeper client's background ping thread: the session is heard from
-    whenever the store checks, as long as it is not isolated. Otherwise call :meth:`heartbeat` yourself."""
+    ``auto_heartbeat=True`` models a ZooKeeper client's background ping thread: the session is heard from every
+    :attr:`ping_interval_ms` as long as it is not isolated (the store works the last ping out when it needs it).
+    Otherwise call :meth:`heartbeat` yourself."""
 
     def __init__(self, store: "ZkStore", session_id: int, timeout_ms: int, now_ms: int, auto_heartbeat: bool,
                  dispatcher: Optional[Dispatcher]):
@@ -49,7 +50,7 @@ class Session:
         self.session_id = session_id
         self.timeout_ms = timeout_ms
         self.last_heard_ms = now_ms
-        self.auto_heartbeat = auto_heartbeat
+        self._auto_heartbeat = auto_heartbeat
         self.dispatcher = dispatcher
         self.state = SessionState.CONNECTED
         self._listeners: list[Watcher] = []
@@ -59,6 +60,24 @@ class Session:
     @property
     def hex_id(self) -> str:
         return f"0x{self.session_id:x}"
+
+    @property
+    def auto_heartbeat(self) -> bool:
+        return self._auto_heartbeat
+
+    @auto_heartbeat.setter
+    def auto_heartbeat(self, on: bool) -> None:
+        """Turning the ping thread off (a killed process) leaves the session as last pinged: from then on it
+        counts down to its expiry bucket."""
+        if bool(on) != self._auto_heartbeat:
+            self.store._set_auto_heartbeat(self, bool(on))
+
+    @property
+    def ping_interval_ms(self) -> int:
+        """How often an idle ZooKeeper client pings (``ClientCnxn``): when nothing was sent for half its read
+        timeout (2/3 of the session timeout) less a second, and at least every 10 s."""
+        third = self.timeout_ms // 3
+        return max(1, third if third <= 1000 else min(10_000, max(third - 1000, 1000)))
 
     @property
     def alive(self) -> bool:

@@ -25,13 +25,15 @@ guarantees that Kafka builds everything else on. This module keeps exactly those
 * **Sequential znodes.** ``create(..., sequential=True)`` appends the parent's child counter (its
   ``cversion``, incremented by each child creation, never by deletion) as ten digits:
   ``/isr_change_notification/isr_change_0000000003``.
+* **Expiry buckets.** As ZooKeeper's ``SessionTracker`` (``ExpiryQueue``) does, a session heard from at time
+  ``t`` is due at ``t + timeout`` rounded *up to the next multiple* of ``tickTime`` (always strictly later, so
+  between ``timeout`` and ``timeout + tickTime`` after the last ping). With a scheduler, one expirer task
+  sleeps until the earliest such bucket and expires every session in it (:meth:`ZkStore.expire_sessions`);
+  without one, tests and labs call that method themselves.
 * **One-shot watches** (see :mod:`kafkalab.zk.watches`), delivered after the lock is released.
 
 Simplifications (a single server, not an ensemble): no quorum or leader election among servers, no ACLs,
-no chroot, no TTL/container nodes, no server-side session-expiry buckets (a session expires once
-``timeout_ms`` has passed since it was last heard, checked by :meth:`ZkStore.expire_sessions` every
-``tick_time_ms`` when a scheduler is given), failed writes consume no zxid, sessions do not survive a
-restart. Persistence: :mod:`kafkalab.zk.persistence`.
+no chroot, no TTL/container nodes, failed writes consume no zxid, sessions do not survive a restart. Persistence: :mod:`kafkalab.zk.persistence`.
 
 Mirrors: ZooKeeper's ``DataTree``, ``PrepRequestProcessor``, ``SessionTrackerImpl`` and ``data/Stat``;
 Kafka's view of it is ``core/src/main/scala/kafka/zookeeper/ZooKeeperClient.scala``.
@@ -107,10 +109,10 @@ class ZkStore:
             self._nodes[parent_path(path)].children.add(path.rsplit("/", 1)[1])
         if data_dir is not None:
             self._load()
+        self._scheduler = scheduler
         self._expiry_task = None
-        if scheduler is not None:
-            self._expiry_task = scheduler.schedule("zk-session-expiry", self.expire_sessions,
-                                                   tick_time_ms, tick_time_ms)
+        self._expiry_due: Optional[int] = None     # the bucket the expirer task sleeps until
+        self._closed = False
 
     # -- reads ---------------------------------------------------------------------------------------------
     def get(self, path: str, watch: Optional[Watcher] = None, *, session: Optional[Session] = None
@@ -322,6 +324,7 @@ class ZkStore:
             session = Session(self, session_id, timeout, now, auto_heartbeat, dispatcher)
             self._sessions[session_id] = session
             self._ephemerals[session_id] = set()
+            self._schedule_expirer()
             self._record({"zxid": self._last_zxid, "time_ms": now, "event": "open_session", "path": None,
                           "session": session.hex_id, "version": None, "detail": f"timeout={timeout}ms"})
         self._outbox.flush()
@@ -335,19 +338,79 @@ class ZkStore:
         self._outbox.flush()
 
     def expire_sessions(self) -> list[int]:
-        """Expire every session not heard from for ``timeout_ms``; returns their ids. A scheduler given to
-        the constructor calls this every ``tick_time_ms``; without one, tests and labs call it."""
+        """Expire every session whose expiry bucket has come (see :meth:`expiration_ms`); returns their ids.
+        A scheduler given to the constructor calls this when the earliest bucket is due; without one, tests and
+        labs call it."""
         expired = []
         with self._lock:
             now = self.time.milliseconds()
             for session in list(self._sessions.values()):
                 if session.auto_heartbeat and session.state is SessionState.CONNECTED:
-                    session.last_heard_ms = now
-                elif now - session.last_heard_ms >= session.timeout_ms:
+                    session.last_heard_ms = self._last_ping_ms(session, now)
+                    continue
+                if now >= self.expiration_ms(session):
                     self._end_session(session, SessionState.EXPIRED)
                     expired.append(session.session_id)
+            self._schedule_expirer()
         self._outbox.flush()
         return expired
+
+    def round_to_next_tick(self, time_ms: int) -> int:
+        """ZooKeeper's ``ExpiryQueue.roundToNextInterval``: the next multiple of ``tick_time_ms`` after ``time_ms``
+        (strictly after: a multiple itself goes to the next one)."""
+        return (time_ms // self.tick_time_ms + 1) * self.tick_time_ms
+
+    def expiration_ms(self, session: Session) -> Optional[int]:
+        """When ``session`` expires unless heard from again: the bucket of ``last heard + timeout``. None while a
+        pinging client keeps it alive (auto heartbeat, not isolated)."""
+        if session.auto_heartbeat and session.state is SessionState.CONNECTED:
+            return None
+        return self.round_to_next_tick(session.last_heard_ms + session.timeout_ms)
+
+    def next_expiration_ms(self) -> Optional[int]:
+        """The earliest expiry bucket among the live sessions (None: nothing can expire)."""
+        with self._lock:
+            due = [d for d in map(self.expiration_ms, self._sessions.values()) if d is not None]
+            return min(due) if due else None
+
+    def _last_ping_ms(self, session: Session, now: int) -> int:
+        """The last ping a pinging client sent by ``now``: one every ``ping_interval_ms`` since it was last
+        heard (the ping thread's phase is the session's)."""
+        interval = session.ping_interval_ms
+        return session.last_heard_ms + max(0, now - session.last_heard_ms) // interval * interval
+
+    def _set_auto_heartbeat(self, session: Session, on: bool) -> None:
+        with self._lock:
+            if session.state is SessionState.CONNECTED:
+                now = self.time.milliseconds()
+                # the ping thread stops (or starts) now: its last ping is the last one heard
+                session.last_heard_ms = self._last_ping_ms(session, now) if session._auto_heartbeat else now
+            session._auto_heartbeat = on
+            self._schedule_expirer()
+
+    def _schedule_expirer(self) -> None:
+        """Keep one expirer task due at the earliest bucket (ZooKeeper's SessionTrackerImpl thread sleeps until
+        ``nextExpirationTime``). A session heard from again only moves to a later bucket: the task may then
+        wake to find nothing due, and goes back to sleep until the next one."""
+        if self._scheduler is None or self._closed:
+            return
+        due = self.next_expiration_ms()
+        if due == self._expiry_due and self._expiry_task is not None:
+            return
+        if self._expiry_task is not None:
+            self._expiry_task.cancel()
+            self._expiry_task = None
+        self._expiry_due = due
+        if due is not None:
+            self._expiry_task = self._scheduler.schedule("zk-session-expiry", self._run_expirer,
+                                                         max(0, due - self.time.milliseconds()))
+
+    def _run_expirer(self) -> None:
+        with self._lock:
+            self._expiry_task, self._expiry_due = None, None
+            if self._closed:
+                return
+        self.expire_sessions()
 
     def expire_session(self, session: Session) -> None:
         """Fault injection: expire ``session`` now, as if its timeout had passed (a killed broker)."""
@@ -363,9 +426,10 @@ class ZkStore:
         with self._lock:
             if session.state is not SessionState.CONNECTED:
                 return
-            if session.auto_heartbeat:
-                session.last_heard_ms = self.time.milliseconds()
+            if session.auto_heartbeat:  # its pings stop arriving: the last one that did counts
+                session.last_heard_ms = self._last_ping_ms(session, self.time.milliseconds())
             session.state = SessionState.ISOLATED
+            self._schedule_expirer()
             self._record(self._entry(None, "isolate", None, session.session_id, None))
             self._notify(session, KeeperState.Disconnected)
         self._outbox.flush()
@@ -579,6 +643,7 @@ class ZkStore:
 
     def close(self) -> None:
         """Stop the expiry task. Sessions are not closed: a stopped server simply stops answering."""
+        self._closed = True
         if self._expiry_task is not None:
             self._expiry_task.cancel()
             self._expiry_task = None

@@ -4,6 +4,9 @@ from kafkalab.common import MockScheduler, MockTime
 from kafkalab.zk import ZkStore
 
 TIMEOUT_MS = 6000  # within ZooKeeper's default [4000, 40000] negotiation window
+TICK_MS = 2000     # the store's default tickTime
+# a session last heard at a tick boundary expires in the bucket after timeout: timeout + one tick later
+EXPIRY_MS = TIMEOUT_MS + TICK_MS
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from kafkalab.zk.client import UNKNOWN_VERSION
 from kafkalab.zk.paths import (BrokerInfo, EndPoint, LeaderAndIsr, LeaderIsrAndControllerEpoch, ReplicaAssignment,
                                TopicPartition, decode_partition_state, topic_partition_state_path)
 
-from .conftest import TIMEOUT_MS
+from .conftest import EXPIRY_MS, TIMEOUT_MS
 
 TP = TopicPartition("orders", 0)
 
@@ -44,7 +44,7 @@ def test_register_broker_returns_the_broker_epoch(store, admin):
 def test_a_restarted_broker_gets_a_new_epoch(store, time, admin):
     zk = KafkaZkClient.connect(store, TIMEOUT_MS)
     first = zk.register_broker(broker(0))
-    time.advance(TIMEOUT_MS)
+    time.advance(EXPIRY_MS)
     store.expire_sessions()
     assert admin.get_sorted_broker_list() == []
     with pytest.raises(SessionExpiredException):
@@ -87,7 +87,7 @@ def test_a_deposed_controller_is_fenced_by_the_epoch_zk_version(store, time, adm
     admin.create_topic("orders", {0: [0, 1]})
     old.create_topic_partition_state(TP, LeaderIsrAndControllerEpoch(LeaderAndIsr(0, 0, (0, 1)), epoch),
                                      epoch_zk_version)
-    time.advance(TIMEOUT_MS)
+    time.advance(EXPIRY_MS)
     store.expire_sessions()
     new = KafkaZkClient.connect(store, TIMEOUT_MS)
     assert new.register_controller_and_increment_controller_epoch(1) == (epoch + 1, epoch_zk_version + 1)

@@ -43,7 +43,7 @@ def test_event_log_tells_the_story(time):
     zk.create_top_level_paths()
     mark = store.last_zxid
     zk.register_broker(BrokerInfo(0, (EndPoint("h", 9092, "PLAINTEXT", "PLAINTEXT"),)))
-    time.advance(6000)
+    time.advance(6000 + 2000)   # timeout, rounded up to the next tick bucket
     store.expire_sessions()
     story = [(e["event"], e["path"]) for e in store.event_log(since_zxid=mark)]
     assert story == [("create", "/brokers/ids/0"), ("set", "/brokers/ids/0"),

@@ -4,7 +4,7 @@ import pytest
 from kafkalab.zk import (ConnectionLossException, EventType, KeeperState, SessionExpiredException, SessionState,
                          ZkStore)
 
-from .conftest import TIMEOUT_MS
+from .conftest import EXPIRY_MS, TICK_MS, TIMEOUT_MS
 
 
 def test_session_ids_look_like_zookeeper_ids(store):
@@ -40,7 +40,7 @@ def test_ephemeral_znodes_vanish_when_the_session_expires_and_watches_fire(store
     store.get_children("/brokers", child_watch)
     store.get("/brokers", own, session=s)  # the expiring session's own watch dies with it
     s.add_state_listener(own)
-    time.advance(TIMEOUT_MS - 1)
+    time.advance(EXPIRY_MS - 1)   # the timeout has passed, but the session's expiry bucket has not come
     assert store.expire_sessions() == []
     time.advance(1)
     assert store.expire_sessions() == [s.session_id]
@@ -134,8 +134,58 @@ def test_scheduler_driven_expiry_and_auto_heartbeat(ticking_store, time):
     assert manual.state is SessionState.EXPIRED and pinging.state is SessionState.CONNECTED
     assert store.exists("/m") is None and store.exists("/p") is not None
     store.isolate(pinging)  # a pinging client cut off from the ensemble still expires
-    time.advance(TIMEOUT_MS)
+    time.advance(EXPIRY_MS)
     assert pinging.state is SessionState.EXPIRED and store.exists("/p") is None
+
+
+def test_expiry_is_rounded_up_to_the_next_tick_bucket(store, time):
+    """ZooKeeper's ExpiryQueue: last heard + timeout, rounded up to the next multiple of tickTime."""
+    assert time.milliseconds() % TICK_MS == 0
+    time.advance(500)
+    a = store.open_session(TIMEOUT_MS)                 # heard at 500: due 6500 -> bucket 8000
+    time.advance(1000)
+    b = store.open_session(TIMEOUT_MS)                 # heard at 1500: due 7500 -> the same bucket
+    start = time.milliseconds() - 1500
+    assert store.expiration_ms(a) == store.expiration_ms(b) == start + 8000
+    assert store.round_to_next_tick(start + 6000) == start + 8000, "a multiple goes to the next bucket"
+    time.advance(start + 7999 - time.milliseconds())
+    assert store.expire_sessions() == [], "both timeouts have passed, their bucket has not come"
+    time.advance(1)
+    assert store.expire_sessions() == [a.session_id, b.session_id]
+
+
+def test_the_expirer_sleeps_until_the_earliest_bucket(ticking_store, time):
+    store = ticking_store
+    start = time.milliseconds()
+    time.advance(300)
+    s = store.open_session(TIMEOUT_MS)                 # bucket start + 8000
+    assert store.next_expiration_ms() == start + 8000
+    assert store._expiry_task.due_ms == start + 8000, "one task, due at the bucket, not a periodic poll"
+    time.advance(7699)
+    assert s.state is SessionState.CONNECTED
+    assert s.heartbeat()                               # heard at 7999: moves to bucket 14000
+    time.advance(1)                                    # the expirer wakes at 8000, finds nothing due
+    assert s.state is SessionState.CONNECTED and store._expiry_task.due_ms == start + 14000
+    time.advance(5999)
+    assert s.state is SessionState.CONNECTED
+    time.advance(1)
+    assert s.state is SessionState.EXPIRED and store._expiry_task is None
+
+
+def test_a_killed_pinging_client_expires_from_its_last_ping(ticking_store, time):
+    """A ZooKeeper client pings when idle for a third of its timeout less a second (1 s for 6 s): the session
+    of a process killed 1.5 s after its last request expires from its last ping, in that ping's bucket."""
+    store = ticking_store
+    start = time.milliseconds()
+    s = store.open_session(TIMEOUT_MS, auto_heartbeat=True)
+    assert s.ping_interval_ms == 1000 and store.next_expiration_ms() is None
+    time.advance(20_500)
+    s.auto_heartbeat = False                           # kill -9: the last ping went out at 20000
+    assert s.last_heard_ms == start + 20_000 and store.next_expiration_ms() == start + 28_000
+    time.advance(7_499)
+    assert s.state is SessionState.CONNECTED
+    time.advance(1)
+    assert s.state is SessionState.EXPIRED
 
 
 def test_session_events_go_through_the_session_dispatcher(store, recorder):
@@ -151,7 +201,7 @@ def test_session_events_go_through_the_session_dispatcher(store, recorder):
 
 def test_close_of_a_closed_or_expired_session_is_harmless(store, time):
     s = store.open_session(TIMEOUT_MS)
-    time.advance(TIMEOUT_MS)
+    time.advance(EXPIRY_MS)
     store.expire_sessions()
     s.close()
     assert s.state is SessionState.EXPIRED

@@ -420,9 +420,10 @@ class GroupCoordinator(GroupOffsetsAndAdmin):
         group.init_next_generation(self._now())
         if group.is_(S.EMPTY):
             self._event(group.group_id, f"Empty (generation {group.generation_id})")
-            code = self.manager.store_group(group, {})
-            if code != E.NONE:
-                log.warning("failed to write empty metadata for group %s: %s", group.group_id, E(code).name)
+            def logged(code: int) -> None:
+                if code != E.NONE:
+                    log.warning("failed to write empty metadata for group %s: %s", group.group_id, E(code).name)
+            self.manager.store_group(group, {}, logged)
             return
         self._event(group.group_id, f"CompletingRebalance: generation {group.generation_id}, protocol "
                                     f"{group.protocol_name}, leader {group.leader_id}, {group.size} member(s)")
@@ -524,17 +525,19 @@ class GroupCoordinator(GroupOffsetsAndAdmin):
             full = {m: bytes(assignment.get(m, b"")) for m in group.members}
             self._event(group.group_id, f"leader {member_id} sends the assignment of generation "
                                         f"{group.generation_id}")
-            code = self.manager.store_group(group, full)
-            if group.is_(S.COMPLETING_REBALANCE) and generation_id == group.generation_id:
-                if code != E.NONE:
-                    self._reset_and_propagate_assignment_error(group, code)
-                    self._maybe_prepare_rebalance(group, f"error {E(code).name} storing the assignment")
-                else:
-                    for m in group.members.values():
-                        m.assignment = full[m.member_id]
-                    self._propagate_assignment(group, E.NONE)
-                    group.transition_to(S.STABLE, self._now())
-                    self._event(group.group_id, f"Stable (generation {group.generation_id})")
+
+            def stored(code: int) -> None:   # the group may have moved on while the append waited
+                if group.is_(S.COMPLETING_REBALANCE) and generation_id == group.generation_id:
+                    if code != E.NONE:
+                        self._reset_and_propagate_assignment_error(group, code)
+                        self._maybe_prepare_rebalance(group, f"error {E(code).name} storing the assignment")
+                    else:
+                        for m in group.members.values():
+                            m.assignment = full[m.member_id]
+                        self._propagate_assignment(group, E.NONE)
+                        group.transition_to(S.STABLE, self._now())
+                        self._event(group.group_id, f"Stable (generation {group.generation_id})")
+            self.manager.store_group(group, full, stored)
 
     def _remove_pending_sync(self, group: GroupMetadata, member_id: str) -> None:
         group.pending_sync_members.discard(member_id)

@@ -21,7 +21,9 @@ Every ``offsets.retention.check.interval.ms`` the manager expires offsets (see
 :meth:`~.group_metadata.GroupMetadata.expired_offsets`) and removes empty groups left without offsets.
 
 The broker side is an :class:`OffsetsLog`: ``append(partition, batch_bytes) -> error code`` and
-``read(partition) -> decoded batches``. :class:`MemoryOffsetsLog` is one in memory, for tests and the lab.
+``read(partition) -> decoded batches``; a log that also has ``append_async(partition, batch_bytes, callback)``
+(the broker's: ``acks=all`` through the produce purgatory) is used that way, and the group or offsets are
+updated from the callback, when the in-sync replicas have the records (Kafka's ``appendForGroup`` callback). :class:`MemoryOffsetsLog` is one in memory, for tests and the lab.
 
 Mirrors: ``core/src/main/scala/kafka/coordinator/group/GroupMetadataManager.scala``.
 """
@@ -94,16 +96,31 @@ class MemoryOffsetsLog:
         return [r for b in self.read(partition) for r in b.records]
 
 
-_APPEND_ERRORS = {
+#: How a failed append of a *group* record becomes the JoinGroup/SyncGroup error (GroupMetadataManager.storeGroup).
+GROUP_APPEND_ERRORS = {
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
     ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.REBALANCE_IN_PROGRESS,
     ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
     ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
     ErrorCode.INVALID_FETCH_SIZE: ErrorCode.UNKNOWN_SERVER_ERROR,
+}
+
+#: How a failed append of *offset* records becomes the OffsetCommit error (maybeConvertOffsetCommitError):
+#: a timeout is passed through as it is.
+OFFSET_APPEND_ERRORS = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.NETWORK_EXCEPTION: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
 }
 
 
@@ -152,19 +169,38 @@ class GroupMetadataManager:
         return group is None or (group.is_(GroupState.DEAD))
 
     # ------------------------------------------------------------------------------------------ appends
-    def _append(self, group_id: str, records: list[tuple[bytes, Optional[bytes]]]) -> int:
+    def _append(self, group_id: str, records: list[tuple[bytes, Optional[bytes]]],
+                callback: Optional[Callable[[int], None]] = None, errors: dict = GROUP_APPEND_ERRORS) -> Optional[int]:
+        """Append ``records`` to the group's partition; ``callback(error code)`` once the append is complete --
+        at once for a log that answers synchronously, or (an ``append_async`` log: the broker's, acks=all)
+        when the in-sync replicas have it or the append timed out. Returns the code if already known."""
         now = self.time.milliseconds()
         batch = build_batch([SimpleRecord(k, v, (), now) for k, v in records])
-        try:
-            code = int(self.log.append(self.partition_for(group_id), batch))
-        except Exception as e:  # the broker's append raised: answer like a failed append
-            code = int(getattr(e, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR))
-        return int(_APPEND_ERRORS.get(code, code))
+        result: list[int] = []
 
-    def store_group(self, group: GroupMetadata, assignment: dict[str, bytes]) -> int:
-        """Append the group record (members with their assignment). Returns the error code."""
+        def done(code: int) -> None:
+            if result:
+                return
+            result.append(int(errors.get(int(code), int(code))))
+            if callback is not None:
+                callback(result[0])
+        try:
+            append_async = getattr(self.log, "append_async", None)
+            if append_async is not None:
+                append_async(self.partition_for(group_id), batch, done)
+            else:
+                done(self.log.append(self.partition_for(group_id), batch))
+        except Exception as e:  # the broker's append raised: answer like a failed append
+            done(getattr(e, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR))
+        return result[0] if result else None
+
+    def store_group(self, group: GroupMetadata, assignment: dict[str, bytes],
+                    callback: Optional[Callable[[int], None]] = None) -> Optional[int]:
+        """Append the group record (members with their assignment). ``callback(error code)`` when complete;
+        returns the code if the append completed at once."""
         value = self.group_value(group, assignment)
-        return self._append(group.group_id, [(group_metadata_key(group.group_id), group_metadata_value(value))])
+        return self._append(group.group_id, [(group_metadata_key(group.group_id), group_metadata_value(value))],
+                            callback)
 
     @staticmethod
     def group_value(group: GroupMetadata, assignment: dict[str, bytes]) -> GroupMetadataValue:
@@ -175,20 +211,33 @@ class GroupMetadataManager:
         return GroupMetadataValue(group.protocol_type or "", group.generation_id, group.protocol_name,
                                   group.leader_id, group.current_state_timestamp, members)
 
-    def store_offsets(self, group: GroupMetadata, offsets: dict) -> dict:
+    def store_offsets(self, group: GroupMetadata, offsets: dict,
+                      callback: Optional[Callable[[dict], None]] = None) -> Optional[dict]:
         """Append one offset record per partition; ``offsets`` = {(topic, partition): OffsetAndMetadata}.
-        Returns {(topic, partition): error code}; metadata over ``offset.metadata.max.bytes`` is refused."""
+        ``callback({(topic, partition): error code})`` once the append is complete (the cache changes only
+        then); returns that dict if it completed at once. Metadata over ``offset.metadata.max.bytes`` is
+        refused."""
         limit = self.config.offset_metadata_max_bytes
         ok = {tp: om for tp, om in offsets.items() if om.metadata is None or len(om.metadata.encode()) <= limit}
         results = {tp: int(ErrorCode.OFFSET_METADATA_TOO_LARGE) for tp in offsets if tp not in ok}
-        if ok:
-            code = self._append(group.group_id, [(offset_commit_key(group.group_id, t, p), offset_commit_value(om))
-                                                 for (t, p), om in ok.items()])
+        out: list[dict] = []
+
+        def complete(code: int) -> None:
             if code == ErrorCode.NONE and not group.is_(GroupState.DEAD):
                 for tp, om in ok.items():
                     group.offsets[tp] = CommitRecord(None, om)
             results.update({tp: code for tp in ok})
-        return results
+            out.append(results)
+            if callback is not None:
+                callback(results)
+        if ok:
+            self._append(group.group_id, [(offset_commit_key(group.group_id, t, p), offset_commit_value(om))
+                                          for (t, p), om in ok.items()], complete, OFFSET_APPEND_ERRORS)
+        else:
+            out.append(results)
+            if callback is not None:
+                callback(results)
+        return out[0] if out else None
 
     def get_offsets(self, group_id: str, partitions: Optional[list]) -> dict:
         """{(topic, partition): OffsetAndMetadata or None}; all committed offsets when ``partitions`` is None."""
@@ -213,10 +262,11 @@ class GroupMetadataManager:
                 self.groups.pop(group.group_id, None)
                 tombstones.append((group_metadata_key(group.group_id), None))
             if tombstones and self.is_group_local(group.group_id):
-                code = self._append(group.group_id, tombstones)
-                if code != ErrorCode.NONE:
-                    log.warning("failed to write %d tombstones for group %s: %s", len(tombstones), group.group_id,
-                                ErrorCode(code).name)
+                def logged(code: int, n: int = len(tombstones), group_id: str = group.group_id) -> None:
+                    if code != ErrorCode.NONE:
+                        log.warning("failed to write %d tombstones for group %s: %s", n, group_id,
+                                    ErrorCode(code).name)
+                self._append(group.group_id, tombstones, logged)
             removed_total += len(removed)
         return removed_total
 

@@ -28,7 +28,7 @@ Mirrors: ``GroupCoordinator.scala`` (``handleCommitOffsets``, ``handleFetchOffse
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import Callable, NamedTuple, Optional
 
 from kafkalab.coordinator.group.group_metadata import CONSUMER_PROTOCOL_TYPE, GroupMetadata
 from kafkalab.coordinator.group.state import GroupState
@@ -64,8 +64,23 @@ class GroupOffsetsAndAdmin:
 
     # ------------------------------------------------------------------------------------------ OffsetCommit
     def handle_commit_offsets(self, group_id: str, member_id: str, group_instance_id: Optional[str],
-                              generation_id: int, offsets: dict) -> dict:
-        """``offsets`` = {(topic, partition): OffsetAndMetadata} -> {(topic, partition): error code}."""
+                              generation_id: int, offsets: dict,
+                              callback: Optional[Callable[[dict], None]] = None) -> Optional[dict]:
+        """``offsets`` = {(topic, partition): OffsetAndMetadata} -> {(topic, partition): error code}, given to
+        ``callback`` once the commit is complete (the append replicated, or failed) and returned if that was
+        at once (None while the append waits for the in-sync replicas)."""
+        out: list[dict] = []
+
+        def done(results: dict) -> None:
+            out.append(results)
+            if callback is not None:
+                callback(results)
+        early = self._commit_offsets(group_id, member_id, group_instance_id, generation_id, offsets, done)
+        if early is not None:
+            done(early)
+        return out[0] if out else None
+
+    def _commit_offsets(self, group_id, member_id, group_instance_id, generation_id, offsets, done):
         error = self._validate_group_status(group_id, "commit")
         if error is not None:
             return {tp: error for tp in offsets}
@@ -85,7 +100,8 @@ class GroupOffsetsAndAdmin:
         now = self._now()
         offsets = {tp: om._replace(commit_timestamp=now) if om.commit_timestamp < 0 else om
                    for tp, om in offsets.items()}
-        return self.manager.store_offsets(group, offsets)
+        self.manager.store_offsets(group, offsets, done)
+        return None
 
     def _validate_offset_commit(self, group: GroupMetadata, generation_id: int, member_id: str,
                                 group_instance_id: Optional[str]) -> Optional[int]:

@@ -11,8 +11,9 @@ the assignment): the coordinator takes a callback, the handler turns it into a f
 sent when the round completes (Kafka parks these requests in its rebalance purgatory).
 
 The coordinator reaches ``__consumer_offsets`` through :class:`BrokerOffsetsLog`: appends go through the replica
-manager like a producer's (``acks=all``, origin "coordinator"), loading reads the partition's log from its start
-to its end.
+manager like a producer's (``acks=all``, origin "coordinator") and complete through the produce purgatory once
+the in-sync replicas have them, so an OffsetCommit (and a leader's SyncGroup) is answered only then, without
+holding a request-handler worker; loading reads the partition's log from its start to its end.
 
 Versions: JoinGroup 0-9 (v4+ MEMBER_ID_REQUIRED, v5+ group.instance.id), SyncGroup 0-5, Heartbeat 0-4,
 LeaveGroup 0-5 (v3+ batched members), OffsetCommit 2-8, OffsetFetch 1-8 (v8 several groups), ListGroups 0-4,
@@ -57,10 +58,30 @@ class BrokerOffsetsLog:
     def __init__(self, broker):
         self.broker = broker
 
+    @property
+    def commit_timeout_ms(self) -> int:
+        """``offsets.commit.timeout.ms``: how long an append waits for the in-sync replicas."""
+        return int(self.broker.config.get("offsets.commit.timeout.ms", 5000) or 5000)
+
     def append(self, partition: int, batch: bytes) -> int:
+        """Local append only: the error code of the leader's append (use :meth:`append_async` to wait)."""
         tp = (OFFSETS_TOPIC, partition)
         result = self.broker.replica_manager.append_records({tp: batch}, required_acks=-1, origin="coordinator")[tp]
         return int(result.error_code) if isinstance(result, PartitionError) else int(ErrorCode.NONE)
+
+    def append_async(self, partition: int, batch: bytes, callback) -> None:
+        """Append with ``acks=all`` as a producer's would: ``callback(error code)`` once the high watermark
+        passes the batch (NONE), at once if the leader's append failed (NOT_ENOUGH_REPLICAS with the ISR below
+        ``min.insync.replicas``, NOT_LEADER_OR_FOLLOWER ...), or from the produce purgatory when
+        ``offsets.commit.timeout.ms`` passes (REQUEST_TIMED_OUT) or the ISR shrank below the minimum
+        (NOT_ENOUGH_REPLICAS_AFTER_APPEND). Kafka: ``GroupMetadataManager.appendForGroup``."""
+        tp = (OFFSETS_TOPIC, partition)
+
+        def on_complete(status: dict) -> None:
+            callback(int(status[tp].error_code))
+        self.broker.replica_manager.append_records({tp: batch}, required_acks=-1, origin="coordinator",
+                                                   timeout_ms=self.commit_timeout_ms,
+                                                   response_callback=on_complete)
 
     def read(self, partition: int):
         p = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, partition)
@@ -198,15 +219,26 @@ def handle_offset_commit(broker, request):
             offsets[tp] = OffsetAndMetadata(p.committed_offset, p.committed_leader_epoch if version >= 6 else -1,
                                             p.committed_metadata or "", now,
                                             now + retention if retention is not None and retention >= 0 else -1)
-    if offsets:
-        results.update(_coordinator(broker).handle_commit_offsets(
-            body.group_id, body.member_id, body.group_instance_id if version >= 7 else None,
-            body.generation_id_or_member_epoch, offsets))
-    R = OffsetCommitResponse
-    return R(throttle_time_ms=0, topics=tuple(R.OffsetCommitResponseTopic(name=t.name, partitions=tuple(
-        R.OffsetCommitResponsePartition(partition_index=p.partition_index,
-                                        error_code=results[(t.name, p.partition_index)]) for p in t.partitions))
-        for t in body.topics))
+
+    def respond(committed: dict):
+        results.update(committed)
+        R = OffsetCommitResponse
+        return R(throttle_time_ms=0, topics=tuple(R.OffsetCommitResponseTopic(name=t.name, partitions=tuple(
+            R.OffsetCommitResponsePartition(partition_index=p.partition_index,
+                                            error_code=results[(t.name, p.partition_index)]) for p in t.partitions))
+            for t in body.topics))
+    if not offsets:
+        return respond({})
+    fut, callback = _wait()   # the commit completes when the in-sync replicas have it (acks=all)
+    _coordinator(broker).handle_commit_offsets(
+        body.group_id, body.member_id, body.group_instance_id if version >= 7 else None,
+        body.generation_id_or_member_epoch, offsets, callback)
+    if fut.done():
+        return respond(fut.result())
+
+    async def wait():
+        return respond(await fut)
+    return Delayed(wait())
 
 
 # ---------------------------------------------------------------------------------------------- OffsetFetch
