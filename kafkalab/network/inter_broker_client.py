@@ -35,6 +35,10 @@ from kafkalab.protocol import (DecodeError, api_name, decode_response, encode_re
 __all__ = ["InterBrokerConnection"]
 
 _SIZE = struct.Struct(">i")
+#: The stream reader's buffer limit. asyncio's default (64 KiB) pauses the socket whenever 128 KiB are
+#: buffered, so a follower's 1 MB fetch response arrived in ~8 pause/resume rounds (two epoll syscalls and
+#: an event-loop turn each); with 4 MiB a whole response is read straight through.
+_READ_LIMIT = 4 * 1024 * 1024
 
 
 class InterBrokerConnection:
@@ -67,7 +71,8 @@ class InterBrokerConnection:
     async def connect(self) -> None:
         if self.connected:
             return
-        self._reader, self._writer = await asyncio.wait_for(asyncio.open_connection(self.host, self.port),
+        self._reader, self._writer = await asyncio.wait_for(asyncio.open_connection(self.host, self.port,
+                                                                                        limit=_READ_LIMIT),
                                                             self.connect_timeout_ms / 1000.0)
 
     async def send(self, api_key: int, api_version: int, body):
