@@ -233,7 +233,8 @@ class Admin(ConsumerGroupOperations):
             body = cls(topics=tuple(cls.DeleteTopicState(name=n) for n in pending), topic_names=tuple(pending),
                        timeout_ms=timeout_ms or self.config["request.timeout.ms"])
             resp = await self.client.send(await self._controller(), body)
-            return results, errors, self._fold_results(resp.body.responses, results, errors)
+            return results, errors, self._fold_results(
+                ((r.name, r.error_code, r.error_message, None) for r in resp.body.responses), results, errors)
         results, errors = await self._retrying(attempt)
         return _check("delete_topics", results, errors)
 
@@ -254,20 +255,22 @@ class Admin(ConsumerGroupOperations):
                                     for t, c in pending.items()),
                        timeout_ms=timeout_ms or self.config["request.timeout.ms"], validate_only=validate_only)
             resp = await self.client.send(await self._controller(), body)
-            return results, errors, self._fold_results(resp.body.results, results, errors)
+            return results, errors, self._fold_results(
+                ((r.name, r.error_code, r.error_message, None) for r in resp.body.results), results, errors)
         results, errors = await self._retrying(attempt)
         return _check("create_partitions", results, errors)
 
-    def _fold_results(self, items, results: dict, errors: dict) -> bool:
-        """Fold per-topic answers into ``results`` / ``errors``; True if one of them is worth retrying."""
+    def _fold_results(self, answers, results: dict, errors: dict) -> bool:
+        """Fold ``(key, error_code, error_message, value)`` answers into ``results`` / ``errors``; True if one of
+        them is worth retrying."""
         retry = False
-        for r in items:
-            kind = self._classify(r.error_code)
+        for key, code, message, value in answers:
+            kind = self._classify(code)
             if kind == "ok":
-                results[r.name] = None
-                errors.pop(r.name, None)
+                results[key] = value
+                errors.pop(key, None)
             else:
-                errors[r.name] = _error(r.error_code, r.error_message)
+                errors[key] = _error(code, message)
                 retry = retry or kind == "retry"
         return retry
 
@@ -407,16 +410,10 @@ class Admin(ConsumerGroupOperations):
                 conn = await self.client.connection(leader)
                 low = 7 if any(v == OffsetSpec.MAX_TIMESTAMP for v in want.values()) else None
                 resp = await conn.send(body, conn.version_for(ApiKey.LIST_OFFSETS, low=low))
-                for t in resp.body.topics:
-                    for p in t.partitions:
-                        tp = TopicPartition(t.name, p.partition_index)
-                        kind = self._classify(p.error_code)
-                        if kind == "ok":
-                            results[tp] = ListOffsetsResult(p.offset, p.timestamp, p.leader_epoch)
-                            errors.pop(tp, None)
-                        else:
-                            errors[tp] = _error(p.error_code, None)
-                            retry = retry or kind == "retry"
+                retry = self._fold_results(
+                    ((TopicPartition(t.name, p.partition_index), p.error_code, None,
+                      ListOffsetsResult(p.offset, p.timestamp, p.leader_epoch))
+                     for t in resp.body.topics for p in t.partitions), results, errors) or retry
             if retry:
                 self.client.request_metadata_update()
             return results, errors, retry
@@ -448,16 +445,9 @@ class Admin(ConsumerGroupOperations):
                                         for t, ps in topics.items()),
                            timeout_ms=timeout_ms or self.config["request.timeout.ms"])
                 resp = await self.client.send(leader, body)
-                for t in resp.body.topics:
-                    for p in t.partitions:
-                        tp = TopicPartition(t.name, p.partition_index)
-                        kind = self._classify(p.error_code)
-                        if kind == "ok":
-                            results[tp] = p.low_watermark
-                            errors.pop(tp, None)
-                        else:
-                            errors[tp] = _error(p.error_code, None)
-                            retry = retry or kind == "retry"
+                retry = self._fold_results(
+                    ((TopicPartition(t.name, p.partition_index), p.error_code, None, p.low_watermark)
+                     for t in resp.body.topics for p in t.partitions), results, errors) or retry
             if retry:
                 self.client.request_metadata_update()
             return results, errors, retry

@@ -111,3 +111,29 @@ def test_an_unreplicated_cluster_stops_without_delay():
         cluster.stop_broker(0)
         assert cluster.brokers[0].controlled_shutdown_succeeded is True   # the controller asked itself
         assert time.monotonic() - started < 3
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3])
+def test_every_advertised_version_is_answered(version):
+    """v0 uses request header v0 (no client id); v0-2 are non-flexible; each gets a proper answer."""
+    import socket
+
+    from kafkalab.protocol import decode_response, encode_request, make_request
+    with Cluster(brokers=1) as c:
+        server = c.brokers[0]
+        ep = next(e for e in server.socket_server.bound_endpoints()
+                  if e.listener_name == server.config.inter_broker_listener_name)
+        cls = request_class(ApiKey.CONTROLLED_SHUTDOWN)
+        body = cls(broker_id=7, **({"broker_epoch": -1} if version >= 2 else {}))
+        frame = encode_request(make_request(body, api_version=version, correlation_id=5,
+                                            client_id="" if version == 0 else "admin"), size_prefix=True)
+        with socket.create_connection((ep.host or "127.0.0.1", ep.port), timeout=10) as s:
+            s.sendall(frame)
+            data = b""
+            while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
+                chunk = s.recv(65536)
+                assert chunk, "the broker closed the connection"
+                data += chunk
+        reply = decode_response(data[4:], ApiKey.CONTROLLED_SHUTDOWN, version)
+        assert reply.header.correlation_id == 5
+        assert reply.body.error_code == ErrorCode.BROKER_NOT_AVAILABLE   # no broker 7 in this cluster
