@@ -241,9 +241,10 @@ def failover_child(args) -> int:
     logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
     from kafkalab.testing import Cluster
     session_ms = args.session_timeout_ms
-    out = {"session_timeout_ms": session_ms, "trials": []}
+    out = {"session_timeout_ms": session_ms, "zk_tick_time_ms": args.zk_tick_time_ms, "trials": []}
     clog = ClientLog()
-    with Cluster(brokers=3, overrides={"zookeeper.session.timeout.ms": session_ms}) as cluster:
+    with Cluster(brokers=3, overrides={"zookeeper.session.timeout.ms": session_ms},
+                 zk_tick_time_ms=args.zk_tick_time_ms) as cluster:
         topic = "failover"
         cluster.create_topic(topic, partitions=1, replication_factor=3, config={"min.insync.replicas": 2})
         cluster.wait_until(lambda: True)
@@ -309,7 +310,8 @@ def failover_part(cfg) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = REPO + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     argv = [sys.executable, os.path.abspath(__file__), "--failover-child", "--trials", str(cfg.trials),
-            "--session-timeout-ms", str(cfg.session_timeout_ms), "--kinds", "expire,timeout"]
+            "--session-timeout-ms", str(cfg.session_timeout_ms), "--zk-tick-time-ms", str(cfg.zk_tick_time_ms),
+            "--kinds", "expire,timeout"]
     budget = 120 + cfg.trials * 2 * (cfg.session_timeout_ms / 1000 + 40)
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=REPO, timeout=budget)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
@@ -320,7 +322,9 @@ def failover_part(cfg) -> dict:
 
 def print_failover(fo: dict) -> dict:
     bound = fo["session_timeout_ms"] / 1000 + FAILOVER_SLACK_S
-    print(f"zookeeper.session.timeout.ms={fo['session_timeout_ms']} (bound {bound:.1f} s); times from "
+    print(f"zookeeper.session.timeout.ms={fo['session_timeout_ms']} (bound {bound:.1f} s), ZooKeeper tickTime="
+          f"{fo['zk_tick_time_ms']} ms (a session expires between the timeout and the timeout + one tick after its "
+          f"last ping); times from "
           f"cluster.kill(leader); 'elected' = the controller's view shows a new leader epoch, 'serving' = first "
           f"acks=all delivery report after the kill\n")
     print(f"{'kill':<22} {'trial':>5}  {'leader':>9}  {'kill call':>9}  {'elected':>9}  {'serving':>9}  note")
@@ -348,6 +352,9 @@ def main(argv=None) -> int:
     ap.add_argument("--trials", type=int, help="failover trials per kind of kill (default 3, --quick 1)")
     ap.add_argument("--session-timeout-ms", type=int, default=6000,
                     help="zookeeper.session.timeout.ms of the failover cluster (default 6000)")
+    ap.add_argument("--zk-tick-time-ms", type=int, default=500,
+                    help="the coordination store's tickTime (default 500; sessions expire in tick buckets, so the "
+                         "worst case is the session timeout + one tick; ZooKeeper's sample config uses 2000)")
     ap.add_argument("--skip-failover", action="store_true")
     ap.add_argument("--skip-produce", action="store_true")
     ap.add_argument("--failover-child", action="store_true", help=argparse.SUPPRESS)

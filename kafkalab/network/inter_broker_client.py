@@ -35,10 +35,72 @@ from kafkalab.protocol import (DecodeError, api_name, decode_response, encode_re
 __all__ = ["InterBrokerConnection"]
 
 _SIZE = struct.Struct(">i")
-#: The stream reader's buffer limit. asyncio's default (64 KiB) pauses the socket whenever 128 KiB are
-#: buffered, so a follower's 1 MB fetch response arrived in ~8 pause/resume rounds (two epoll syscalls and
-#: an event-loop turn each); with 4 MiB a whole response is read straight through.
-_READ_LIMIT = 4 * 1024 * 1024
+
+
+class _ResponseProtocol(asyncio.BufferedProtocol):
+    """Receives ``size | frame`` responses straight into a buffer of the announced size (Kafka's
+    ``NetworkReceive``): four bytes of size first, then one ``bytearray(size)`` filled by the socket itself,
+    with no intermediate stream buffer to grow, copy and trim. A size below 0 or above ``max_bytes`` closes
+    the connection before anything is allocated."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self.transport: Optional[asyncio.Transport] = None
+        self._size = bytearray(4)
+        self._size_filled = 0
+        self._frame: Optional[bytearray] = None
+        self._filled = 0
+        self._frames: collections.deque = collections.deque()
+        self._waiter: Optional[asyncio.Future] = None
+        self._error: Optional[BaseException] = None
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def get_buffer(self, sizehint: int):
+        if self._frame is None:
+            return memoryview(self._size)[self._size_filled:]
+        return memoryview(self._frame)[self._filled:]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._frame is None:
+            self._size_filled += nbytes
+            if self._size_filled < 4:
+                return
+            (size,) = _SIZE.unpack(self._size)
+            self._size_filled = 0
+            if size < 0 or size > self.max_bytes:
+                self._fail(DecodeError(f"invalid response size {size}", path="size", offset=0))
+                self.transport.close()
+                return
+            self._frame, self._filled = bytearray(size), 0
+        else:
+            self._filled += nbytes
+        if self._filled == len(self._frame):
+            frame, self._frame = self._frame, None
+            self._frames.append(frame)
+            self._wake()
+
+    def connection_lost(self, exc) -> None:
+        self._fail(ConnectionError(f"connection closed{': ' + str(exc) if exc else ''}"))
+
+    def _fail(self, error: BaseException) -> None:
+        if self._error is None:
+            self._error = error
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def next_frame(self) -> bytearray:
+        while not self._frames:
+            if self._error is not None:
+                raise self._error
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+        return self._frames.popleft()
 
 
 class InterBrokerConnection:
@@ -54,8 +116,8 @@ class InterBrokerConnection:
         self.request_timeout_ms = request_timeout_ms
         self.connect_timeout_ms = connect_timeout_ms
         self.max_response_bytes = max_response_bytes
-        self._reader: Optional[asyncio.StreamReader] = None
-        self._writer: Optional[asyncio.StreamWriter] = None
+        self._protocol: Optional[_ResponseProtocol] = None
+        self._transport: Optional[asyncio.Transport] = None
         self._next_correlation_id = 0
         self._lock: Optional[asyncio.Lock] = None
         self.sent: collections.deque = collections.deque(maxlen=1000)
@@ -66,14 +128,15 @@ class InterBrokerConnection:
 
     @property
     def connected(self) -> bool:
-        return self._writer is not None and not self._writer.is_closing()
+        return self._transport is not None and not self._transport.is_closing()
 
     async def connect(self) -> None:
         if self.connected:
             return
-        self._reader, self._writer = await asyncio.wait_for(asyncio.open_connection(self.host, self.port,
-                                                                                        limit=_READ_LIMIT),
-                                                            self.connect_timeout_ms / 1000.0)
+        loop = asyncio.get_running_loop()
+        self._transport, self._protocol = await asyncio.wait_for(
+            loop.create_connection(lambda: _ResponseProtocol(self.max_response_bytes), self.host, self.port),
+            self.connect_timeout_ms / 1000.0)
 
     async def send(self, api_key: int, api_version: int, body):
         """Send one request and wait for its response body. Raises ConnectionError / TimeoutError /
@@ -98,34 +161,31 @@ class InterBrokerConnection:
         await self.connect()
         # keep our own references: close() (a broker shutting down, a timeout) may clear the attributes
         # while this coroutine is suspended in a read
-        reader, writer = self._reader, self._writer
-        if reader is None or writer is None:
+        protocol, transport = self._protocol, self._transport
+        if protocol is None or transport is None:
             raise ConnectionError(f"connection to {self.host}:{self.port} closed")
         correlation_id = self._next_correlation_id
         self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
         request = make_request(body, api_version=api_version, correlation_id=correlation_id,
                                client_id=self.client_id, api_key=api_key)
-        writer.write(encode_request(request, size_prefix=True))
+        transport.write(encode_request(request, size_prefix=True))
         self.sent.append((correlation_id, api_name(api_key), api_version))
-        await writer.drain()
         try:
-            (size,) = _SIZE.unpack(await reader.readexactly(4))
-            if size < 0 or size > self.max_response_bytes:
-                raise DecodeError(f"invalid response size {size}", path="size", offset=0)
-            frame = await reader.readexactly(size)
-        except asyncio.IncompleteReadError as e:
+            frame = await protocol.next_frame()
+        except ConnectionError as e:
             raise ConnectionError(f"connection to {self.host}:{self.port} closed") from e
         self._check_link("dropped")
-        response = decode_response(frame, api_key, api_version)
+        # a read-only view: the decoder then hands out ``records`` as zero-copy views of the frame
+        response = decode_response(memoryview(frame).toreadonly(), api_key, api_version)
         if response.correlation_id != correlation_id:
             raise ConnectionError(f"correlation id {response.correlation_id} does not match request "
                                   f"{correlation_id}")
         return response.body
 
     def close(self) -> None:
-        if self._writer is not None:
+        if self._transport is not None:
             try:
-                self._writer.close()
+                self._transport.close()
             except Exception:
                 pass
-        self._reader = self._writer = None
+        self._transport = self._protocol = None

@@ -49,6 +49,7 @@ from kafkalab.common.time import SYSTEM, MockTime
 from kafkalab.protocol import ErrorCode
 from kafkalab.purgatory import (DelayedFetch, DelayedOperationPurgatory, DelayedProduce, FetchPartitionStatus,
                                 ProducePartitionStatus, TopicPartitionOperationKey)
+from kafkalab.server import partition as partition_module
 from kafkalab.server.partition import Partition, PartitionError
 from kafkalab.storage.fetch_data_info import LogOffsetMetadata
 from kafkalab.zk.paths import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
@@ -74,6 +75,7 @@ class ReplicaManager:
         self.scheduler = scheduler
         get = (lambda k, d: config.get(k, d)) if config is not None else (lambda k, d: d)
         self.replica_lag_time_max_ms = int(get("replica.lag.time.max.ms", 30000))
+        self.high_watermark_checkpoint_interval_ms = int(get("replica.high.watermark.checkpoint.interval.ms", 5000))
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.controller_epoch = -1
         self._lock = threading.RLock()
@@ -105,6 +107,23 @@ class ReplicaManager:
         if self.scheduler is not None:
             self.scheduler.schedule("isr-expiration", lambda: self._on_loop(self.maybe_shrink_isr),
                                     delay_ms=0, period_ms=max(1, self.replica_lag_time_max_ms // 2))
+            # Kafka's "highwatermark-checkpoint" task: after a crash, a broker starts from these (at most one
+            # interval stale) high watermarks instead of none.
+            self.scheduler.schedule("highwatermark-checkpoint",
+                                    lambda: self._on_loop(self.checkpoint_high_watermarks),
+                                    delay_ms=self.high_watermark_checkpoint_interval_ms,
+                                    period_ms=max(1, self.high_watermark_checkpoint_interval_ms))
+
+    def checkpoint_high_watermarks(self) -> None:
+        """Write every hosted partition's high watermark to ``replication-offset-checkpoint`` (Kafka's
+        ``ReplicaManager.checkpointHighWatermarks``)."""
+        if not self._running:
+            return
+        hws = {tp: p.log.high_watermark for tp, p in list(self.partitions.items()) if p.log is not None}
+        try:
+            self.log_manager.checkpoint_high_watermarks(hws)
+        except OSError as e:
+            log.warning("broker %s: high watermark checkpoint failed: %s", self.broker_id, e)
 
     def _on_loop(self, fn) -> None:
         """Run ``fn`` on the broker's event loop (timers and a MockTime may call from other threads)."""
@@ -289,13 +308,35 @@ class ReplicaManager:
         """Append each partition's records as leader. Returns {tp: LogAppendInfo or PartitionError} (the local
         results). With ``response_callback``, it is called once with {tp: ProducePartitionStatus}: at once, or
         for ``acks=all`` when the in-sync replicas have the records (DelayedProduce) or ``timeout_ms`` passed."""
+        results, moved = self._append_to_local_log(entries, required_acks, origin)
+        return self._after_local_append(entries, results, moved, required_acks, timeout_ms, response_callback)
+
+    async def append_records_async(self, entries: dict[tuple[str, int], object], *, required_acks: int,
+                                   origin: str = "client", timeout_ms: int = 30000,
+                                   response_callback: Optional[Callable[[dict], None]] = None):
+        """:meth:`append_records`, with the local appends of a large request written from a worker thread.
+
+        The write to the segment releases the GIL, so the event loop meanwhile serves the followers' fetches
+        and other clients -- as Kafka's request handler threads append beside its network threads. The
+        partition and log locks order the append against everything else that touches the log; the purgatory
+        work after it runs back on the event loop."""
+        if sum(len(r) for r in entries.values() if r is not None) >= partition_module.OFFLOAD_APPEND_BYTES:
+            results, moved = await asyncio.to_thread(self._append_to_local_log, entries, required_acks, origin)
+        else:
+            results, moved = self._append_to_local_log(entries, required_acks, origin)
+        return self._after_local_append(entries, results, moved, required_acks, timeout_ms, response_callback)
+
+    def _append_to_local_log(self, entries, required_acks: int, origin: str):
+        """Kafka's ``appendToLocalLog``: {tp: LogAppendInfo or PartitionError}, and the partitions whose high
+        watermark moved. Touches only partitions and logs (their locks), never the purgatories."""
         results = {}
+        moved = []
         for tp, records in entries.items():
             try:
                 p = self.partition_or_error(*tp)
                 info, hw_moved = p.append_records_to_leader(records, origin=origin, required_acks=required_acks)
                 results[tp] = info
-                self.try_complete_delayed(tp, produce=hw_moved, fetch=True)
+                moved.append((tp, hw_moved))
             except PartitionError as e:
                 results[tp] = e
             except Exception as e:  # a storage error carries its Kafka error code
@@ -304,6 +345,12 @@ class ReplicaManager:
                     log.exception("broker %s: append to %s-%s failed", self.broker_id, *tp)
                     code = ErrorCode.UNKNOWN_SERVER_ERROR
                 results[tp] = PartitionError(code, str(e))
+        return results, moved
+
+    def _after_local_append(self, entries, results: dict, moved: list, required_acks: int, timeout_ms: int,
+                            response_callback):
+        for tp, hw_moved in moved:
+            self.try_complete_delayed(tp, produce=hw_moved, fetch=True)
         if response_callback is None:
             return results
         status = {}
