@@ -385,7 +385,9 @@ def produce_run(bootstrap: str, topic: str, n: int, acks: str, clog: ClientLog) 
     def on_error(err, msg):
         if err is not None:
             failures[str(err)] += 1
-    p = ck.Producer(clog.config(bootstrap, acks=acks, on_delivery=on_error, **THROUGHPUT_PRODUCER))
+    stats: list = []
+    p = ck.Producer(clog.config(bootstrap, acks=acks, on_delivery=on_error, **THROUGHPUT_PRODUCER,
+                                **{"statistics.interval.ms": 200, "stats_cb": stats.append}))
     p.list_topics(topic, timeout=10)  # connect and learn the leader before the clock starts
     produce, poll = p.produce, p.poll
     t0 = time.perf_counter()
@@ -401,8 +403,20 @@ def produce_run(bootstrap: str, topic: str, n: int, acks: str, clog: ClientLog) 
     remaining = p.flush(120)
     elapsed = time.perf_counter() - t0
     lost = remaining + sum(failures.values())
+    p.poll(0.3)                       # one more statistics report, covering the end of the run
     return {"records": n, "seconds": elapsed, "rps": (n - lost) / elapsed, "failed": lost,
-            "errors": dict(failures)}
+            "errors": dict(failures), **_batch_stats(stats, topic)}
+
+
+def _batch_stats(stats: list, topic: str) -> dict:
+    """librdkafka's own view of the run: produce requests sent and the average batch (message set) size."""
+    try:
+        last = json.loads(stats[-1])
+        t = last["topics"][topic]
+        return {"batch_bytes_avg": t["batchsize"]["avg"], "batch_count": t["batchcnt"]["cnt"],
+                "produce_requests": sum(b.get("req", {}).get("Produce", 0) for b in last["brokers"].values())}
+    except (IndexError, KeyError, ValueError):
+        return {}
 
 
 def consume_run(bootstrap: str, topic: str, n: int, clog: ClientLog, timeout: float = 120.0,
