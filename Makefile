@@ -23,7 +23,7 @@ setup: $(SETUP)
 $(SETUP): pyproject.toml constraints.txt | check-python
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e ".[test]"
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[test,spark]"
 	@touch $@
 
 check-python:

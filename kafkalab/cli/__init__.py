@@ -9,11 +9,14 @@ One entry point with a sub-command per tool, named like the Kafka tool it mirror
     kafkalab dump-log --files F [--print-data-log] [--deep-iteration]     (kafka-dump-log.sh)
     kafkalab decode FRAME_HEX_OR_FILE [--response API_KEY VERSION] [--size-prefix] [--records]
     kafkalab capture CLIENT [metadata|produce] [--first]
+    kafkalab replay FILE --bootstrap-server HOST:PORT --topic T [--rate N] [--key-field F]
+                         [--timestamp event-time|now] [--limit N]
 
 ``broker`` runs a broker in the foreground, ``cluster`` N brokers and the coordination store in one process, ``dump-log`` prints segment, index and checkpoint files with
 Kafka's tool's flags and output, ``decode`` prints the annotated field tree and hex dump of a frame (what
 ``kafkalab.viz.show_frame`` draws in a notebook), ``capture`` runs a real client against a recording listener
-and lists what it sent.
+and lists what it sent, ``replay`` sends a JSON-lines event file (``data/clickstream/events.jsonl``) to a topic
+at a chosen rate with keys and event times kept.
 """
 from __future__ import annotations
 
@@ -42,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     cap.add_argument("action", nargs="?", default="metadata", choices=("metadata", "produce"))
     cap.add_argument("--first", action="store_true", help="answer nothing: show only the very first request")
     cap.set_defaults(run=_run_capture)
+    from kafkalab.tools import replay
+
+    replay.add_parser(sub)
     return ap
 
 
