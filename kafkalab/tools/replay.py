@@ -96,6 +96,10 @@ def replay(path, topic: str, bootstrap_servers: str, *, rate: Optional[float] = 
            event_time_field: str = "event_time") -> ReplaySummary:
     """Send the JSON lines of ``path`` to ``topic``; returns a :class:`ReplaySummary`.
 
+    With ``timestamp="event-time"`` the records carry the events' own (possibly old) times, and time-based
+    retention counts from them: a topic with the default ``retention.ms`` (7 days) deletes a replay of older
+    events at its next retention check. Replay old data into a topic with ``retention.ms=-1``, or use ``"now"``.
+
     ``rate`` events/s (None = as fast as possible); ``key_field`` the field whose value (as UTF-8) is the key
     (None = no key); ``timestamp`` ``"event-time"`` (record timestamp = the event's time) or ``"now"`` (the
     clock's time at sending); ``skip`` events to pass over first (to replay a file in parts);
@@ -189,7 +193,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--key-field", default="user_id",
                    help="the field whose value is the record key (default user_id; '' for no key)")
     p.add_argument("--timestamp", choices=TIMESTAMPS, default="event-time",
-                   help="record timestamp: the event's time (default) or the time of sending")
+                   help="record timestamp: the event's time (default) or the time of sending; old event times "
+                        "fall under the topic's retention.ms (use a topic with retention.ms=-1)")
     p.add_argument("--limit", type=int, default=None, metavar="N", help="send at most N events")
     p.add_argument("--skip", type=int, default=0, metavar="N", help="pass over the first N events")
     p.add_argument("--producer-property", action="append", default=[], metavar="KEY=VALUE",

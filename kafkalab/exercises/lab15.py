@@ -1,0 +1,231 @@
+"""Lab 15 (``labs/15_spark_streaming.ipynb``): a streaming pipeline on Spark that reads the lab cluster.
+
+Theory of operation
+-------------------
+Spark Structured Streaming treats a Kafka topic as an unbounded table. Each **micro-batch** is a range of
+offsets per partition, ``[start, end)``, chosen on the driver, read by executors, and recorded in the query's
+**checkpoint** before the next one starts. Everything a learner checks in this lab follows from that:
+
+* *admission control*: ``maxOffsetsPerTrigger`` caps a micro-batch; the cap is shared out over the partitions in
+  proportion to their backlog (:func:`kafkalab.spark.offsets.rate_limit`), so :func:`plan_batches` can predict
+  every batch of an ``availableNow`` run from the end offsets alone;
+* *restart*: a query restarted on the same checkpoint starts where the last committed batch ended
+  (:func:`checkpoint_offsets` reads ``offsets/<batch>`` the way Spark wrote it);
+* *event time*: windows are computed from the ``event_time`` field inside each value, not from when a record
+  arrived, so :func:`window_totals` can compute the right answer from the dataset in plain Python.
+
+This module holds the lab's data helpers and the checks (pure Python: importing it does not start Spark).
+Mirrors, on the Spark side, ``KafkaMicroBatchStream`` (batch planning) and ``KafkaSourceOffset`` (the offsets
+JSON); on the data side ``data/clickstream/generate.py``.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence
+
+from kafkalab.exercises import CheckResult, Part, check, is_unanswered
+from kafkalab.spark.offsets import rate_limit
+
+__all__ = ["EVENTS", "EVENT_SCHEMA", "TOPIC", "load_events", "window_start", "window_totals", "plan_batches",
+           "checkpoint_offsets", "batch_offsets_table", "check_batch_plan", "check_window_revenue",
+           "check_restart_offsets", "batch_slices_svg"]
+
+#: The dataset: two hours of a web shop's clicks (see data/README.md), one JSON object per line, in arrival order.
+EVENTS = Path(__file__).resolve().parents[2] / "data" / "clickstream" / "events.jsonl"
+TOPIC = "clicks"
+#: The value's JSON schema for ``from_json`` (Spark DDL); event_time parses as a timestamp.
+EVENT_SCHEMA = ("event_id string, event_time timestamp, user_id string, session_id string, event_type string, "
+                "page string, product_id string, category string, price double, quantity int, country string, "
+                "device string")
+
+
+def load_events(path=EVENTS, limit: Optional[int] = None) -> list[dict]:
+    """The events of ``path`` as dicts, in file (= arrival) order; the first ``limit`` only when given."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                out.append(json.loads(line))
+                if limit is not None and len(out) >= limit:
+                    break
+    return out
+
+
+def _parse(ts: str) -> _dt.datetime:
+    return _dt.datetime.fromisoformat(ts.replace("Z", "+00:00"))
+
+
+def window_start(event_time: str, minutes: int) -> str:
+    """The start of the tumbling ``minutes``-minute window holding ``event_time`` (ISO, UTC, ``HH:MM``)."""
+    t = _parse(event_time)
+    start = t.replace(minute=t.minute - t.minute % minutes, second=0, microsecond=0)
+    return start.strftime("%H:%M")
+
+
+def window_totals(events: Sequence[Mapping], minutes: int, event_type: str, value: str = "revenue") -> dict:
+    """``{window start "HH:MM": total}`` over the events of ``event_type``: ``value`` is ``"revenue"``
+    (price x quantity, rounded to cents) or ``"count"``."""
+    totals: dict = {}
+    for e in events:
+        if e["event_type"] != event_type:
+            continue
+        w = window_start(e["event_time"], minutes)
+        add = 1 if value == "count" else (e.get("price") or 0.0) * (e.get("quantity") or 1)
+        totals[w] = totals.get(w, 0) + add
+    return {w: (round(v, 2) if value != "count" else v) for w, v in sorted(totals.items())}
+
+
+def plan_batches(start: Mapping[str, int], end: Mapping[str, int], max_offsets: int) -> list[dict]:
+    """The micro-batches of an ``availableNow`` run from ``start`` to ``end`` (``{partition: offset}``, partitions as
+    str as in Spark's offsets JSON) with ``maxOffsetsPerTrigger=max_offsets``: a list of ``{partition: records}``."""
+    topic = "t"
+    position = {topic: dict(start)}
+    target = {topic: dict(end)}
+    batches = []
+    while any(position[topic][p] < target[topic][p] for p in target[topic]):
+        nxt = rate_limit(position, target, max_offsets)
+        batches.append({p: nxt[topic][p] - position[topic][p] for p in sorted(target[topic], key=int)})
+        position = nxt
+    return batches
+
+
+def checkpoint_offsets(checkpoint_dir, batch_id: Optional[int] = None) -> dict:
+    """The source offsets Spark recorded in ``<checkpoint>/offsets/<batch_id>`` (the latest batch by default):
+    the JSON of the offsets line, e.g. ``{"clicks": {"0": 3351, ...}}``."""
+    folder = Path(checkpoint_dir) / "offsets"
+    ids = sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit())
+    if not ids:
+        raise FileNotFoundError(f"no offsets in {folder}")
+    bid = ids[-1] if batch_id is None else batch_id
+    lines = (folder / str(bid)).read_text().splitlines()
+    # line 1: the log version ("v1"); line 2: the batch's metadata (watermark, conf); then one line per source
+    return json.loads(lines[2])
+
+
+def batch_offsets_table(progress: Sequence[Mapping], topic: str = TOPIC) -> list[dict]:
+    """One row per micro-batch of ``query.recentProgress``: batch id, rows read, and per partition the end
+    offset (Spark's ``sources[0].endOffset``)."""
+    rows = []
+    for p in progress:
+        if not p.get("sources"):
+            continue
+        src = p["sources"][0]
+        end = src.get("endOffset")
+        end = json.loads(end) if isinstance(end, str) else end
+        row = {"batch": p["batchId"], "rows": p["numInputRows"]}
+        for part, off in sorted((end or {}).get(topic, {}).items(), key=lambda kv: int(kv[0])):
+            row[f"end p{part}"] = off
+        rows.append(row)
+    return rows
+
+
+# -- checks ----------------------------------------------------------------------------------------------------------
+def check_batch_plan(answer: Any, start: Mapping[str, int], end: Mapping[str, int], max_offsets: int) -> CheckResult:
+    """Exercise 1: the records each micro-batch reads, a list of ``{partition: records}``."""
+    title = "Exercise 1 · plan the micro-batches"
+    if is_unanswered(answer):
+        return CheckResult(title, "todo", "not answered yet: replace the ... in the answer cell")
+    want = plan_batches(start, end, max_offsets)
+    if not isinstance(answer, (list, tuple)) or not all(isinstance(b, Mapping) for b in answer):
+        return check(title, False, "give a list with one {partition: records} dict per micro-batch")
+    got = [{str(k): v for k, v in b.items()} for b in answer]
+    if len(got) != len(want):
+        hint = ("each batch takes at most maxOffsetsPerTrigger records in all; count how many it takes to drain "
+                "the whole backlog" if len(got) < len(want) else "a batch stops at the end offsets: no empty batches")
+        return check(title, False, f"{len(want)} micro-batches, not {len(got)}", hint=hint)
+    for i, (g, w) in enumerate(zip(got, want)):
+        if {k: v for k, v in g.items() if v} != {k: v for k, v in w.items() if v}:
+            return check(title, False, f"batch {i} is not right: {g}",
+                         hint="share the cap by backlog: limit x backlog_p / total backlog, rounded down "
+                         "(rounded up when the share is below 1), and never past a partition's end offset")
+    return check(title, True, f"{len(want)} micro-batches, {sum(sum(b.values()) for b in want)} records")
+
+
+def check_window_revenue(answer: Any, events: Sequence[Mapping], minutes: int) -> CheckResult:
+    """Exercise 2: ``{window start "HH:MM": revenue}`` of the purchases, per ``minutes``-minute event-time window."""
+    title = "Exercise 2 · revenue per event-time window"
+    if is_unanswered(answer):
+        return CheckResult(title, "todo", "not answered yet: replace the ... in the answer cell")
+    want = window_totals(events, minutes, "purchase")
+    if not isinstance(answer, Mapping):
+        return check(title, False, 'give a dict {"HH:MM": revenue}')
+    got = {str(k): round(float(v), 2) for k, v in answer.items()}
+    parts = []
+    for w, total in want.items():
+        g = got.get(w)
+        ok = g is not None and abs(g - total) < 0.011
+        parts.append(Part(w, "pass" if ok else "fail", f"{total:.2f}" if ok else f"{g!r} (not right)"))
+    extra = sorted(set(got) - set(want))
+    if extra:
+        parts.append(Part("extra windows", "fail", ", ".join(extra)))
+    ok = all(p.status == "pass" for p in parts)
+    hint = "" if ok else ("revenue is price x quantity of the purchase events, grouped by window(event_time, "
+                          f"'{minutes} minutes') -- the event's own time, not the record's arrival")
+    return CheckResult(title, "pass" if ok else "fail",
+                       f"{len(want)} windows, {sum(want.values()):.2f} in all" if ok else "some windows are wrong",
+                       hint, tuple(parts))
+
+
+def check_restart_offsets(answer: Any, checkpoint_dir, topic: str = TOPIC) -> CheckResult:
+    """Exercise 3: where the restarted query's first new micro-batch starts, ``{partition: offset}``."""
+    title = "Exercise 3 · where does the restarted query start?"
+    if is_unanswered(answer):
+        return CheckResult(title, "todo", "not answered yet: replace the ... in the answer cell")
+    want = {int(p): o for p, o in checkpoint_offsets(checkpoint_dir)[topic].items()}
+    if not isinstance(answer, Mapping):
+        return check(title, False, "give a dict {partition: offset}")
+    got = {int(k): v for k, v in answer.items()}
+    if got == want:
+        return check(title, True, f"{dict(sorted(want.items()))}: the end of the last batch in the checkpoint")
+    if all(got.get(p, 0) == 0 for p in want):
+        return check(title, False, f"{got} is not right",
+                     hint="startingOffsets only applies to a new query: a restart continues from its checkpoint")
+    return check(title, False, f"{got} is not right",
+                 hint="read the last file in <checkpoint>/offsets: its third line holds the end offsets of the last "
+                 "planned batch")
+
+
+# -- the picture ------------------------------------------------------------------------------------------------------
+_COLOURS = ("#4c6ef5", "#12b886", "#fab005", "#e64980", "#7950f2", "#fd7e14", "#15aabf", "#82c91e")
+
+
+def batch_slices_svg(batches: Sequence[Mapping], start: Optional[Mapping] = None, width: int = 640) -> str:
+    """Each partition's log as a bar, cut into the micro-batches that read it (one colour per batch):
+    ``batches`` is a list of ``{partition: records}`` (as :func:`plan_batches` returns), ``start`` the offsets
+    where the first batch began (default 0). Deterministic SVG text."""
+    parts = sorted({p for b in batches for p in b} | set(start or {}), key=int)
+    begin = {p: int((start or {}).get(p, 0)) for p in parts}
+    total = {p: begin[p] + sum(int(b.get(p, 0)) for b in batches) for p in parts}
+    top = max(total.values(), default=1) or 1
+    left, bar_h, gap = 70, 22, 10
+    height = 30 + len(parts) * (bar_h + gap) + 20
+    scale = (width - left - 20) / top
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'font-family="sans-serif" font-size="12">']
+    for row, p in enumerate(parts):
+        y = 20 + row * (bar_h + gap)
+        out.append(f'<text x="8" y="{y + 15}">partition {p}</text>')
+        x = begin[p]
+        if x:
+            out.append(f'<rect x="{left}" y="{y}" width="{x * scale:.1f}" height="{bar_h}" fill="#dee2e6"/>')
+        for i, b in enumerate(batches):
+            n = int(b.get(p, 0))
+            if not n:
+                continue
+            out.append(f'<rect x="{left + x * scale:.1f}" y="{y}" width="{n * scale:.1f}" height="{bar_h}" '
+                       f'fill="{_COLOURS[i % len(_COLOURS)]}" stroke="white"><title>batch {i}: offsets {x}-'
+                       f'{x + n - 1}</title></rect>')
+            if n * scale > 28:
+                out.append(f'<text x="{left + (x + n / 2) * scale:.1f}" y="{y + 15}" fill="white" '
+                           f'text-anchor="middle">{n}</text>')
+            x += n
+        out.append(f'<text x="{left + x * scale + 4:.1f}" y="{y + 15}" fill="#495057">{x}</text>')
+    legend_y = height - 8
+    for i in range(len(batches)):
+        out.append(f'<rect x="{left + i * 70}" y="{legend_y - 10}" width="10" height="10" '
+                   f'fill="{_COLOURS[i % len(_COLOURS)]}"/><text x="{left + i * 70 + 14}" y="{legend_y}">batch {i}'
+                   f'</text>')
+    out.append("</svg>")
+    return "".join(out)

@@ -1,0 +1,58 @@
+"""Lab 15's helpers and checks, without Spark: batch planning, event-time windows, checkpoint offsets."""
+import json
+
+from kafkalab.exercises import lab15
+
+
+def test_plan_batches_shares_the_cap_by_backlog_and_drains_the_backlog():
+    plan = lab15.plan_batches({"0": 100, "1": 0, "2": 2000}, {"0": 1300, "1": 400, "2": 2002}, 1000)
+    assert plan[0] == {"0": 749, "1": 249, "2": 1}          # 1000 x backlog share; a tiny share rounds up
+    assert [sum(b.values()) for b in plan] == [999, 603]
+    assert {p: sum(b[p] for b in plan) for p in "012"} == {"0": 1200, "1": 400, "2": 2}
+
+
+def test_check_batch_plan_follows_the_data():
+    start, end = {"0": 0, "1": 0}, {"0": 10, "1": 30}
+    good = lab15.plan_batches(start, end, 8)
+    assert lab15.check_batch_plan(good, start, end, 8).passed
+    assert lab15.check_batch_plan(...,  start, end, 8).status == "todo"
+    assert not lab15.check_batch_plan(good[:-1], start, end, 8).passed
+    assert not lab15.check_batch_plan([{"0": 4, "1": 4}] * 5, start, end, 8).passed
+
+
+def test_window_totals_and_the_revenue_check():
+    events = [{"event_type": "purchase", "event_time": "2026-03-14T19:09:59.999Z", "price": 10.0, "quantity": 2},
+              {"event_type": "purchase", "event_time": "2026-03-14T19:10:00.000Z", "price": 5.5, "quantity": None},
+              {"event_type": "page_view", "event_time": "2026-03-14T19:01:00.000Z", "price": None, "quantity": None}]
+    assert lab15.window_totals(events, 10, "purchase") == {"19:00": 20.0, "19:10": 5.5}
+    assert lab15.window_totals(events, 10, "page_view", value="count") == {"19:00": 1}
+    assert lab15.check_window_revenue({"19:00": 20, "19:10": 5.5}, events, 10).passed
+    wrong = lab15.check_window_revenue({"19:00": 25.5}, events, 10)   # by arrival, or one big window
+    assert not wrong.passed and "event_time" in wrong.hint
+
+
+def test_checkpoint_offsets_and_the_restart_check(tmp_path):
+    offsets = tmp_path / "offsets"
+    offsets.mkdir()
+    for batch, ends in ((0, {"0": 5, "1": 7}), (1, {"0": 9, "1": 12})):
+        (offsets / str(batch)).write_text("v1\n" + json.dumps({"batchWatermarkMs": 0}) + "\n" +
+                                          json.dumps({"clicks": ends}) + "\n")
+    (offsets / ".1.crc").write_text("")
+    assert lab15.checkpoint_offsets(tmp_path) == {"clicks": {"0": 9, "1": 12}}
+    assert lab15.checkpoint_offsets(tmp_path, 0) == {"clicks": {"0": 5, "1": 7}}
+    assert lab15.check_restart_offsets({0: 9, 1: 12}, tmp_path).passed
+    earliest = lab15.check_restart_offsets({0: 0, 1: 0}, tmp_path)
+    assert not earliest.passed and "checkpoint" in earliest.hint
+
+
+def test_batch_slices_svg_is_deterministic_and_labels_every_partition():
+    plan = lab15.plan_batches({"0": 0, "1": 0}, {"0": 100, "1": 50}, 60)
+    svg = lab15.batch_slices_svg(plan)
+    assert svg == lab15.batch_slices_svg(plan) and svg.startswith("<svg")
+    assert "partition 0" in svg and "partition 1" in svg and "batch 2" in svg
+
+
+def test_the_dataset_loads_in_arrival_order():
+    first = lab15.load_events(limit=3)
+    assert len(first) == 3 and all(e["event_id"] for e in first)
+    assert lab15.window_start("2026-03-14T19:07:00.000Z", 10) == "19:00"
