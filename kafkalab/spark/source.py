@@ -305,14 +305,15 @@ class _Columns:
     def __len__(self) -> int:
         return len(self.offsets)
 
-    def add(self, r) -> None:
-        self.keys.append(r.key)
-        self.values.append(r.value)
-        self.offsets.append(r.offset)
-        self.timestamps.append(r.timestamp * 1000)              # ms -> us
-        self.types.append(r.timestamp_type)
+    def extend(self, records) -> None:
+        """Append a poll's records, one column at a time (one pass per column, no call per record)."""
+        self.keys += [r.key for r in records]
+        self.values += [r.value for r in records]
+        self.offsets += [r.offset for r in records]
+        self.timestamps += [r.timestamp * 1000 for r in records]     # ms -> us
+        self.types += [r.timestamp_type for r in records]
         if self.include_headers:
-            self.headers.append([{"key": k, "value": v} for k, v in r.headers] or None)
+            self.headers += [[{"key": k, "value": v} for k, v in r.headers] or None for r in records]
 
     def batch(self):
         pa, s, n = self.pa, self.schema, len(self.offsets)
@@ -367,12 +368,17 @@ def read_range(p: KafkaInputPartition) -> Iterator:
                     time.sleep(0.1)
                 consumer.seek(tp, position)
                 continue
-            for r in records:
-                if position <= r.offset < p.end:
-                    columns.add(r)
+            if records:
+                after = records[-1].offset + 1
+                if records[0].offset < position or after > p.end:   # whole batches: trim to [position, end)
+                    records = [r for r in records if position <= r.offset < p.end]
+                columns.extend(records)
                 if len(columns) >= ARROW_BATCH_ROWS:
                     yield columns.batch()
-            now_at = consumer.position(tp)       # past gaps: compacted records, transaction markers
+                position = max(position, after)
+                last_progress = time.monotonic()
+                continue
+            now_at = consumer.position(tp)       # nothing returned: past a gap (compaction, transaction markers)?
             if now_at > position:
                 position = now_at
                 last_progress = time.monotonic()

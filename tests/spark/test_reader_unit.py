@@ -97,8 +97,8 @@ def test_arrow_batches_match_sparks_arrow_schema():
     from kafkalab.clients import ConsumerRecord
     from kafkalab.spark.source import _Columns, source_schema
     cols = _Columns("t", 2, include_headers=True)
-    cols.add(ConsumerRecord("t", 2, 7, b"k", b"v", [("h", b"x"), ("n", None)], 1_700_000_000_123, 1))
-    cols.add(ConsumerRecord("t", 2, 9, None, None, [], 0, 0))
+    cols.extend([ConsumerRecord("t", 2, 7, b"k", b"v", [("h", b"x"), ("n", None)], 1_700_000_000_123, 1),
+                 ConsumerRecord("t", 2, 9, None, None, [], 0, 0)])
     batch = cols.batch()
     assert batch.schema == to_arrow_schema(source_schema(True), timezone="UTC")
     rows = batch.to_pylist()
