@@ -47,7 +47,7 @@ from typing import Callable, Iterable, Mapping, Optional, Union
 
 __all__ = ["EARLIEST", "LATEST", "SourceOptionError", "DataLossError", "Subscription", "SourceOptions",
            "parse_options", "parse_sink_options", "normalize", "to_json", "parse_offsets_json", "resolve_offsets",
-           "rate_limit", "plan_ranges", "clamp_to_log", "report_data_loss", "OffsetMap", "flatten", "nest"]
+           "rate_limit", "plan_ranges", "split_ranges", "clamp_to_log", "report_data_loss", "OffsetMap", "flatten", "nest"]
 
 log = logging.getLogger("kafkalab.spark")
 
@@ -149,6 +149,7 @@ class SourceOptions:
     fail_on_data_loss: bool = True
     include_headers: bool = False
     poll_timeout_ms: int = 120_000
+    min_partitions: Optional[int] = None        # split offset ranges into at least this many tasks
     ignored: tuple = field(default=())          # options accepted but without effect here
 
 
@@ -175,7 +176,7 @@ _REFUSED_SINK = {
 _UNSUPPORTED = {"startingtimestamp", "startingoffsetsbytimestamp", "endingtimestamp", "endingoffsetsbytimestamp",
                 "startingoffsetsbytimestampstrategy", "minoffsetspertrigger", "maxtriggerdelay"}
 #: Accepted for compatibility, without effect.
-_IGNORED = {"minpartitions", "maxrecordsperpartition", "groupidprefix", "fetchoffset.numretries",
+_IGNORED = {"maxrecordsperpartition", "groupidprefix", "fetchoffset.numretries",
             "fetchoffset.retryintervalms"}
 
 
@@ -282,6 +283,15 @@ def parse_options(options: Mapping, *, streaming: bool) -> SourceOptions:
             raise SourceOptionError(f"maxOffsetsPerTrigger must be a positive integer, got {raw!r}") from None
         if max_offsets <= 0:
             raise SourceOptionError(f"maxOffsetsPerTrigger must be a positive integer, got {raw!r}")
+    min_partitions = None
+    raw = opts.get("minpartitions")
+    if raw is not None:
+        try:
+            min_partitions = int(str(raw).strip())
+        except ValueError:
+            raise SourceOptionError(f"minPartitions must be a positive integer, got {raw!r}") from None
+        if min_partitions <= 0:
+            raise SourceOptionError(f"minPartitions must be a positive integer, got {raw!r}")
     poll_timeout = opts.get("kafkaconsumer.polltimeoutms")
     try:
         poll_timeout_ms = 120_000 if poll_timeout is None else int(str(poll_timeout).strip())
@@ -291,7 +301,8 @@ def parse_options(options: Mapping, *, streaming: bool) -> SourceOptions:
         bootstrap_servers=str(config["bootstrap.servers"]), client_config=config, subscription=subscription,
         starting=starting, ending=ending, max_offsets_per_trigger=max_offsets,
         fail_on_data_loss=_bool(opts, "failOnDataLoss", True), include_headers=_bool(opts, "includeHeaders", False),
-        poll_timeout_ms=poll_timeout_ms, ignored=tuple(sorted(k for k in _IGNORED if k in opts)))
+        poll_timeout_ms=poll_timeout_ms, min_partitions=min_partitions,
+        ignored=tuple(sorted(k for k in _IGNORED if k in opts)))
 
 
 def parse_sink_options(options: Mapping) -> tuple[dict, Optional[str]]:
@@ -412,3 +423,23 @@ def clamp_to_log(topic: str, partition: int, start: int, end: int, log_start: in
                          fail_on_data_loss)
         return None
     return start
+
+
+def split_ranges(ranges: list, min_partitions: Optional[int]) -> list:
+    """Spark's ``KafkaOffsetRangeCalculator``: with ``minPartitions`` larger than the number of ranges, each
+    range ``(topic, partition, from, until)`` is cut into about ``minPartitions x size / total`` equal pieces (at
+    least one), so a few large partitions still keep every executor core busy. Otherwise one task per partition."""
+    if not min_partitions or len(ranges) >= min_partitions:
+        return list(ranges)
+    total = sum(hi - lo for _, _, lo, hi in ranges)
+    if total <= 0:
+        return list(ranges)
+    out = []
+    for topic, partition, lo, hi in ranges:
+        size = hi - lo
+        parts = max(int(size / total * min_partitions + 0.5), 1)
+        for i in range(parts):
+            a, b = lo + size * i // parts, lo + size * (i + 1) // parts
+            if b > a:
+                out.append((topic, partition, a, b))
+    return out

@@ -44,7 +44,8 @@ from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, Str
                                TimestampType)
 
 from kafkalab.spark.offsets import (SourceOptionError, SourceOptions, clamp_to_log, flatten, nest, normalize,
-                                    parse_options, plan_ranges, rate_limit, report_data_loss, resolve_offsets)
+                                    parse_options, plan_ranges, rate_limit, report_data_loss, resolve_offsets,
+                                    split_ranges)
 
 try:            # admission control arrived in Spark 4.2 (SPARK-55304)
     from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
@@ -168,7 +169,7 @@ def check_client_config(options: SourceOptions) -> None:
 def _input_partitions(options: SourceOptions, ranges) -> list[KafkaInputPartition]:
     return [KafkaInputPartition(options.bootstrap_servers, dict(options.client_config), t, p, lo, hi,
                                 options.fail_on_data_loss, options.include_headers, options.poll_timeout_ms)
-            for t, p, lo, hi in ranges]
+            for t, p, lo, hi in split_ranges(ranges, options.min_partitions)]
 
 
 # -- streaming ------------------------------------------------------------------------------------------------

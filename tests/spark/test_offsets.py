@@ -6,7 +6,7 @@ import pytest
 
 from kafkalab.spark.offsets import (DataLossError, SourceOptionError, Subscription, clamp_to_log, flatten,
                                     normalize, parse_options, parse_sink_options, plan_ranges, rate_limit,
-                                    resolve_offsets, to_json)
+                                    resolve_offsets, to_json, split_ranges)
 
 BOOT = {"kafka.bootstrap.servers": "127.0.0.1:9092"}
 
@@ -125,7 +125,19 @@ def test_other_options():
         opts(subscribe="t", failOnDataLoss="maybe")
     with pytest.raises(SourceOptionError, match="startingtimestamp"):
         opts(subscribe="t", startingTimestamp="1000")
-    assert opts(subscribe="t", minPartitions="4").ignored == ("minpartitions",)
+    assert opts(subscribe="t", minPartitions="4").min_partitions == 4
+    assert opts(subscribe="t", groupIdPrefix="x").ignored == ("groupidprefix",)
+    with pytest.raises(SourceOptionError, match="minPartitions"):
+        opts(subscribe="t", minPartitions="0")
+
+
+def test_split_ranges_like_sparks_offset_range_calculator():
+    ranges = [("t", 0, 0, 300), ("t", 1, 0, 100), ("t", 2, 50, 50)]
+    assert split_ranges(ranges, None) == ranges and split_ranges(ranges, 2) == ranges
+    out = split_ranges(ranges, 4)                 # 300 of 400 -> 3 pieces, 100 -> 1, the empty range dropped
+    assert out == [("t", 0, 0, 100), ("t", 0, 100, 200), ("t", 0, 200, 300), ("t", 1, 0, 100)]
+    odd = split_ranges([("t", 0, 10, 17)], 3)     # pieces cover the range exactly, no gaps or overlaps
+    assert [r[2:] for r in odd] == [(10, 12), (12, 14), (14, 17)]
 
 
 def test_sink_options():

@@ -172,6 +172,18 @@ def test_batch_read_with_ending_offsets_and_headers(spark, cluster):
     assert df.groupBy("partition").count().orderBy("partition").collect()[0]["count"] == 3
 
 
+def test_min_partitions_splits_ranges_into_more_tasks_reading_each_offset_once(spark, cluster):
+    topic = new_topic(cluster, 2)
+    produce(cluster.bootstrap_servers, topic, range(30), partition=0)
+    produce(cluster.bootstrap_servers, topic, range(30, 40), partition=1)
+    reader = (spark.read.format("kafkalab").option("kafka.bootstrap.servers", cluster.bootstrap_servers)
+              .option("subscribe", topic))
+    assert reader.load().rdd.getNumPartitions() == 2                 # default: one task per Kafka partition
+    df = reader.option("minPartitions", "4").load()
+    assert df.rdd.getNumPartitions() == 4                           # 30 of 40 records -> 3 pieces, 10 -> 1
+    assert positions(df.collect()) == [(0, o) for o in range(30)] + [(1, o) for o in range(10)]
+
+
 def test_new_partitions_are_picked_up_from_earliest(spark, cluster, tmp_path):
     topic = new_topic(cluster, 1)
     produce(cluster.bootstrap_servers, topic, range(4), partition=0)
