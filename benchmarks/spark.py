@@ -50,6 +50,7 @@ import sys
 import tempfile
 import time
 import uuid
+from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -183,11 +184,12 @@ def topic_size(bootstrap: str, topic: str, partitions: int) -> dict:
 # ============================================================================================ the queries
 class Bench:
     def __init__(self, spark, bootstrap: str, topic: str, file_dir: str, workdir: str, records: int,
-                 partitions: int):
+                 partitions: int, min_partitions: Optional[int] = None):
         from pyspark.sql import functions as F
         self.spark, self.F = spark, F
         self.bootstrap, self.topic, self.file_dir, self.workdir = bootstrap, topic, file_dir, workdir
         self.records, self.partitions = records, partitions
+        self.source_options = {"minPartitions": str(min_partitions)} if min_partitions else {}
         self.ids = itertools.count()
         spark.dataSource.register(floor_source())
 
@@ -207,7 +209,7 @@ class Bench:
         if source == "kafkalab":
             df = self._kafkalab_events(
                 self.spark.read.format("kafkalab").option("kafka.bootstrap.servers", self.bootstrap)
-                .option("subscribe", self.topic).load())
+                .option("subscribe", self.topic).options(**self.source_options).load())
         elif source == "floor":
             df = self._kafkalab_events(
                 self.spark.read.format("kafkalab_bench_floor").option("rows", str(self.records))
@@ -225,7 +227,8 @@ class Bench:
         if source == "kafkalab":
             df = self._kafkalab_events(
                 self.spark.readStream.format("kafkalab").option("kafka.bootstrap.servers", self.bootstrap)
-                .option("subscribe", self.topic).option("startingOffsets", "earliest").load())
+                .option("subscribe", self.topic).option("startingOffsets", "earliest")
+                .options(**self.source_options).load())
         else:
             df = self.spark.readStream.schema(SCHEMA).json(self.file_dir)
         seen: list = []
@@ -267,6 +270,8 @@ def main(argv=None) -> int:
                                                 "--quick 20000)")
     ap.add_argument("--rounds", type=int, help="timed rounds, the four variants interleaved (default 3, --quick 2)")
     ap.add_argument("--partitions", type=int, default=3, help="topic partitions = JSON files (default 3)")
+    ap.add_argument("--min-partitions", type=int, default=None,
+                    help="the kafkalab source's minPartitions option (default: unset, one task per partition)")
     ap.add_argument("--warmup", type=int, default=1,
                     help="warm-up runs of each variant (default 1; the JVM keeps speeding up for several queries)")
     cfg = ap.parse_args(argv)
@@ -315,7 +320,10 @@ def main(argv=None) -> int:
                   f"({file_bytes / 1e6:.1f} MB); SparkSession {session_s:.1f} s\n", flush=True)
 
             bench = Bench(spark, cluster.bootstrap_servers, topic, file_dir, workdir, cfg.records,
-                          cfg.partitions)
+                          cfg.partitions, cfg.min_partitions)
+            if cfg.min_partitions:
+                print(f"kafkalab source option minPartitions={cfg.min_partitions} (offset ranges cut into at least "
+                      f"that many tasks; Spark's default is one task per Kafka partition)\n", flush=True)
             for kind, source in VARIANTS * cfg.warmup:
                 s = bench.run(kind, source)
                 print(f"  warm-up  {kind:<9} {source:<8} {s:6.2f} s  {cfg.records / s:>9,.0f} rec/s", flush=True)
