@@ -52,12 +52,7 @@ from kafkalab.common.time import SYSTEM
 from kafkalab.protocol import ErrorCode
 from kafkalab.purgatory import LogOffsetSnapshot, check_enough_replicas_reach_offset
 
-__all__ = ["Partition", "PartitionError", "LogReadResult", "Replica", "OFFLOAD_APPEND_BYTES"]
-
-#: Appends of at least this many bytes (a produce request's partitions, a follower's fetched data) are written
-#: from a worker thread instead of the event loop: the write releases the GIL, so the loop goes on serving
-#: other requests meanwhile. The partition's lock (and the log's) order the append against everything else.
-OFFLOAD_APPEND_BYTES = 64 * 1024
+__all__ = ["Partition", "PartitionError", "LogReadResult", "Replica"]
 
 
 class PartitionError(Exception):

@@ -37,7 +37,6 @@ import logging
 from typing import Callable, Optional
 
 from kafkalab.protocol import ApiKey, DecodeError, ErrorCode, request_class
-from kafkalab.server import partition as partition_module
 
 __all__ = ["ReplicaFetcherManager", "ReplicaFetcherThread", "PartitionFetchState", "FETCH_VERSION",
            "OFFSET_FOR_LEADER_EPOCH_VERSION"]
@@ -232,7 +231,6 @@ class ReplicaFetcherThread:
         if response.error_code != ErrorCode.NONE:
             raise ConnectionError(f"fetch failed: {ErrorCode(response.error_code).name}")
         rm = self.replica_manager
-        answers = []
         for t in response.responses:
             for r in t.partitions:
                 tp = (t.topic, r.partition_index)
@@ -240,52 +238,21 @@ class ReplicaFetcherThread:
                 p = rm.get_partition(*tp)
                 if s is None or self.partitions.get(tp) is not s or p is None or p.log is None or s.truncating:
                     continue
-                answers.append((tp, s, p, r))
-        appends = [(p, r.records) for tp, s, p, r in answers
-                   if r.error_code == ErrorCode.NONE and r.records and p.log.log_end_offset == s.fetch_offset]
-        failed = {}
-        if sum(len(records) for _, records in appends) >= partition_module.OFFLOAD_APPEND_BYTES:
-            # Large appends are written from a worker thread (the write releases the GIL), so the event loop
-            # goes on serving the leader's produce requests and the other follower meanwhile -- as Kafka's
-            # fetcher threads write beside its request handler threads. The partition lock serialises the
-            # write with LeaderAndIsr / StopReplica, which take the same lock.
-            failed = await asyncio.to_thread(_append_all, appends)
-        else:
-            failed = _append_all(appends)
-        appended = {id(p) for p, _ in appends}
-        for tp, s, p, r in answers:
-            if self.partitions.get(tp) is not s or s.truncating:
-                continue  # moved while the write was under way (a newer LeaderAndIsr)
-            if r.error_code == ErrorCode.NONE:
-                error = failed.get(id(p))
-                if error is not None:
-                    log.error("[%s] appending fetched records of %s-%s at %d failed: %s", self.name, *tp,
-                              s.fetch_offset, error)
+                if r.error_code == ErrorCode.NONE:
+                    records = r.records
+                    if records and p.log.log_end_offset == s.fetch_offset:
+                        p.append_records_to_follower(records)
+                        s.fetch_offset = p.log.log_end_offset
+                        rm.try_complete_delayed(tp, produce=False, fetch=True)
+                    p.update_follower_high_watermark(r.high_watermark)
+                elif r.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                    log.info("[%s] %s-%s: offset %d out of range at the leader; truncating again", self.name, *tp,
+                             s.fetch_offset)
+                    s.truncating = True
                     self._delay(s)
-                    continue
-                if id(p) in appended:
-                    s.fetch_offset = p.log.log_end_offset
-                    rm.try_complete_delayed(tp, produce=False, fetch=True)
-                p.update_follower_high_watermark(r.high_watermark)
-            elif r.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
-                log.info("[%s] %s-%s: offset %d out of range at the leader; truncating again", self.name, *tp,
-                         s.fetch_offset)
-                s.truncating = True
-                self._delay(s)
-            else:
-                log.info("[%s] fetch of %s-%s: %s", self.name, *tp, ErrorCode(r.error_code).name)
-                self._delay(s)
-
-
-def _append_all(appends) -> dict:
-    """Append each partition's fetched batches; returns ``{id(partition): exception}`` for the failures."""
-    failed = {}
-    for p, records in appends:
-        try:
-            p.append_records_to_follower(records)
-        except Exception as e:  # CorruptRecordException, storage errors: this partition only
-            failed[id(p)] = e
-    return failed
+                else:
+                    log.info("[%s] fetch of %s-%s: %s", self.name, *tp, ErrorCode(r.error_code).name)
+                    self._delay(s)
 
 
 class ReplicaFetcherManager:

@@ -49,7 +49,6 @@ from kafkalab.common.time import SYSTEM, MockTime
 from kafkalab.protocol import ErrorCode
 from kafkalab.purgatory import (DelayedFetch, DelayedOperationPurgatory, DelayedProduce, FetchPartitionStatus,
                                 ProducePartitionStatus, TopicPartitionOperationKey)
-from kafkalab.server import partition as partition_module
 from kafkalab.server.partition import Partition, PartitionError
 from kafkalab.storage.fetch_data_info import LogOffsetMetadata
 from kafkalab.zk.paths import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
@@ -308,35 +307,13 @@ class ReplicaManager:
         """Append each partition's records as leader. Returns {tp: LogAppendInfo or PartitionError} (the local
         results). With ``response_callback``, it is called once with {tp: ProducePartitionStatus}: at once, or
         for ``acks=all`` when the in-sync replicas have the records (DelayedProduce) or ``timeout_ms`` passed."""
-        results, moved = self._append_to_local_log(entries, required_acks, origin)
-        return self._after_local_append(entries, results, moved, required_acks, timeout_ms, response_callback)
-
-    async def append_records_async(self, entries: dict[tuple[str, int], object], *, required_acks: int,
-                                   origin: str = "client", timeout_ms: int = 30000,
-                                   response_callback: Optional[Callable[[dict], None]] = None):
-        """:meth:`append_records`, with the local appends of a large request written from a worker thread.
-
-        The write to the segment releases the GIL, so the event loop meanwhile serves the followers' fetches
-        and other clients -- as Kafka's request handler threads append beside its network threads. The
-        partition and log locks order the append against everything else that touches the log; the purgatory
-        work after it runs back on the event loop."""
-        if sum(len(r) for r in entries.values() if r is not None) >= partition_module.OFFLOAD_APPEND_BYTES:
-            results, moved = await asyncio.to_thread(self._append_to_local_log, entries, required_acks, origin)
-        else:
-            results, moved = self._append_to_local_log(entries, required_acks, origin)
-        return self._after_local_append(entries, results, moved, required_acks, timeout_ms, response_callback)
-
-    def _append_to_local_log(self, entries, required_acks: int, origin: str):
-        """Kafka's ``appendToLocalLog``: {tp: LogAppendInfo or PartitionError}, and the partitions whose high
-        watermark moved. Touches only partitions and logs (their locks), never the purgatories."""
         results = {}
-        moved = []
         for tp, records in entries.items():
             try:
                 p = self.partition_or_error(*tp)
                 info, hw_moved = p.append_records_to_leader(records, origin=origin, required_acks=required_acks)
                 results[tp] = info
-                moved.append((tp, hw_moved))
+                self.try_complete_delayed(tp, produce=hw_moved, fetch=True)
             except PartitionError as e:
                 results[tp] = e
             except Exception as e:  # a storage error carries its Kafka error code
@@ -345,12 +322,6 @@ class ReplicaManager:
                     log.exception("broker %s: append to %s-%s failed", self.broker_id, *tp)
                     code = ErrorCode.UNKNOWN_SERVER_ERROR
                 results[tp] = PartitionError(code, str(e))
-        return results, moved
-
-    def _after_local_append(self, entries, results: dict, moved: list, required_acks: int, timeout_ms: int,
-                            response_callback):
-        for tp, hw_moved in moved:
-            self.try_complete_delayed(tp, produce=hw_moved, fetch=True)
         if response_callback is None:
             return results
         status = {}

@@ -52,7 +52,7 @@ def _error(request, code, message):
 
 
 @handles(ApiKey.PRODUCE, versions=(0, 11), error_response=_error)
-async def handle_produce(broker, request):
+def handle_produce(broker, request):
     body, version = request.body, request.context.api_version
     acks = body.acks
     cache = broker.metadata_cache
@@ -87,7 +87,7 @@ async def handle_produce(broker, request):
     if to_create:
         broker.admin.auto_create_topics(to_create)
     if not entries or acks != -1:
-        results = await broker.replica_manager.append_records_async(entries, required_acks=acks) if entries else {}
+        results = broker.replica_manager.append_records(entries, required_acks=acks) if entries else {}
         results.update(errors)
         if acks == 0:
             failed = [tp for tp, r in results.items() if isinstance(r, PartitionError)]
@@ -103,9 +103,8 @@ async def handle_produce(broker, request):
         if not fut.done():
             fut.set_result(status)
 
-    local = await broker.replica_manager.append_records_async(entries, required_acks=acks,
-                                                              timeout_ms=body.timeout_ms,
-                                                              response_callback=on_complete)
+    local = broker.replica_manager.append_records(entries, required_acks=acks, timeout_ms=body.timeout_ms,
+                                                  response_callback=on_complete)
 
     def respond(status: dict):
         results = dict(errors)
