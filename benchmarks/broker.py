@@ -378,8 +378,10 @@ def create_topic(bootstrap: str, topic: str, clog: ClientLog) -> str:
         time.sleep(0.05)
 
 
-def produce_run(bootstrap: str, topic: str, n: int, acks: str, clog: ClientLog) -> dict:
-    """Produce ``n`` records as fast as the client takes them; the time ends when every one is acknowledged."""
+def produce_run(bootstrap: str, topic: str, n: int, acks: str, clog: ClientLog, partitions: int = 1) -> dict:
+    """Produce ``n`` records as fast as the client takes them; the time ends when every one is acknowledged.
+
+    Record ``i`` goes to partition ``i % partitions`` (so the partitions get equal shares)."""
     failures = collections.Counter()
 
     def on_error(err, msg):
@@ -394,7 +396,7 @@ def produce_run(bootstrap: str, topic: str, n: int, acks: str, clog: ClientLog) 
     for i in range(n):
         while True:
             try:
-                produce(topic, value_of(i), partition=0)
+                produce(topic, value_of(i), partition=i % partitions)
                 break
             except BufferError:  # the client's queue is full: let it send
                 poll(0.005)

@@ -223,6 +223,18 @@ class _Connection(asyncio.BufferedProtocol):
             self.transport.close()
 
 
+def set_buffer_sizes(sock, send_buffer_bytes: int, receive_buffer_bytes: int) -> None:
+    """SO_SNDBUF / SO_RCVBUF as Kafka sets them: ``-1`` leaves the operating system's default (on Linux that
+    default grows with the connection: autotuning); any other value is asked for as it is (Linux doubles it for
+    its own bookkeeping and stops autotuning that direction)."""
+    for option, size in ((socket.SO_SNDBUF, send_buffer_bytes), (socket.SO_RCVBUF, receive_buffer_bytes)):
+        if size != -1:
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, option, size)
+            except (OSError, AttributeError):   # not a TCP socket (a test double): nothing to size
+                pass
+
+
 class SocketServer:
     """Binds every listener, runs a processor per connection, and hands requests to the request channel.
 
@@ -232,8 +244,11 @@ class SocketServer:
 
     def __init__(self, endpoints: list[EndPoint], channel: RequestChannel, enabled_apis: dict[int, tuple[int, int]],
                  *, max_request_bytes: int = 104857600, connections_max_idle_ms: int = 600_000,
+                 send_buffer_bytes: int = -1, receive_buffer_bytes: int = -1,
                  time: Time = SYSTEM, on_close: Optional[Callable[[str], None]] = None, name: str = "broker"):
         self.endpoints = endpoints
+        self.send_buffer_bytes = send_buffer_bytes          # socket.send.buffer.bytes (-1: the OS default)
+        self.receive_buffer_bytes = receive_buffer_bytes    # socket.receive.buffer.bytes (-1: the OS default)
         self.channel = channel
         self.enabled_apis = enabled_apis
         self.max_request_bytes = max_request_bytes
@@ -254,6 +269,10 @@ class SocketServer:
         for ep in self.endpoints:
             server = await asyncio.get_running_loop().create_server(
                 lambda ep=ep: _Connection(self, ep), host=ep.host or None, port=ep.port, reuse_address=True)
+            # Kafka's Acceptor sets the receive buffer on the listening socket, so that accepted sockets start
+            # with it (the TCP window scale is agreed during the handshake), and the send buffer per connection.
+            for sock in server.sockets:
+                set_buffer_sizes(sock, -1, self.receive_buffer_bytes)
             self.listeners[ep.listener_name] = _Listener(ep, server)
 
     def _spawn(self, ep: EndPoint, conn: _Connection) -> None:
@@ -326,6 +345,7 @@ class SocketServer:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:
                 pass
+            set_buffer_sizes(sock, self.send_buffer_bytes, -1)
         local = writer.get_extra_info("sockname") or ("?", 0)
         peer = writer.get_extra_info("peername") or ("?", 0)
         conn_id = f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}-{next(self._index)}"

@@ -147,6 +147,8 @@ class KafkaServer:
         self.socket_server = SocketServer(cfg.listeners, self.channel, enabled_apis(),
                                           max_request_bytes=cfg["socket.request.max.bytes"],
                                           connections_max_idle_ms=cfg["connections.max.idle.ms"], time=self.time,
+                                          send_buffer_bytes=cfg["socket.send.buffer.bytes"],
+                                          receive_buffer_bytes=cfg["socket.receive.buffer.bytes"],
                                           name=self.name)
         await self.socket_server.start()
         bound = {ep.listener_name: ep for ep in self.socket_server.bound_endpoints()}
