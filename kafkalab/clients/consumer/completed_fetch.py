@@ -34,6 +34,7 @@ from typing import NamedTuple, Optional
 
 from kafkalab.clients.consumer.assignors.protocol import TopicPartition
 from kafkalab.records import decode_batches
+from kafkalab.records.record import gc_paused
 from kafkalab.records.control import ControlRecordType, parse_control_record_key
 
 __all__ = ["ConsumerRecord", "CompletedFetch", "READ_UNCOMMITTED", "READ_COMMITTED"]
@@ -102,6 +103,7 @@ class CompletedFetch:
 
     def drain(self, max_records: int) -> list[ConsumerRecord]:
         """Up to ``max_records`` records for the application; advances :attr:`next_fetch_offset`."""
+        new = tuple.__new__
         out: list[ConsumerRecord] = []
         topic, partition = self.tp
         while self._batch_index < len(self.batches) and len(out) < max_records:
@@ -112,16 +114,21 @@ class CompletedFetch:
                 continue
             records = batch.records
             epoch = batch.partition_leader_epoch if batch.partition_leader_epoch >= 0 else None
-            while self._record_index < len(records) and len(out) < max_records:
-                r = records[self._record_index]
-                self._record_index += 1
-                if r.offset < self.next_fetch_offset:
-                    continue                     # before the fetch offset: the batch started earlier
-                out.append(ConsumerRecord(topic, partition, r.offset, r.key, r.value,
-                                          [(k, v) for k, v in r.headers], r.timestamp, int(r.timestamp_type),
-                                          epoch))
-                self.next_fetch_offset = r.offset + 1
+            i, n = self._record_index, len(records)
+            while i < n and records[i].offset < self.next_fetch_offset:
+                i += 1                           # before the fetch offset: the batch started earlier
+            take = min(n - i, max_records - len(out))
+            if take > 0:
+                # One comprehension per batch (offsets only grow within a batch); tuple.__new__ skips the
+                # NamedTuple's Python-level __new__, a measurable cost at a million records.
+                timestamp_type = int(records[i].timestamp_type)
+                with gc_paused(take):
+                    out += [new(ConsumerRecord, (topic, partition, r.offset, r.key, r.value, list(r.headers),
+                                                 r.timestamp, timestamp_type, epoch)) for r in records[i:i + take]]
+                i += take
+                self.next_fetch_offset = records[i - 1].offset + 1
                 self.last_epoch = epoch
+            self._record_index = i
             if self._record_index >= len(records):
                 self.next_fetch_offset = max(self.next_fetch_offset, batch.next_offset)
                 self._batch_index += 1
