@@ -64,3 +64,24 @@ def test_read_committed_skips_aborted_transactions_and_markers():
     assert committed.next_fetch_offset == 6
     everything = CompletedFetch(TP, 0, data, isolation_level=READ_UNCOMMITTED, aborted_transactions=aborted)
     assert [r.value for r in everything.drain(100)] == [b"a1", b"a2", b"c1", b"plain"]   # never markers
+
+
+def test_drain_in_slices_within_a_batch_keeps_every_field():
+    records = [SimpleRecord(b"k%d" % i, b"v%d" % i, (("h", b"x"), ("n", None)) if i % 2 else (), 1000 + i)
+               for i in range(5)]
+    data = build_batch(records, base_offset=20, partition_leader_epoch=3) + build_batch(recs(b"z"), base_offset=25)
+    f = CompletedFetch(TP, 21, data)
+    got = []
+    while not f.consumed:
+        part = f.drain(2)
+        assert len(part) <= 2
+        got += part
+        if part:
+            assert f.next_fetch_offset == part[-1].offset + 1
+    assert [r.offset for r in got] == [21, 22, 23, 24, 25] and f.next_fetch_offset == 26
+    r21 = got[0]
+    assert (r21.topic, r21.partition, r21.key, r21.value, r21.timestamp, r21.timestamp_type, r21.leader_epoch) == \
+        ("t", 0, b"k1", b"v1", 1001, 0, 3)
+    assert r21.headers == [("h", b"x"), ("n", None)] and got[1].headers == []
+    assert got[1].headers is not got[3].headers                 # each record owns its list
+    assert f.last_epoch is None                                 # the last batch had no leader epoch
