@@ -96,11 +96,18 @@ class ClusterView:
         p = t.partitions.get(partition) if t else None
         return None if p is None or p.leader < 0 or p.leader not in self.brokers else p.leader
 
+    _available: dict = dataclasses.field(default_factory=dict, init=False, repr=False, compare=False)
+
     def available_partitions(self, topic: str) -> list[int]:
-        t = self.topics.get(topic)
-        if t is None:
-            return []
-        return sorted(p for p, info in t.partitions.items() if info.leader >= 0 and info.leader in self.brokers)
+        """Partitions with a live leader, computed once per snapshot (Java's ``Cluster`` keeps
+        ``availablePartitionsByTopic`` too): the partitioner asks for every record it places."""
+        found = self._available.get(topic)
+        if found is None:
+            t = self.topics.get(topic)
+            found = [] if t is None else sorted(
+                p for p, info in t.partitions.items() if info.leader >= 0 and info.leader in self.brokers)
+            self._available[topic] = found
+        return found
 
 
 class Metadata:

@@ -9,12 +9,13 @@ sequences. Each module opens with its own theory of operation and names the Java
 (``clients/src/main/java/org/apache/kafka/clients/producer/``).
 """
 from kafkalab.clients.producer.accumulator import ProducerBatch, RecordAccumulator, RecordMetadata, TopicPartition
+from kafkalab.clients.producer.future import FutureRecordMetadata
 from kafkalab.clients.producer.partitioner import (Partitioner, StickyPartitioner, crc32_partition, java_partition,
                                                    murmur2, to_positive)
 from kafkalab.clients.producer.producer import Producer
 from kafkalab.clients.producer.sender import Sender
 from kafkalab.clients.producer.transaction_manager import TransactionManager
 
-__all__ = ["Producer", "RecordMetadata", "TopicPartition", "ProducerBatch", "RecordAccumulator", "Sender",
+__all__ = ["Producer", "RecordMetadata", "FutureRecordMetadata", "TopicPartition", "ProducerBatch", "RecordAccumulator", "Sender",
            "TransactionManager", "Partitioner", "StickyPartitioner", "murmur2", "to_positive", "java_partition",
            "crc32_partition"]

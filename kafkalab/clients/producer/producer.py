@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 ``Producer.send(topic, value, key=...)`` does the cheap part on the caller's thread -- turn ``str`` into UTF-8
-bytes, stamp the timestamp (now, in ms, unless given), create a ``concurrent.futures.Future`` -- and hands the
+bytes, stamp the timestamp (now, in ms, unless given), create a small future (:mod:`.future`) -- and hands the
 record to the producer's I/O thread (:mod:`kafkalab.clients.io_thread`). There, in the order ``send()`` was
 called:
 
@@ -39,6 +39,7 @@ from kafkalab.clients.io_thread import IOThread
 from kafkalab.clients.network_client import NetworkClient
 from kafkalab.clients.producer.accumulator import (RecordAccumulator, RecordMetadata, TopicPartition,
                                                    estimate_size)
+from kafkalab.clients.producer.future import FutureRecordMetadata
 from kafkalab.clients.producer.partitioner import Partitioner
 from kafkalab.clients.producer.sender import Sender
 from kafkalab.clients.producer.transaction_manager import TransactionManager
@@ -108,7 +109,7 @@ class Producer:
 
     # -- sending ----------------------------------------------------------------------------------------------
     def send(self, topic: str, value=None, key=None, headers=None, partition: Optional[int] = None,
-             timestamp: Optional[int] = None, on_delivery: Optional[Callable] = None) -> concurrent.futures.Future:
+             timestamp: Optional[int] = None, on_delivery: Optional[Callable] = None) -> FutureRecordMetadata:
         """Queue one record; returns a Future of :class:`RecordMetadata`. ``on_delivery(err, metadata)``."""
         if self._closed:
             raise ClientClosedError("Cannot send after the producer is closed.")
@@ -121,7 +122,7 @@ class Producer:
         elif not isinstance(timestamp, int) or timestamp < 0:
             raise ValueError(f"Invalid timestamp: {timestamp!r}. Timestamp should always be non-negative or None.")
         record = SimpleRecord(_to_bytes("key", key), _to_bytes("value", value), _headers(headers), timestamp)
-        future: concurrent.futures.Future = concurrent.futures.Future()
+        future = FutureRecordMetadata()
         with self._lock:
             self._incoming.append((topic, partition, record, future, on_delivery))
             if self._scheduled:
@@ -130,7 +131,7 @@ class Producer:
         self._io.call_soon(self._take_incoming)
         return future
 
-    def produce(self, topic: str, value=None, key=None, **kw) -> concurrent.futures.Future:
+    def produce(self, topic: str, value=None, key=None, **kw) -> FutureRecordMetadata:
         """Alias of :meth:`send` (confluent-kafka's name)."""
         return self.send(topic, value, key, **kw)
 
