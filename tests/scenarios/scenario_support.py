@@ -7,6 +7,9 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from kafkalab.testing import History
 
+# tests/ is on sys.path (tests/conftest.py puts it there): one kcat check for interop and scenarios alike
+from interop._broker_support import require_kcat  # noqa: E402,F401
+
 # Errors after which a write certainly did not happen (the broker refused it before appending).
 DEFINITE_FAILURES = {KafkaError.NOT_ENOUGH_REPLICAS, KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.INVALID_REQUIRED_ACKS}
 
@@ -47,20 +50,6 @@ def read_everything(bootstrap: str, topic: str, history: History, timeout: float
         return values
     finally:
         c.close()
-
-
-def require_kcat() -> str:
-    """kcat's path; skips when it is missing, unless ``KAFKALAB_REQUIRE_KCAT=1`` (CI) makes that a failure."""
-    import os
-    import shutil
-
-    import pytest
-    path = shutil.which("kcat")
-    if path:
-        return path
-    if os.environ.get("KAFKALAB_REQUIRE_KCAT") == "1":
-        pytest.fail("kcat is required (KAFKALAB_REQUIRE_KCAT=1) but not on PATH: apt-get install -y kcat")
-    pytest.skip("kcat is not installed (apt-get install -y kcat)")
 
 
 def log_batches(cluster, broker_id: int, topic: str, partition: int = 0) -> list[tuple[int, int, int]]:
