@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from kafkalab.protocol import ApiKey, ErrorCode, annotate_request, decode_response, response_class
-from kafkalab.trace import ScriptedReplies, capture, drivers, first_request_only
+from kafkalab.trace import CLOSE, ScriptedReplies, capture, drivers, first_request_only
 
 from ._support import batches_by_aiokafka, check_frame, matches_expected, produce_blobs, require_client, software
 
@@ -135,16 +135,26 @@ def test_idempotent_produce(client):
     assert res.returncode == 0, res.stderr
     init = [r for r in res if r.api_key == ApiKey.INIT_PRODUCER_ID]
     produce = [r for r in res if r.api_key == ApiKey.PRODUCE]
-    assert [r.api_version for r in init] == [INIT_PRODUCER_ID_V[client]]
-    assert [r.api_version for r in produce] == [PRODUCE_V[client]]
-    assert init[0].index < produce[0].index
-    assert init[0].request.body.transactional_id is None
+    trail = "\n".join(f"{r.summary()} conn={r.connection} {r.outcome}" for r in res)
+    # Usually one InitProducerId. librdkafka sends it again when the connection carrying the first one is
+    # replaced before the answer is used (its bootstrap connection gives way to the learned broker's; seen
+    # once in CI), so more than one is allowed, each at the negotiated version and before the Produce.
+    assert init and {r.api_version for r in init} == {INIT_PRODUCER_ID_V[client]}, trail
+    assert len(init) == 1 or client in ("kcat", "confluent-kafka"), trail
+    assert [r.api_version for r in produce] == [PRODUCE_V[client]], trail
+    assert all(r.index < produce[0].index for r in init), trail
+    assert all(r.request.body.transactional_id is None for r in init)
+    answered = [decode_response(r.reply, ApiKey.INIT_PRODUCER_ID, r.api_version).body
+                for r in init if r.outcome == "replied"]
+    assert answered, trail
     body = produce[0].request.body
     assert (body.acks, body.transactional_id) == (-1, None)
     assert [(t.name, [p.index for p in t.partition_data]) for t in body.topic_data] == [("kafkalab", [0])]
     (blob,) = produce_blobs(produce[0].request)
     (batch,) = batches_by_aiokafka(blob)
-    expected = {"codec": "none", "producer_id": 1000, "producer_epoch": 0,
+    # the batch carries the producer id of an answered InitProducerId (1000, or 1001 after a re-send)
+    assert batch["producer_id"] in {a.producer_id for a in answered}, trail
+    expected = {"codec": "none", "producer_id": batch["producer_id"], "producer_epoch": 0,
                 "records": [dict(r, timestamp=None if client == "kcat" else r["timestamp"])
                             for r in drivers.DEFAULT_RECORDS]}
     assert matches_expected(batch, expected), batch
@@ -203,3 +213,30 @@ def test_librdkafka_retries_v0_after_invalid_request():
     assert res[0].api_version == 3
     assert decode_response(res[0].reply, ApiKey.API_VERSIONS, 3).body.error_code == ErrorCode.INVALID_REQUEST
     assert (res[1].api_key, res[1].api_version, res[1].connection) == (ApiKey.API_VERSIONS, 0, 0)
+
+
+def test_librdkafka_sends_init_producer_id_again_after_losing_the_connection():
+    """The path CI once hit by chance, provoked on purpose: the connection carrying InitProducerId is closed
+    without an answer; librdkafka reconnects, asks again, and the records still go out once under that id.
+    (kcat is left out: it exits on librdkafka's "all broker connections are down" event, by its own choice.)"""
+    c = "confluent-kafka"
+    require_client(c)
+    scripted = ScriptedReplies()
+    dropped = []
+
+    def drop_first_init(captured):
+        if captured.api_key == ApiKey.INIT_PRODUCER_ID and not dropped:
+            dropped.append(captured.index)
+            return CLOSE
+        return scripted(captured)
+
+    res = run(c, "produce", idempotent=True, reply=drop_first_init, timeout=12.0)
+    assert res.returncode == 0, res.stderr
+    init = [r for r in res if r.api_key == ApiKey.INIT_PRODUCER_ID]
+    assert [r.outcome for r in init][:2] == ["closed", "replied"]
+    produce = [r for r in res if r.api_key == ApiKey.PRODUCE]
+    assert produce and all(r.index > init[1].index for r in produce)
+    (blob,) = produce_blobs(produce[0].request)
+    (batch,) = batches_by_aiokafka(blob)
+    assert batch["producer_id"] == 1000            # the closed request was never answered: 1000 is the first id
+    assert len(batch["records"]) == len(drivers.DEFAULT_RECORDS)
