@@ -30,7 +30,8 @@ import collections
 import struct
 from typing import Callable, Optional
 
-from kafkalab.protocol import (DecodeError, api_name, decode_response, encode_request, make_request)
+from kafkalab.protocol import (LARGE_FRAME_BYTES, DecodeError, ReceiveBuffer, api_name, decode_response, encode_request,
+                               make_request)
 
 __all__ = ["InterBrokerConnection"]
 
@@ -41,15 +42,17 @@ class _ResponseProtocol(asyncio.BufferedProtocol):
     """Receives ``size | frame`` responses straight into a buffer of the announced size (Kafka's
     ``NetworkReceive``): four bytes of size first, then one ``bytearray(size)`` filled by the socket itself,
     with no intermediate stream buffer to grow, copy and trim. A size below 0 or above ``max_bytes`` closes
-    the connection before anything is allocated."""
+    the connection before anything is allocated. Large responses (a follower's Fetch) go into a
+    :class:`~kafkalab.protocol.ReceiveBuffer`, reused once the previous response is no longer referenced."""
 
     def __init__(self, max_bytes: int):
         self.max_bytes = max_bytes
         self.transport: Optional[asyncio.Transport] = None
         self._size = bytearray(4)
         self._size_filled = 0
-        self._frame: Optional[bytearray] = None
+        self._frame: Optional[memoryview] = None
         self._filled = 0
+        self._large = ReceiveBuffer()
         self._frames: collections.deque = collections.deque()
         self._waiter: Optional[asyncio.Future] = None
         self._error: Optional[BaseException] = None
@@ -60,7 +63,7 @@ class _ResponseProtocol(asyncio.BufferedProtocol):
     def get_buffer(self, sizehint: int):
         if self._frame is None:
             return memoryview(self._size)[self._size_filled:]
-        return memoryview(self._frame)[self._filled:]
+        return self._frame[self._filled:]
 
     def buffer_updated(self, nbytes: int) -> None:
         if self._frame is None:
@@ -73,7 +76,8 @@ class _ResponseProtocol(asyncio.BufferedProtocol):
                 self._fail(DecodeError(f"invalid response size {size}", path="size", offset=0))
                 self.transport.close()
                 return
-            self._frame, self._filled = bytearray(size), 0
+            self._frame = self._large.take(size) if size >= LARGE_FRAME_BYTES else memoryview(bytearray(size))
+            self._filled = 0
         else:
             self._filled += nbytes
         if self._filled == len(self._frame):
@@ -94,7 +98,7 @@ class _ResponseProtocol(asyncio.BufferedProtocol):
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    async def next_frame(self) -> bytearray:
+    async def next_frame(self) -> memoryview:
         while not self._frames:
             if self._error is not None:
                 raise self._error
@@ -176,7 +180,7 @@ class InterBrokerConnection:
             raise ConnectionError(f"connection to {self.host}:{self.port} closed") from e
         self._check_link("dropped")
         # a read-only view: the decoder then hands out ``records`` as zero-copy views of the frame
-        response = decode_response(memoryview(frame).toreadonly(), api_key, api_version)
+        response = decode_response(frame.toreadonly(), api_key, api_version)
         if response.correlation_id != correlation_id:
             raise ConnectionError(f"correlation id {response.correlation_id} does not match request "
                                   f"{correlation_id}")

@@ -113,7 +113,7 @@ class _Connection(asyncio.BufferedProtocol):
     def __init__(self, server: "SocketServer", ep: EndPoint):
         self.server, self.ep = server, ep
         self.transport: Optional[asyncio.Transport] = None
-        self.frames = FrameReader(server.max_request_bytes)
+        self.frames = FrameReader(server.max_request_bytes, writable=True)   # Produce batches are patched in place
         self.ready: collections.deque = collections.deque()
         self.error: Optional[InvalidReceiveError] = None   # a bad size prefix: close once ready is served
         self.eof = False

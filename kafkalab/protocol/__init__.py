@@ -39,7 +39,8 @@ from kafkalab.protocol.annotate import Row, annotate_message
 from kafkalab.protocol.api_keys import ALL_API_KEYS, ApiKey, api_name, messages_for, request_schema, response_schema
 from kafkalab.protocol.errors import (ERRORS, DecodeError, EncodeError, ErrorCode, KafkaProtocolError,
                                       UnsupportedVersionError, error_info)
-from kafkalab.protocol.framing import DEFAULT_MAX_FRAME_BYTES, FrameReader, InvalidReceiveError, size_prefixed
+from kafkalab.protocol.framing import (DEFAULT_MAX_FRAME_BYTES, LARGE_FRAME_BYTES, FrameBuffer, FrameReader,
+                                      InvalidReceiveError, ReceiveBuffer, size_prefixed)
 from kafkalab.protocol.headers import (REQUEST_HEADER, RESPONSE_HEADER, RequestHeader, ResponseHeader,
                                        header_version_table, request_header_version, response_header_version)
 
@@ -51,7 +52,8 @@ __all__ = [
     "RequestHeader", "ResponseHeader", "REQUEST_HEADER", "RESPONSE_HEADER", "request_header_version",
     "response_header_version",
     "header_version_table", "ErrorCode", "ERRORS", "error_info", "DecodeError", "EncodeError",
-    "UnsupportedVersionError", "InvalidReceiveError", "KafkaProtocolError", "FrameReader", "size_prefixed",
+    "UnsupportedVersionError", "InvalidReceiveError", "KafkaProtocolError", "FrameReader", "ReceiveBuffer",
+    "FrameBuffer", "LARGE_FRAME_BYTES", "size_prefixed",
     "DEFAULT_MAX_FRAME_BYTES",
 ]
 

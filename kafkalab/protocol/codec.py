@@ -32,6 +32,7 @@ import uuid
 from typing import Callable
 
 from kafkalab.protocol.errors import DecodeError, EncodeError
+from kafkalab.protocol.framing import FrameBuffer
 from kafkalab.protocol.schema import ZERO_UUID, Field, Message
 
 __all__ = ["reader", "writer", "decode", "encode", "encode_into", "source"]
@@ -78,10 +79,12 @@ def _uv(n):
 
 
 def _records_view(d):
-    """A read-only view of the frame for zero-copy ``records`` fields, or None (then they are copied)."""
+    """A view of the frame for zero-copy ``records`` fields, or None (then they are copied): read-only views
+    and ``bytes`` always; a writable view only of a :class:`~kafkalab.protocol.framing.FrameBuffer`, a received
+    frame whose handler owns it (and may patch its batches in place)."""
     if type(d) is bytes:
         return memoryview(d)
-    if type(d) is memoryview and d.readonly:
+    if type(d) is memoryview and (d.readonly or type(d.obj) is FrameBuffer):
         return d
     return None
 

@@ -91,6 +91,8 @@ class LogManager:
         self._lock_fds: dict = {}
         self._running = False
         self._delete_task = None
+        self._delete_started = False           # kafka-delete-logs has run once (after log.initial.task.delay.ms)
+        self._delete_pending = False           # ... and is scheduled to run again
 
     # ------------------------------------------------------------------------------------------ startup
     def startup(self, topic_configs: Optional[Mapping[str, LogConfig]] = None) -> None:
@@ -200,6 +202,7 @@ class LogManager:
         self._schedule("PeriodicProducerExpirationCheck", self.remove_expired_producers,
                        c.producer_id_expiration_check_interval_ms, c.producer_id_expiration_check_interval_ms)
         if self.scheduler is not None:
+            self._delete_pending = True
             self._delete_task = self.scheduler.schedule("kafka-delete-logs", self.delete_logs, delay)
             self._tasks.append(self._delete_task)
 
@@ -258,6 +261,8 @@ class LogManager:
             self.cleaner.update_checkpoints(removed.parent_dir, remove=tp)
         removed.rename_dir(names.log_delete_dir_name(tp))
         self.logs_to_be_deleted.append((removed, self.time.milliseconds()))
+        if self._delete_started and not self._delete_pending:
+            self._schedule_deletion()      # (before log.initial.task.delay.ms, the first run is still to come)
         log.info("Log for partition %s is renamed to %s and is scheduled for deletion", tp, removed.dir)
         self._checkpoint_dir(removed.parent_dir)
         return removed
@@ -286,7 +291,8 @@ class LogManager:
                 lg.remove_expired_producers(now)
 
     def delete_logs(self) -> None:
-        """Delete partitions whose ``file.delete.delay.ms`` has passed; reschedules itself."""
+        """Delete partitions whose ``file.delete.delay.ms`` has passed; reschedules itself while any remain."""
+        self._delete_pending = False
         delay = self.default_config.file_delete_delay_ms
         now = self.time.milliseconds()
         remaining = []
@@ -300,12 +306,23 @@ class LogManager:
             else:
                 remaining.append((item, scheduled))
         self.logs_to_be_deleted = remaining
-        if self._running and self.scheduler is not None:
-            next_delay = min((s + delay - now for _, s in remaining), default=max(delay, 1))
-            if self._delete_task in self._tasks:
-                self._tasks.remove(self._delete_task)
-            self._delete_task = self.scheduler.schedule("kafka-delete-logs", self.delete_logs, max(next_delay, 1))
-            self._tasks.append(self._delete_task)
+        self._delete_started = True
+        self._schedule_deletion()
+
+    def _schedule_deletion(self) -> None:
+        """Run ``kafka-delete-logs`` when the oldest queued deletion is due; with nothing queued, not at all
+        (:meth:`delete_log` wakes it). Polling an empty queue would cost nothing in Kafka's own scheduler thread
+        but a timer every ``file.delete.delay.ms`` -- every millisecond when that is 0 -- on this event loop."""
+        if self._delete_task in self._tasks:
+            self._tasks.remove(self._delete_task)
+        self._delete_task = None
+        if not (self._running and self.scheduler is not None and self.logs_to_be_deleted):
+            return
+        delay, now = self.default_config.file_delete_delay_ms, self.time.milliseconds()
+        next_delay = min(s + delay - now for _, s in self.logs_to_be_deleted)
+        self._delete_pending = True
+        self._delete_task = self.scheduler.schedule("kafka-delete-logs", self.delete_logs, max(next_delay, 1))
+        self._tasks.append(self._delete_task)
 
     # ------------------------------------------------------------------------------------- checkpoints
     def _logs_in_dir(self, log_dir: str) -> dict:

@@ -22,7 +22,10 @@ on every record of a compacted topic, timestamps within ``message.timestamp.befo
     bytes 21-22, 35-42  attributes bit 3 + max_timestamp          <- only for message.timestamp.type=
                                                                      LogAppendTime: the CRC is recomputed
 
-The batch is never re-encoded on this path: the producer's CRC keeps protecting the records end to end.
+The patches go into the request's own bytes when the network layer allows it (a frame received into a
+``FrameBuffer``: the socket server's), as Kafka patches the request's ``ByteBuffer``; anything else is copied
+once first (:func:`writable_buffer`). The batch is never re-encoded on this path: the producer's CRC keeps
+protecting the records end to end.
 Re-encoding happens only where Kafka does it too: when ``compression.type`` names a codec other than the
 producer's, or when a compressed batch's inner offset deltas are not 0..n-1 (some old clients).
 

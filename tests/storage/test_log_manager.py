@@ -198,3 +198,26 @@ def test_compacted_topics_are_left_to_the_cleaner(manager, clock):
     assert lm.cleaner.last_results
     text = open(os.path.join(log.parent_dir, "cleaner-offset-checkpoint")).read()
     assert text == f"0\n1\nc 0 {lm.cleaner.last_results[-1].end_offset}\n"
+
+
+def test_deletion_task_sleeps_while_nothing_is_queued(manager, clock, monkeypatch):
+    """With file.delete.delay.ms=0 the task used to re-arm itself every millisecond, forever; now it runs only
+    when a deleted log is due, and a deletion still happens at once."""
+    runs = []
+    original = LogManager.delete_logs
+
+    def counting(self):
+        runs.append(clock.milliseconds())
+        return original(self)
+
+    monkeypatch.setattr(LogManager, "delete_logs", counting)
+    lm = manager({"log.segment.delete.delay.ms": "0"})
+    clock.advance(5_000)
+    assert len(runs) == 1                          # the first run, after log.initial.task.delay.ms (0 here)
+    log = lm.get_or_create_log("gone", 0)
+    produce(log, 2)
+    lm.delete_log("gone", 0)
+    clock.advance(1)
+    assert not [d for d in os.listdir(log.parent_dir) if d.endswith("-delete")]
+    clock.advance(5_000)
+    assert len(runs) == 2
