@@ -82,6 +82,17 @@ class FrameBuffer(bytearray):
     __slots__ = ()
 
 
+def _reference_counts(items: list) -> list:
+    """``sys.getrefcount`` of each item, always counted by this one function, so that :data:`_FREE` (what it
+    reports for an object only the list refers to) stays right whatever the interpreter does with references
+    on its own stack (Python 3.14 borrows some and reports lower counts)."""
+    return [sys.getrefcount(item) for item in items]
+
+
+#: The count :func:`_reference_counts` reports for an object nothing but its list refers to; a live view adds one.
+_FREE = _reference_counts([bytearray()])[0]
+
+
 class ReceiveBuffer:
     """Hands out a writable buffer of exactly ``size`` bytes for the next large frame, reusing earlier ones.
 
@@ -109,9 +120,8 @@ class ReceiveBuffer:
 
     def take(self, size: int) -> memoryview:
         spares = self.spares
-        for buf in spares:
-            # references to a free spare: the list, the loop variable, getrefcount's argument
-            if len(buf) >= size and sys.getrefcount(buf) <= 3:
+        for buf, refs in zip(spares, _reference_counts(spares)):
+            if refs <= _FREE and len(buf) >= size:
                 return memoryview(buf)[:size]
         buf = FrameBuffer(size)
         if size <= SPARE_MAX_BYTES:
