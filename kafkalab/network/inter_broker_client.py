@@ -40,7 +40,7 @@ _SIZE = struct.Struct(">i")
 
 class _ResponseProtocol(asyncio.BufferedProtocol):
     """Receives ``size | frame`` responses straight into a buffer of the announced size (Kafka's
-    ``NetworkReceive``): four bytes of size first, then one ``bytearray(size)`` filled by the socket itself,
+    ``NetworkReceive``): four bytes of size first, then one buffer of exactly that size filled by the socket itself,
     with no intermediate stream buffer to grow, copy and trim. A size below 0 or above ``max_bytes`` closes
     the connection before anything is allocated. Large responses (a follower's Fetch) go into a
     :class:`~kafkalab.protocol.ReceiveBuffer`, reused once the previous response is no longer referenced."""

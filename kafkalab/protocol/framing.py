@@ -16,9 +16,9 @@ A server that wants to avoid copying can also let the socket write *into* the re
 ``NetworkReceive`` does: ask :meth:`FrameReader.get_buffer` where the next bytes should go, receive into it
 (``recv_into``; asyncio's ``BufferedProtocol``), then report how many arrived with
 :meth:`FrameReader.buffer_updated`. Small frames are collected in a scratch buffer; once the size of a large
-frame is known, the reader allocates that frame's own buffer and hands out the rest of it, so the bytes of a
-1 MB Produce request are copied once, by the kernel. Such frames come back as read-only ``memoryview`` objects
-over that buffer (decoders slice ``records`` out of them without copying).
+frame is known, the reader gives that frame a buffer of its own and hands out the rest of it, so the bytes of a
+1 MB Produce request are copied once, by the kernel. Such frames come back as ``memoryview`` objects over that
+buffer (read-only unless the reader is ``writable``; decoders slice ``records`` out of them without copying).
 
 A fresh buffer for every large frame would cost more than its allocation: the memory comes zero-filled, and
 on a virtual machine every page touched for the first time can also cost the host a page fault (measured here:
