@@ -43,7 +43,6 @@ import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from typing import Any, Callable, Optional
 
@@ -1094,11 +1093,11 @@ def report_cprofile(path: str, wall: float, top: int = 20) -> None:
         return f"{fn} ({short}:{line})"
     rows = st.stats  # func -> (cc, nc, tt, ct, callers)
     print(f"  -- self CPU time (top {top}) --      calls   us/call")
-    for func, (cc, nc, tt, ct, _) in sorted(rows.items(), key=lambda kv: -kv[1][2])[:top]:
+    for func, (_cc, nc, tt, ct, _) in sorted(rows.items(), key=lambda kv: -kv[1][2])[:top]:
         print(f"  {tt / total:6.1%}  {nc:>9}  {tt / max(nc, 1) * 1e6:8.1f}  {name(func)}")
     print(f"  -- inclusive CPU time, kafkalab functions (top {top}; coroutines counted per resume) --")
     shown = 0
-    for func, (cc, nc, tt, ct, _) in sorted(rows.items(), key=lambda kv: -kv[1][3]):
+    for func, (_cc, nc, tt, ct, _) in sorted(rows.items(), key=lambda kv: -kv[1][3]):
         if "/kafkalab/" in func[0] and "/cli/" not in func[0] and "/benchmarks/" not in func[0]:
             print(f"  {ct / total:6.1%}  {nc:>9}  {name(func)}")
             shown += 1

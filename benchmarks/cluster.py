@@ -25,7 +25,7 @@ delivery callback, one record in flight, linger.ms=0, the configuration's acks).
 interleaved within each round, in a rotating order. The cluster process's CPU time per record is reported too.
 
 Part 2, failover: a child process (this script with ``--failover-child``) runs an in-process
-``kafkalab.testing.Cluster(brokers=3)`` with ``zookeeper.session.timeout.ms`` = ``--session-timeout-ms``, a
+``kafkalab.cluster.Cluster(brokers=3)`` with ``zookeeper.session.timeout.ms`` = ``--session-timeout-ms``, a
 topic with RF=3 and min.insync.replicas=2, and a confluent-kafka producer with acks=all that has already written
 to the leader. The clock starts at ``cluster.kill(leader)`` and stops at the delivery report of the first
 acks=all record produced after the kill (librdkafka retries it until the new leader takes it). Two kinds of kill:
@@ -319,7 +319,7 @@ def failover_child(args) -> int:
     """Runs in its own process: an in-process Cluster, trials of kill -> first acks=all delivery. JSON on stdout."""
     import logging
     logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
-    from kafkalab.testing import Cluster
+    from kafkalab.cluster import Cluster
     session_ms = args.session_timeout_ms
     out = {"session_timeout_ms": session_ms, "zk_tick_time_ms": args.zk_tick_time_ms, "trials": []}
     clog = ClientLog()

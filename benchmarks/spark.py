@@ -9,7 +9,7 @@ Run from the repository root::
 Data: the lines of ``data/clickstream/events.jsonl`` (clickstream events, ~250 B of JSON each), repeated until
 there are ``--records`` of them. They are written twice:
 
-    kafkalab   a topic with ``--partitions`` partitions on an in-process 1-broker ``kafkalab.testing.Cluster``,
+    kafkalab   a topic with ``--partitions`` partitions on an in-process 1-broker ``kafkalab.cluster.Cluster``,
                produced by kafkalab's own Producer (key = user_id, acks=1, linger.ms=5, batch.size=1 MB)
     file       the same values as JSON lines in a temporary directory, split into ``--partitions`` files so
                both sides give Spark the same number of input tasks
@@ -325,7 +325,7 @@ def main(argv=None) -> int:
     t_start = time.perf_counter()
     workdir = tempfile.mkdtemp(prefix="kafkalab-spark-bench-")
     from kafkalab.spark import spark_session
-    from kafkalab.testing import Cluster
+    from kafkalab.cluster import Cluster
     results: dict = {v: [] for v in VARIANTS}
     load_during: list = []
     try:
@@ -432,7 +432,7 @@ def main(argv=None) -> int:
     print(f"  so no Python data source can pass {ceiling:.2f}x the file source in this streaming query on this "
           f"machine: the floor is that ceiling"
           + (f" -- below the {TARGET_STREAMING}x target" if ceiling < TARGET_STREAMING else ""))
-    print(f"  the load average counts Spark's own threads: it rises above 2 while this benchmark runs")
+    print("  the load average counts Spark's own threads: it rises above 2 while this benchmark runs")
     print(f"  load average after each run {min(load_during, default=0):.2f}-{max(load_during, default=0):.2f}; "
           f"at the end {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}")
     print(f"\ntotal time {time.perf_counter() - t_start:.0f} s")

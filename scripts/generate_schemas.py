@@ -137,6 +137,14 @@ def render_message(var: str, spec: dict) -> list[str]:
 IMPORT = "from kafkalab.protocol.schema import Field as F, Message, Struct as S\n"
 
 
+def finish(body: list[str]) -> str:
+    """Join a module's lines; the ``Struct`` import is kept only where a common struct uses it."""
+    src = "\n".join(body)
+    if "S(" not in src:
+        src = src.replace(IMPORT, IMPORT.replace(", Struct as S", ""), 1)
+    return src
+
+
 def generate(specs_dir: Path) -> dict[str, str]:
     """Return {relative module path: source} for every generated module."""
     specs = {p.stem: load_spec(p) for p in sorted(specs_dir.glob("*.json"))}
@@ -164,21 +172,20 @@ def generate(specs_dir: Path) -> dict[str, str]:
             zk_note = " (ZooKeeper-era versions, from zk-era/)"
         body = [HEADER, f'"""{req["name"][:-7]} (API key {key}){zk_note}: the schema as data."""', IMPORT]
         body += render_message("REQUEST", req) + [""] + render_message("RESPONSE", resp)
-        src = "\n".join(body) + "\n"
-        modules[f"{mod}.py"] = src
+        modules[f"{mod}.py"] = finish(body) + "\n"
         index_lines.append(f"    {key}: {mod!r},")
     body = [HEADER, '"""Request and response headers: the schema as data."""', IMPORT]
     for spec in sorted(header_specs, key=lambda s: s["name"]):
         var = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", spec["name"]).upper()
         body += render_message(var, spec) + [""]
-    modules["headers.py"] = "\n".join(body).rstrip() + "\n"
+    modules["headers.py"] = finish(body).rstrip() + "\n"
     body = [HEADER, '"""Data schemas that are not API messages (group protocol, control records, ...)."""', IMPORT]
     names = []
     for spec in sorted(data_specs, key=lambda s: s["name"]):
         var = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", spec["name"]).upper()
         names.append(var)
         body += render_message(var, spec) + [""]
-    modules["data.py"] = "\n".join(body).rstrip() + "\n"
+    modules["data.py"] = finish(body).rstrip() + "\n"
     index = [HEADER, '"""Which module holds the schema of each API key."""', "", "MODULES = {"]
     index += index_lines + ["}"]
     modules["__init__.py"] = "\n".join(index) + "\n"

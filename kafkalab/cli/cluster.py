@@ -1,6 +1,6 @@
 """``kafkalab cluster --brokers N [--base-port P] [--override key=value ...]``: a whole cluster in one process.
 
-Runs N brokers (ids 0..N-1) and the embedded coordination store with :class:`kafkalab.testing.Cluster` and
+Runs N brokers (ids 0..N-1) and the embedded coordination store with :class:`kafkalab.cluster.Cluster` and
 serves real clients from the shell (kcat, kafka-console-*, confluent-kafka, ...). With ``--base-port P`` broker
 ``i`` listens on ``127.0.0.1:P+i``, otherwise on free ports. One line on stdout says it is ready and lists every
 listener (use it as ``bootstrap.servers``)::
@@ -35,7 +35,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from kafkalab.cli.broker import parse_overrides
-    from kafkalab.testing import Cluster
+    from kafkalab.cluster import Cluster
 
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
                         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)", stream=sys.stderr)

@@ -88,7 +88,7 @@ class ConsumerGroupOperations:
 
     async def _group_send(self, group_id: str, body):
         """Send to the group's coordinator; rediscover it and retry on NOT_COORDINATOR & co."""
-        for attempt in range(max(1, min(self.config["retries"], 10))):
+        for _attempt in range(max(1, min(self.config["retries"], 10))):
             node = await self._find_coordinator(group_id, 0)
             conn = await self.client.connection(node)
             version = conn.version_for(body.API_KEY)

@@ -28,7 +28,7 @@ import asyncio
 import logging
 import uuid
 from collections import defaultdict
-from typing import Awaitable, Callable, Optional, Protocol
+from typing import Callable, Optional, Protocol
 
 from kafkalab.protocol import ApiKey, request_class
 

@@ -290,7 +290,7 @@ def check_compact_length(answer: Any, text: str) -> CheckResult:
         if isinstance(a, (bytes, bytearray)) and len(a) == 1:
             return "give the byte's value as an int (e.g. 0x0c or 12), not a bytes object"
         if a == n:
-            return f"that is the length N itself; a compact length stores N + 1 so that 0 can mean null"
+            return "that is the length N itself; a compact length stores N + 1 so that 0 can mean null"
         if a == n - 1:
             return "a compact length is N + 1, not N - 1: 0 is reserved for null"
         return None

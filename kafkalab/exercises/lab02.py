@@ -37,8 +37,7 @@ import select
 import socket
 import struct
 import subprocess
-import time
-from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional
+from typing import Any, Iterable, Mapping, NamedTuple, Optional
 
 from kafkalab.exercises import CheckResult, Part, check, check_equal, check_parts, is_unanswered
 from kafkalab.protocol import ApiKey, api_name, request_schema, size_prefixed

@@ -27,7 +27,7 @@ import collections
 import html
 import math
 import struct
-from typing import Any, Iterable, Mapping, NamedTuple, Optional, Sequence
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from kafkalab.exercises import CheckResult, Part, check, check_equal, is_unanswered
 from kafkalab.protocol import (ApiKey, FrameReader, InvalidReceiveError, api_name, encode_request, encode_response,
@@ -152,7 +152,7 @@ def response_order(scenario: Mapping[str, Sequence[tuple[str, float]]]) -> list[
     time per connection (the next is read only after the previous one was answered), connections in parallel.
     Returns the labels in the order the responses are sent (ties: in the order of ``scenario``)."""
     done = []
-    for i, (conn, requests) in enumerate(scenario.items()):
+    for i, (_conn, requests) in enumerate(scenario.items()):
         t = 0.0
         for j, (label, need) in enumerate(requests):
             t += need

@@ -77,7 +77,7 @@ def _api_name(api_key: int) -> str:
 def fetch_rows(tap: RequestTap, topic: str, *, first_per_client: bool = True) -> list[dict]:
     """The Fetch requests the tap saw for ``topic``, one row each (or the first per client)."""
     rows, seen = [], set()
-    for client_id, _, version, body in tap.of("Fetch"):
+    for client_id, _, _version, body in tap.of("Fetch"):
         for t in body.topics:
             if getattr(t, "topic", None) != topic:
                 continue

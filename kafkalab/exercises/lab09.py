@@ -229,7 +229,7 @@ def body_rows(sent, topic: str = TOPIC) -> list[dict]:
     """The partition states inside tapped LeaderAndIsr / UpdateMetadata bodies, one row per partition per
     request, sorted (the channels to different brokers run concurrently)."""
     rows = []
-    for controller, to, api_key, version, body in sent:
+    for _controller, to, api_key, version, body in sent:
         if api_key not in (ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA):
             continue
         live = ""

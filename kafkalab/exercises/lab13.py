@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 The lab repeats Jepsen's 2013 Kafka experiment in miniature on brokers running in the notebook, and lets the
-history checker (:mod:`kafkalab.testing.history`) say what went wrong. Nothing here trusts the brokers: a run is
+history checker (:mod:`kafkalab.cluster.history`) say what went wrong. Nothing here trusts the brokers: a run is
 judged only by what a client was told (``ok`` with an offset, ``fail``, or ``info`` = unknown) and what a reader
 found afterwards. This module holds the pieces the notebook would otherwise repeat:
 
@@ -16,7 +16,7 @@ found afterwards. This module holds the pieces the notebook would otherwise repe
   unknown), the faults as dashed lines, the partition's leader as a band, and a cross on each acknowledged
   write the checker found lost. The x axis is the *order* of events, not wall time, so the picture is the same
   on every run;
-* :func:`recorder` -- a confluent-kafka delivery callback that ends a :class:`~kafkalab.testing.History` send
+* :func:`recorder` -- a confluent-kafka delivery callback that ends a :class:`~kafkalab.cluster.History` send
   as ok / fail / info (:func:`classify` is the rule: only errors returned *before* the append are definite);
 * :func:`setting_outcome` -- what a configuration (acks, min.insync.replicas, unclean election, RF) buys under
   the experiment's faults, as a rule; :func:`lost_after_unclean_election` -- which acknowledged writes a
@@ -223,7 +223,7 @@ class JepsenRun:
 
     def __init__(self, *, acks: Any, min_insync_replicas: int, unclean: bool, title: str = ""):
         from kafkalab import Cluster
-        from kafkalab.testing import History
+        from kafkalab.cluster import History
         self.acks, self.min_isr, self.unclean = acks, min_insync_replicas, unclean
         self.history = History()
         self.timeline = RunTimeline(title or f"acks={acks}, min.insync.replicas={min_insync_replicas}, "

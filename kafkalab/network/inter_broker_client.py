@@ -16,7 +16,7 @@ broker and each replica fetcher (follower -> leader) own one TCP connection to t
 
 A failed or timed-out request closes the connection; the caller reconnects (and backs off) as it sees fit.
 ``link_check(host, port)``, when given, is asked before connecting, before each request and when a response
-arrives: False means the network link is down (fault injection in ``kafkalab.testing``), and the request fails
+arrives: False means the network link is down (fault injection in ``kafkalab.cluster``), and the request fails
 as a refused or dropped connection would.
 ``sent`` keeps the last requests (correlation id, API, version) for labs.
 

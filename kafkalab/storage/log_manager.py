@@ -271,7 +271,7 @@ class LogManager:
     def cleanup_logs(self) -> int:
         """Retention for every log the cleaner does not look after; returns segments deleted."""
         total = 0
-        for tp, lg in list(self.current_logs.items()):
+        for _tp, lg in list(self.current_logs.items()):
             if self.cleaner is not None and lg.config.compact:
                 continue
             if not lg.closed:

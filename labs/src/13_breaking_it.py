@@ -37,8 +37,8 @@
 #
 # | what you use | kafkalab module | what it mirrors |
 # |---|---|---|
-# | the faults | `kafkalab/testing/faults.py` (`partition`, `kill`, `heal`) | Jepsen's nemeses |
-# | the history and its checker | `kafkalab/testing/history.py` | `jepsen.tests.kafka`'s checker, in spirit |
+# | the faults | `kafkalab/cluster/faults.py` (`partition`, `kill`, `heal`) | Jepsen's nemeses |
+# | the history and its checker | `kafkalab/cluster/history.py` | `jepsen.tests.kafka`'s checker, in spirit |
 # | the election rule | `kafkalab/controller/` | `PartitionLeaderElectionAlgorithms.scala` (ZooKeeper era) |
 # | one run of the experiment, the timeline picture, the checks | `kafkalab/exercises/lab13.py` | — |
 
@@ -49,7 +49,7 @@ from confluent_kafka import Producer
 from kafkalab import Cluster
 from kafkalab.exercises import lab13
 from kafkalab.exercises.lab02 import BrokerLog
-from kafkalab.testing import History
+from kafkalab.cluster import History
 
 broker_log = BrokerLog().install()          # the brokers' warnings (elections, killed peers) go to a list
 loop_log = BrokerLog("asyncio").install()  # ... and those of the cluster's event loop (tasks of killed brokers)

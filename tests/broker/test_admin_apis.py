@@ -9,9 +9,7 @@ aiokafka: the non-flexible v3/v1/v2); the raw-wire tests at the end send every a
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
-import threading
 import time
 import uuid
 import warnings
@@ -19,7 +17,7 @@ import warnings
 import pytest
 
 from kafkalab.protocol import ApiKey, ErrorCode, request_class
-from kafkalab.testing.cluster import Cluster
+from kafkalab.cluster.cluster import Cluster
 
 from ._admin_support import ApiSpy, confluent_results, describe_results, log_dir, partition_dirs, wire
 

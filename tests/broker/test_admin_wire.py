@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from kafkalab.protocol import ApiKey, ErrorCode, request_class
-from kafkalab.testing.cluster import Cluster
+from kafkalab.cluster.cluster import Cluster
 
 from ._admin_support import wire
 

@@ -11,8 +11,8 @@ def batches(n: int, per_batch: int = 2):
     acc = RecordAccumulator(batch_size=1, linger_ms=0, idempotent=True)   # one record per batch... then merge
     acc.batch_size = 10_000
     out = []
-    for i in range(n):
-        for j in range(per_batch):
+    for _i in range(n):
+        for _j in range(per_batch):
             r = SimpleRecord(None, b"v", (), 1)
             b, _ = acc.append(TP, r, estimate_size(None, b"v", ()), 0)
         acc.batches[TP][-1].closed = True

@@ -263,7 +263,7 @@ def kafka_python_read(consumer, count: int) -> list[Rec]:
     got = []
     end = deadline()
     while len(got) < count and time.monotonic() < end:
-        for tp, messages in consumer.poll(timeout_ms=200).items():
+        for _tp, messages in consumer.poll(timeout_ms=200).items():
             for m in messages:
                 assert m.timestamp_type == 0, m  # CreateTime
                 got.append(Rec(m.partition, m.key, m.value, norm_headers(m.headers), m.timestamp))
@@ -313,7 +313,7 @@ async def aiokafka_read(consumer, count: int) -> list[Rec]:
     end = deadline()
     while len(got) < count and time.monotonic() < end:
         batches = await consumer.getmany(timeout_ms=200)
-        for tp, messages in sorted(batches.items()):
+        for _tp, messages in sorted(batches.items()):
             for m in messages:
                 assert m.timestamp_type == 0, m  # CreateTime
                 got.append(Rec(m.partition, m.key, m.value, norm_headers(m.headers), m.timestamp))

@@ -38,7 +38,7 @@ def kp_read(consumer, count, commit=True):
     got = []
     end = time.monotonic() + 20
     while len(got) < count and time.monotonic() < end:
-        for tp, msgs in consumer.poll(timeout_ms=200, max_records=count - len(got)).items():
+        for _tp, msgs in consumer.poll(timeout_ms=200, max_records=count - len(got)).items():
             got.extend(m.value for m in msgs)
         if commit and got:
             consumer.commit()
@@ -83,7 +83,7 @@ def test_aiokafka_subscribe_commit_resume(cluster):
             loop = asyncio.get_running_loop()
             end = loop.time() + 20
             while len(got) < count and loop.time() < end:
-                for tp, msgs in (await consumer.getmany(timeout_ms=200)).items():
+                for _tp, msgs in (await consumer.getmany(timeout_ms=200)).items():
                     got.extend(m.value for m in msgs)
                 if got:
                     await consumer.commit()

@@ -186,7 +186,7 @@ def test_lab06_retention_matches_the_storage_layer(tmp_path):
     """The rule the check uses is the one UnifiedLog applies."""
     clock = MockTime(start_ms=lab06.T0)
     log = UnifiedLog(tmp_path / "t-0", LogConfig({"segment.bytes": 300, "retention.ms": 50 * 60_000}), time=clock)
-    for i in range(12):
+    for _i in range(12):
         log.append_as_leader(build_batch([SimpleRecord(b"k", b"v" * 10, (), clock.milliseconds())]), leader_epoch=0)
         clock.advance(10 * 60_000)
     log.update_high_watermark(log.log_end_offset)

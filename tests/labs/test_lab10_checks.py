@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kafkalab.coordinator.group.group_metadata_manager import java_string_hash
-from kafkalab.coordinator.group.records import consumer_assignment, consumer_subscription
+from kafkalab.coordinator.group.records import consumer_subscription
 from kafkalab.exercises import lab10
 
 

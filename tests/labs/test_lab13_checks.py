@@ -2,7 +2,7 @@
 import pytest
 
 from kafkalab.exercises import lab13
-from kafkalab.testing import History
+from kafkalab.cluster import History
 
 
 # -- the rules ----------------------------------------------------------------------------------------------------------

@@ -49,7 +49,7 @@ def test_listener_without_a_security_protocol_is_rejected():
 @pytest.mark.parametrize("text", ["localhost:9092", "PLAINTEXT://h", "PLAINTEXT://h:port", "PLAINTEXT//h:1",
                                   "://h:1"])
 def test_unparseable_listener(text):
-    with pytest.raises(ConfigError, match=f"Unable to parse .* to a broker endpoint"):
+    with pytest.raises(ConfigError, match="Unable to parse .* to a broker endpoint"):
         parse_listeners(text)
 
 

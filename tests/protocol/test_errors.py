@@ -103,7 +103,7 @@ def _span_text(pairs: list[tuple[int, int]]) -> str:
 def test_header_version_table_has_a_row_per_api():
     rows = {r.api_key: r for r in header_version_table()}
     assert sorted(rows) == list(range(93))
-    for key, (req, resp) in S.api_pairs().items():
+    for key, (req, _resp) in S.api_pairs().items():
         row = rows[key]
         versions = S.valid_versions(req)
         assert row.api_name == req["name"].removesuffix("Request")

@@ -15,7 +15,7 @@ from kafkalab.records.record import decode_records
 def _records(rng: random.Random, n: int) -> list:
     base = 1_700_000_000_000
     out = []
-    for i in range(n):
+    for _i in range(n):
         key = None if rng.random() < 0.3 else rng.randbytes(rng.randrange(0, 40))
         value = None if rng.random() < 0.1 else rng.randbytes(rng.choice((0, 5, 200, 3000)))
         headers = tuple((f"h{j}é", None if rng.random() < 0.2 else rng.randbytes(rng.randrange(0, 9)))

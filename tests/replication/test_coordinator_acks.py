@@ -6,7 +6,7 @@ import time as wall
 from kafkalab.coordinator.group.group_metadata import OffsetAndMetadata
 from kafkalab.coordinator.group.group_metadata_manager import OFFSETS_TOPIC
 from kafkalab.protocol import ErrorCode as E
-from kafkalab.testing import Cluster
+from kafkalab.cluster import Cluster
 
 OVERRIDES = {"offsets.topic.num.partitions": 1, "offsets.topic.replication.factor": 3,
              "offsets.commit.timeout.ms": 1500, "replica.lag.time.max.ms": 60_000}

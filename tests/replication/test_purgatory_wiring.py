@@ -9,7 +9,7 @@ import pytest
 
 from kafkalab.network.inter_broker_client import InterBrokerConnection
 from kafkalab.protocol import ApiKey, request_class
-from kafkalab.testing.cluster import Cluster
+from kafkalab.cluster.cluster import Cluster
 
 Fetch = request_class(ApiKey.FETCH)
 

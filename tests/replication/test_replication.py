@@ -17,7 +17,7 @@ import pytest
 from kafkalab.network.inter_broker_client import InterBrokerConnection
 from kafkalab.protocol import ApiKey, ErrorCode, request_class
 from kafkalab.zk.paths import TopicPartition as ZkTopicPartition
-from kafkalab.testing.cluster import Cluster
+from kafkalab.cluster.cluster import Cluster
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402

@@ -5,7 +5,7 @@ import time
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from kafkalab.testing import History
+from kafkalab.cluster import History
 
 # tests/ is on sys.path (tests/conftest.py puts it there): one kcat check for interop and scenarios alike
 from interop._broker_support import require_kcat  # noqa: E402,F401

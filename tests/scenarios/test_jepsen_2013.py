@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalab.testing import Cluster, History
+from kafkalab.cluster import Cluster, History
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 from confluent_kafka import Producer  # noqa: E402

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from kafkalab.testing import Cluster
+from kafkalab.cluster import Cluster
 
 from scenario_support import require_kcat
 

@@ -18,7 +18,7 @@ import logging
 
 import pytest
 
-from kafkalab.testing import Cluster, History
+from kafkalab.cluster import Cluster, History
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 

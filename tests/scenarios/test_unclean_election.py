@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalab.testing import Cluster, History
+from kafkalab.cluster import Cluster, History
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 

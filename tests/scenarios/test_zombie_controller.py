@@ -14,12 +14,11 @@ from __future__ import annotations
 import asyncio
 import copy
 
-import pytest
 
 from kafkalab.controller.channel import ControllerBrokerRequestBatch
 from kafkalab.network.inter_broker_client import InterBrokerConnection
 from kafkalab.protocol import ApiKey, ErrorCode
-from kafkalab.testing import Cluster
+from kafkalab.cluster import Cluster
 from kafkalab.zk.paths import LeaderAndIsr, LeaderIsrAndControllerEpoch
 
 OVERRIDES = {"replica.lag.time.max.ms": 1000, "replica.fetch.wait.max.ms": 200, "replica.fetch.backoff.ms": 100,

@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 from kafkalab.clients import Admin, Producer, TopicPartition
-from kafkalab.testing import Cluster
+from kafkalab.cluster import Cluster
 
 pytestmark = pytest.mark.spark
 

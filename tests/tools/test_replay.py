@@ -15,7 +15,7 @@ import pytest
 
 from kafkalab.clients import Consumer, TopicPartition
 from kafkalab.common import MockTime
-from kafkalab.testing import Cluster
+from kafkalab.cluster import Cluster
 from kafkalab.tools.replay import ReplaySummary, parse_event_time, replay
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -330,7 +330,7 @@ class Consumer:
         """The offset of the next record ``poll()`` will return for ``partition`` (fetched if not known)."""
         tp = _tp(partition)
         if not self._call(self.subscriptions.is_assigned, tp):
-            raise IllegalStateError(f"You can only check the position for partitions assigned to this consumer.")
+            raise IllegalStateError("You can only check the position for partitions assigned to this consumer.")
         self._run(self._update_fetch_positions(self._timeout_ms(timeout)))
         position = self._call(self.subscriptions.position, tp)
         if position is None:

@@ -34,7 +34,6 @@ Mirrors ``clients/src/main/java/org/apache/kafka/clients/consumer/internals/Cons
 from __future__ import annotations
 
 import asyncio
-from typing import Optional
 
 from kafkalab.clients.consumer.abstract_coordinator import AbstractCoordinator, MemberState
 from kafkalab.clients.consumer.assignors import (RebalanceProtocol, Subscription, TopicPartition, decode_assignment,

@@ -295,7 +295,7 @@ class RecordAccumulator:
     def expired_batches(self, now_ms: float) -> list[ProducerBatch]:
         """Queued (not in-flight) batches older than ``delivery.timeout.ms``: removed and returned."""
         out = []
-        for tp, dq in self.batches.items():
+        for _tp, dq in self.batches.items():
             while dq and now_ms - dq[0].created_ms >= self.delivery_timeout_ms:
                 out.append(dq.popleft())
         return out

@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 from typing import Callable, Iterable, Optional, Protocol
 
-from kafkalab.coordinator.group.group_metadata import CommitRecord, GroupMetadata, OffsetAndMetadata
+from kafkalab.coordinator.group.group_metadata import CommitRecord, GroupMetadata
 from kafkalab.coordinator.group.member_metadata import MemberMetadata
 from kafkalab.coordinator.group.records import (GroupMetadataValue, MemberRecord, group_metadata_key,
                                                 group_metadata_value, load_records, offset_commit_key,

@@ -80,7 +80,7 @@ class LinkTable:
 
 
 class FaultInjection:
-    """Mixed into :class:`kafkalab.testing.cluster.Cluster`: needs ``brokers``, ``zk_store``, ``call``."""
+    """Mixed into :class:`kafkalab.cluster.cluster.Cluster`: needs ``brokers``, ``zk_store``, ``call``."""
 
     links: LinkTable
     paused: set

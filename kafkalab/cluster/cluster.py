@@ -17,7 +17,7 @@ does: in ``zk_tick_time_ms`` buckets, its expirer sleeping until the next one is
 the wall clock that runs the expiry on the cluster's loop); with a ``MockTime`` call
 ``zk_store.expire_sessions()`` yourself.
 Faults -- ``kill``, ``pause``/``resume``, ``isolate``/``partition``/``heal`` -- are described in
-:mod:`kafkalab.testing.faults`.
+:mod:`kafkalab.cluster.faults`.
 
 ::
 
@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import tempfile
 import threading
 from pathlib import Path
@@ -39,7 +38,7 @@ from typing import Any, Mapping, Optional
 from kafkalab.common.scheduler import ThreadScheduler
 from kafkalab.common.time import SYSTEM, MockTime, Time
 from kafkalab.server.broker import KafkaServer
-from kafkalab.testing.faults import FaultInjection
+from kafkalab.cluster.faults import FaultInjection
 from kafkalab.zk import ZkStore
 
 __all__ = ["Cluster"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalab.testing import ZK, Cluster, LinkTable
+from kafkalab.cluster import ZK, Cluster, LinkTable
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 from confluent_kafka import Producer  # noqa: E402

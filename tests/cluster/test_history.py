@@ -1,5 +1,5 @@
 """The history checker on hand-made histories: one per anomaly, plus a clean run and the 'info' rules."""
-from kafkalab.testing.history import History
+from kafkalab.cluster.history import History
 
 
 def acked(h, value, offset, partition=0):
