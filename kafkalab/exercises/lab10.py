@@ -11,8 +11,9 @@ with confluent-kafka consumers against an in-process broker. This module holds w
   ``% offsets.topic.num.partitions``: the partition of ``__consumer_offsets`` whose leader coordinates the group;
 * :func:`decode_subscription`, :func:`subscription_fields`, :func:`decode_assignment` -- the consumer protocol's
   bytes (``ConsumerProtocolSubscription`` v0-v3, ``ConsumerProtocolAssignment``), which the broker relays
-  without reading;
-* :func:`range_assign` -- the range assignor, as the group leader's *client* runs it;
+  without reading, shown field by field with kafkalab's codec (:mod:`kafkalab.protocol.consumer_protocol`);
+* :func:`range_assign` -- the range assignor, as the group leader's *client* runs it: kafkalab's client
+  :class:`~kafkalab.clients.consumer.assignors.RangeAssignor`, in plain dicts;
 * :class:`LabGroup` -- a group coordinator on a :class:`~kafkalab.common.time.MockTime`, with member ids that
   repeat from run to run, and a log of every request the lab sends on behalf of its members;
 * :func:`state_machine` -- the group state machine drawn from :data:`~kafkalab.coordinator.group.state.TRANSITIONS`
@@ -22,8 +23,9 @@ with confluent-kafka consumers against an in-process broker. This module holds w
   part of real member ids;
 * the checks ``check_*``, which compute the right answer from the data the learner was given.
 
-Mirrors (the client side of) ``clients/.../consumer/internals/ConsumerProtocol.java`` and
-``clients/.../consumer/RangeAssignor.java``; the broker side is ``kafkalab/coordinator/group/``.
+The client side it shows is ``kafkalab/protocol/consumer_protocol.py`` (Kafka's
+``clients/.../consumer/internals/ConsumerProtocol.java``) and ``kafkalab/clients/consumer/assignors/range.py``
+(``clients/.../consumer/RangeAssignor.java``); the broker side is ``kafkalab/coordinator/group/``.
 """
 from __future__ import annotations
 
@@ -34,18 +36,19 @@ import re
 import uuid
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
+from kafkalab.clients.consumer.assignors import RangeAssignor
 from kafkalab.common.scheduler import MockScheduler
 from kafkalab.common.time import MockTime
 from kafkalab.coordinator.group import GroupConfig, GroupCoordinator, GroupState
 from kafkalab.coordinator.group.group_metadata import GroupMetadata, OffsetAndMetadata
 from kafkalab.coordinator.group.group_metadata_manager import MemoryOffsetsLog, java_string_hash, partition_for
-from kafkalab.coordinator.group.records import (GroupMetadataKey, OffsetKey, consumer_assignment,
-                                                consumer_subscription, parse_consumer_assignment, read_group_value,
-                                                read_message_key, read_offset_value)
+from kafkalab.coordinator.group.records import GroupMetadataKey, OffsetKey, read_group_value, read_message_key, read_offset_value
 from kafkalab.coordinator.group.state import TRANSITIONS
 from kafkalab.exercises import CheckResult, Part, check, check_equal, is_unanswered
 from kafkalab.protocol import ErrorCode
-from kafkalab.protocol.primitives import read_array_length, read_bytes, read_fixed, read_string
+from kafkalab.protocol.consumer_protocol import (Assignment, Subscription, annotate_subscription, encode_assignment,
+                                                 encode_subscription, group_by_topic)
+from kafkalab.protocol.consumer_protocol import decode_assignment as _decode_assignment
 
 __all__ = ["TOPIC", "GROUP", "T0", "LIBRDKAFKA_SOFTWARE", "hash_steps", "coordinator_partition",
            "decode_subscription", "subscription_fields", "decode_assignment", "range_assign", "Call", "LabGroup",
@@ -94,46 +97,29 @@ def coordinator_partition(group_id: str, num_partitions: int = 50) -> int:
 # -- the consumer protocol's bytes --------------------------------------------------------------------------------------
 def subscription_fields(data: bytes) -> list[dict]:
     """``ConsumerProtocolSubscription`` field by field: ``{"bytes": hex, "field": name, "value": ...}``.
-    v0: version, topics, user_data; v1 adds owned_partitions; v2 generation_id; v3 rack_id."""
+    v0: version, topics, user_data; v1 adds owned_partitions; v2 generation_id; v3 rack_id. The rows come from
+    the codec's annotated view; an array shows its count, an owned topic its partitions on one row."""
     data = bytes(data)
-    rows = []
-
-    def add(start, end, field, value):
-        rows.append({"bytes": data[start:end].hex(" "), "field": field, "value": value})
-
-    version, pos = read_fixed("int16", data, 0)
-    add(0, pos, "version", version)
-    start = pos
-    n, pos = read_array_length(data, pos)
-    add(start, pos, "topics (count)", n)
-    for i in range(n):
-        start = pos
-        topic, pos = read_string(data, pos)
-        add(start, pos, f"topics[{i}]", topic)
-    start = pos
-    user_data, pos = read_bytes(data, pos, nullable=True)
-    add(start, pos, "user_data", "null" if user_data is None else f"{len(user_data)} bytes")
-    if version >= 1:
-        start = pos
-        n, pos = read_array_length(data, pos)
-        add(start, pos, "owned_partitions (count)", n)
-        for i in range(n):
-            start = pos
-            topic, pos = read_string(data, pos)
-            m, pos = read_array_length(data, pos)
-            parts = []
-            for _ in range(m):
-                p, pos = read_fixed("int32", data, pos)
-                parts.append(p)
-            add(start, pos, f"owned_partitions[{i}]", f"{topic} {parts}")
-    if version >= 2:
-        start = pos
-        generation, pos = read_fixed("int32", data, pos)
-        add(start, pos, "generation_id", generation)
-    if version >= 3:
-        start = pos
-        rack, pos = read_string(data, pos, nullable=True)
-        add(start, pos, "rack_id", "null" if rack is None else repr(rack))
+    annotated = annotate_subscription(data)[3]
+    rows, covered = [], 0
+    for r in annotated:
+        if r.start < covered:                       # inside an owned topic already shown whole
+            continue
+        name, value, end = r.path, r.value, r.end
+        if r.wire_type == "STRUCT":                 # owned_partitions[i]: topic and partitions on one row
+            inner = [c for c in annotated if r.start <= c.start < r.end and c.depth > r.depth]
+            topic = next(c.value for c in inner if c.path.endswith(".topic"))
+            value = f"{topic} {[c.value for c in inner if c.wire_type == 'INT32']}"
+        elif r.wire_type.endswith("ARRAY"):         # the count only; the elements get rows of their own
+            name, end = f"{r.path} (count)", r.start + 4
+        elif r.wire_type.endswith("BYTES"):
+            value = "null" if value is None else f"{len(value)} bytes"
+        elif r.wire_type.endswith("STRING") and r.path == "rack_id":
+            value = "null" if value is None else repr(value)
+        elif r.path == "trailing_bytes":
+            name, value = "fields of a newer version (ignored)", f"{value} bytes"
+        rows.append({"bytes": data[r.start:end].hex(" "), "field": name, "value": value})
+        covered = end
     return rows
 
 
@@ -156,26 +142,16 @@ def decode_subscription(data: bytes) -> dict:
 
 def decode_assignment(data: bytes) -> dict[str, list[int]]:
     """``{topic: [partitions]}`` from a ``ConsumerProtocolAssignment`` (empty bytes: nothing assigned)."""
-    return parse_consumer_assignment(bytes(data))
+    return dict(group_by_topic(_decode_assignment(bytes(data)).partitions)) if data else {}
 
 
 # -- the assignor (runs in the leader's client) ------------------------------------------------------------------------
 def range_assign(subscriptions: Mapping[str, Iterable[str]], partitions: Mapping[str, int]) -> dict:
-    """Kafka's range assignor: per topic, the members subscribed to it sorted by member id; each gets
-    ``n // members`` consecutive partitions and the first ``n % members`` of them one more.
-    Returns ``{member: {topic: [partitions]}}`` (every member present, possibly with nothing)."""
-    out: dict = {m: {} for m in subscriptions}
-    for topic in sorted({t for ts in subscriptions.values() for t in ts}):
-        if topic not in partitions:
-            continue
-        members = sorted(m for m, ts in subscriptions.items() if topic in ts)
-        per, extra = divmod(partitions[topic], len(members))
-        for i, m in enumerate(members):
-            start = per * i + min(i, extra)
-            count = per + (1 if i < extra else 0)
-            if count:
-                out[m][topic] = list(range(start, start + count))
-    return out
+    """Kafka's range assignor (kafkalab's client :class:`RangeAssignor`): per topic, the members subscribed to it
+    sorted by member id; each gets ``n // members`` consecutive partitions and the first ``n % members`` of them
+    one more. Returns ``{member: {topic: [partitions]}}`` (every member present, possibly with nothing)."""
+    plan = RangeAssignor().assign({m: Subscription(list(ts)) for m, ts in subscriptions.items()}, partitions)
+    return {m: dict(group_by_topic(a.partitions)) for m, a in plan.items()}
 
 
 # -- the coordinator, step by step ---------------------------------------------------------------------------------------
@@ -264,7 +240,7 @@ class LabGroup:
 
     def join(self, client: str, *, topics: Optional[Sequence[str]] = None, version: int = 5) -> Call:
         """A JoinGroup from ``client`` (with its member id once it has one), offering range and roundrobin."""
-        subscription = consumer_subscription(list(topics or self.topics))
+        subscription = encode_subscription(Subscription(list(topics or self.topics)), version=0)
         call = self._call(client, "JoinGroup")
 
         def done(r):
@@ -282,7 +258,9 @@ class LabGroup:
     def sync(self, client: str, assignment: Optional[Mapping[str, Mapping[str, list]]] = None) -> Call:
         """A SyncGroup; the leader passes ``{client or member id: {topic: [partitions]}}``."""
         call = self._call(client, "SyncGroup")
-        encoded = {self.member_ids.get(c, c): consumer_assignment(dict(a)) for c, a in (assignment or {}).items()}
+        encoded = {self.member_ids.get(c, c): encode_assignment(Assignment([(t, p) for t, ps in a.items() for p in ps]),
+                                                                version=0)
+                   for c, a in (assignment or {}).items()}
 
         def done(r):
             self._answer(call, r, _err(r.error) if r.error else f"{decode_assignment(r.assignment)}")

@@ -40,7 +40,9 @@
 # | which partition, loading, appends | `kafkalab/coordinator/group/group_metadata_manager.py` | `GroupMetadataManager.scala` |
 # | the records of `__consumer_offsets` | `kafkalab/coordinator/group/records.py` | `GroupMetadataManager.scala` (`offsetCommitKey`, `groupMetadataValue`...) |
 # | the wire | `kafkalab/server/apis/groups.py`, `coordinators.py` | `KafkaApis.handleJoinGroupRequest` ... |
-# | subscription bytes, the range assignor, pictures, checks | `kafkalab/exercises/lab10.py` | `clients/.../ConsumerProtocol.java`, `RangeAssignor.java` |
+# | the subscription and assignment bytes | `kafkalab/protocol/consumer_protocol.py` | `clients/.../consumer/internals/ConsumerProtocol.java` |
+# | the range assignor (it runs in the leader's client) | `kafkalab/clients/consumer/assignors/range.py` | `clients/.../consumer/RangeAssignor.java` |
+# | pictures, checks | `kafkalab/exercises/lab10.py` | |
 
 # %%
 import logging
@@ -204,7 +206,8 @@ pd.DataFrame(lab10.subscription_fields(members[bob_id])).set_index("field")
 # parked; the leader's *client* runs the assignor on the subscriptions it received (plus the partition counts
 # it knows from Metadata) and sends the result for everybody. The **range** assignor, per topic: sort the
 # members by member id, give each `partitions // members` consecutive partitions, and the first
-# `partitions % members` of them one more.
+# `partitions % members` of them one more. `lab10.range_assign` runs kafkalab's own client-side `RangeAssignor`
+# (the one `kafkalab.clients.Consumer` uses) and shows its answer as plain dicts.
 
 # %%
 subscriptions = {m: lab10.decode_subscription(md)["topics"] for m, md in members.items()}

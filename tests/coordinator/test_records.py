@@ -11,6 +11,8 @@ from kafkalab.coordinator.group.records import (GroupMetadataKey, GroupMetadataV
                                                 parse_consumer_subscription_topics, read_group_value,
                                                 read_message_key, read_offset_value)
 from kafkalab.protocol import DecodeError
+from kafkalab.protocol.consumer_protocol import (Assignment, Subscription, annotate_subscription, decode_subscription,
+                                                 encode_assignment, encode_subscription)
 from kafkalab.records import SimpleRecord, build_batch, decode_batches
 
 
@@ -110,3 +112,16 @@ def test_consumer_protocol_helpers():
     assert asg == b"\x00\x00" + struct.pack(">i", 1) + s16("a") + struct.pack(">iii", 2, 0, 2) + b"\xff\xff\xff\xff"
     assert parse_consumer_assignment(asg) == {"a": [0, 2]}
     assert parse_consumer_assignment(b"") == {}
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3])
+def test_consumer_protocol_helpers_write_the_body_of_the_version_they_are_given(version):
+    # the version prefix and the body must agree: v1+ carries owned_partitions, v2+ generation_id, v3+ rack_id
+    sub = consumer_subscription(["a", "b"], b"u", version=version)
+    assert sub == encode_subscription(Subscription(["a", "b"], b"u"), version)
+    assert decode_subscription(sub) == Subscription(["a", "b"], b"u")
+    _, _, end, _ = annotate_subscription(sub)
+    assert end == len(sub)                                    # no bytes missing, none left over
+    asg = consumer_assignment({"a": [0, 2]}, version=version)
+    assert asg == encode_assignment(Assignment([("a", 0), ("a", 2)]), version)
+    assert parse_consumer_assignment(asg) == {"a": [0, 2]}

@@ -28,10 +28,10 @@ from typing import Callable, NamedTuple, Optional
 
 from kafkalab.coordinator.group.member_metadata import MemberMetadata
 from kafkalab.coordinator.group.state import GroupState, VALID_PREVIOUS_STATES, check_transition
+from kafkalab.protocol.consumer_protocol import PROTOCOL_TYPE as CONSUMER_PROTOCOL_TYPE
+from kafkalab.protocol.consumer_protocol import decode_subscription
 
 __all__ = ["GroupMetadata", "OffsetAndMetadata", "CommitRecord", "CONSUMER_PROTOCOL_TYPE"]
-
-CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
 class OffsetAndMetadata(NamedTuple):
@@ -208,9 +208,7 @@ class GroupMetadata:
         return max(votes, key=lambda p: votes[p])   # Counter keeps first-seen order: ties go to the earliest
 
     def subscribed_topics(self) -> Optional[set[str]]:
-        """Topics the members subscribe to (consumer protocol only; None if unknown)."""
-        from kafkalab.coordinator.group.records import parse_consumer_subscription_topics
-
+        """Topics the members subscribe to (consumer protocol only; None if unknown or unreadable)."""
         if self.protocol_type != CONSUMER_PROTOCOL_TYPE:
             return None
         if not self.members:
@@ -220,7 +218,7 @@ class GroupMetadata:
         topics: set[str] = set()
         try:
             for m in self.members.values():
-                topics |= parse_consumer_subscription_topics(m.metadata(self.protocol_name))
+                topics.update(decode_subscription(m.metadata(self.protocol_name)).topics)
         except (ValueError, KeyError):
             return None
         return topics

@@ -47,6 +47,8 @@ from typing import Iterable, NamedTuple, Optional, Union
 
 from kafkalab.coordinator.group.group_metadata import CommitRecord, OffsetAndMetadata
 from kafkalab.protocol import DecodeError
+from kafkalab.protocol.consumer_protocol import (Assignment, Subscription, decode_assignment, decode_subscription,
+                                                 encode_assignment, encode_subscription)
 from kafkalab.protocol.primitives import (read_array_length, read_bytes, read_fixed, read_string,
                                           read_unsigned_varint, write_array_length, write_bytes, write_fixed,
                                           write_string)
@@ -272,45 +274,30 @@ def load_records(batches: Iterable) -> LoadedPartition:
 
 
 # ---------------------------------------------------------------------------------------------- consumer protocol
+# The members' subscription and assignment bytes are stored in the group record as they came; the coordinator
+# reads only the subscribed topics (OffsetDelete, offset expiry). The codec is kafkalab.protocol.consumer_protocol;
+# these helpers speak in {topic: [partitions]} for tests and labs.
 def consumer_subscription(topics, user_data: Optional[bytes] = None, version: int = 0) -> bytes:
-    """``ConsumerProtocolSubscription`` v0 (topics, user data) -- what a consumer sends as JoinGroup metadata."""
-    return (write_fixed("int16", version) + write_array_length(len(topics)) +
-            b"".join(write_string(t) for t in topics) + write_bytes(user_data, nullable=True))
+    """``ConsumerProtocolSubscription`` at ``version`` (topics, user data; the later fields at their defaults)
+    -- what a consumer sends as JoinGroup metadata."""
+    return encode_subscription(Subscription(list(topics), user_data), version)
 
 
 def parse_consumer_subscription_topics(metadata: bytes) -> set[str]:
-    """The topics of a ``ConsumerProtocolSubscription`` (every version starts with version, topics)."""
-    _, pos = read_fixed("int16", metadata, 0)
-    n, pos = read_array_length(metadata, pos)
-    topics = set()
-    for _ in range(n):
-        t, pos = read_string(metadata, pos)
-        topics.add(t)
-    return topics
+    """The topics of a ``ConsumerProtocolSubscription`` (DecodeError if the bytes are not one)."""
+    return set(decode_subscription(metadata).topics)
 
 
 def consumer_assignment(partitions: dict, user_data: Optional[bytes] = None, version: int = 0) -> bytes:
-    """``ConsumerProtocolAssignment`` v0: {topic: [partitions]} -- what the leader sends in SyncGroup."""
-    out = [write_fixed("int16", version), write_array_length(len(partitions))]
-    for topic, parts in partitions.items():
-        out += [write_string(topic), write_array_length(len(parts))] + [write_fixed("int32", p) for p in parts]
-    out.append(write_bytes(user_data, nullable=True))
-    return b"".join(out)
+    """``ConsumerProtocolAssignment`` at ``version``: {topic: [partitions]} -- what the leader sends in SyncGroup."""
+    return encode_assignment(Assignment([(t, p) for t, parts in partitions.items() for p in parts], user_data),
+                             version)
 
 
 def parse_consumer_assignment(data: bytes) -> dict[str, list[int]]:
     """{topic: [partitions]} from a ``ConsumerProtocolAssignment`` (empty bytes = nothing assigned)."""
-    if not data:
-        return {}
-    _, pos = read_fixed("int16", data, 0)
-    n, pos = read_array_length(data, pos)
     out: dict = {}
-    for _ in range(n):
-        topic, pos = read_string(data, pos)
-        m, pos = read_array_length(data, pos)
-        parts = []
-        for _ in range(m):
-            p, pos = read_fixed("int32", data, pos)
-            parts.append(p)
-        out[topic] = parts
+    if data:
+        for topic, partition in decode_assignment(data).partitions:
+            out.setdefault(topic, []).append(partition)
     return out

@@ -9,7 +9,8 @@ everyone's subscription. This package holds the pieces, all pure functions of th
 no clocks):
 
 * :mod:`.protocol` -- the bytes: ``ConsumerProtocolSubscription`` (JoinGroup metadata) and
-  ``ConsumerProtocolAssignment`` (SyncGroup assignment), versions 0-3;
+  ``ConsumerProtocolAssignment`` (SyncGroup assignment), versions 0-3 (the codec is
+  :mod:`kafkalab.protocol.consumer_protocol`, shared with the group coordinator);
 * :mod:`.abstract` -- what an assignor is; :mod:`.range`, :mod:`.roundrobin` -- the stateless ones;
 * :mod:`.abstract_sticky`, :mod:`.sticky`, :mod:`.cooperative_sticky` -- balanced and sticky, eagerly or in
   two cooperative steps.
