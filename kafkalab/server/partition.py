@@ -51,6 +51,7 @@ from typing import Any, NamedTuple, Optional
 from kafkalab.common.time import SYSTEM
 from kafkalab.protocol import ErrorCode
 from kafkalab.purgatory import LogOffsetSnapshot, check_enough_replicas_reach_offset
+from kafkalab.storage.fetch_data_info import FetchIsolation
 
 __all__ = ["Partition", "PartitionError", "LogReadResult", "Replica"]
 
@@ -373,7 +374,8 @@ class Partition:
         if current_leader_epoch > self.leader_epoch:
             raise PartitionError(ErrorCode.UNKNOWN_LEADER_EPOCH)
 
-    def read_records(self, fetch_offset: int, max_bytes: int, *, isolation: str, current_leader_epoch: int = -1,
+    def read_records(self, fetch_offset: int, max_bytes: int, *, isolation: FetchIsolation,
+                     current_leader_epoch: int = -1,
                      fetch_only_from_leader: bool = True, min_one_message: bool = True) -> LogReadResult:
         with self.lock:
             if fetch_only_from_leader:
@@ -402,7 +404,7 @@ class Partition:
             lso_md = hw if lso == hw.message_offset else log.offset_metadata(lso)
             return LogOffsetSnapshot(log.log_start_offset, log.log_end_offset_metadata, hw, lso_md)
 
-    def fetch_offset_for_timestamp(self, timestamp: int, *, isolation: Optional[str], current_leader_epoch: int,
+    def fetch_offset_for_timestamp(self, timestamp: int, *, isolation: Optional[FetchIsolation], current_leader_epoch: int,
                                    fetch_only_from_leader: bool = True):
         """ListOffsets for one partition: ``(timestamp, offset, leader_epoch)`` or None."""
         with self.lock:
@@ -410,15 +412,17 @@ class Partition:
                 self._check_leader()
             self.check_leader_epoch(current_leader_epoch)
             log = self.log
+            isolation = FetchIsolation.of(isolation or FetchIsolation.LOG_END)
             if timestamp == -1:  # LATEST: the end a consumer may see under its isolation level
-                bound = {"high_watermark": log.high_watermark, "txn_committed": log.last_stable_offset}.get(
-                    isolation or "", log.log_end_offset)
+                bound = {FetchIsolation.HIGH_WATERMARK: log.high_watermark,
+                         FetchIsolation.TXN_COMMITTED: log.last_stable_offset,
+                         FetchIsolation.LOG_END: log.log_end_offset}[isolation]
                 return (-1, bound, self._epoch_at(bound))
             found = log.fetch_offset_by_timestamp(timestamp)
             if found is None:
                 return None
             ts, offset, epoch = found
-            if isolation == "high_watermark" and offset >= log.high_watermark and timestamp >= 0:
+            if isolation is FetchIsolation.HIGH_WATERMARK and offset >= log.high_watermark and timestamp >= 0:
                 return None
             return (ts, offset, epoch)
 

@@ -50,7 +50,7 @@ from kafkalab.protocol import ErrorCode
 from kafkalab.purgatory import (DelayedFetch, DelayedOperationPurgatory, DelayedProduce, FetchPartitionStatus,
                                 ProducePartitionStatus, TopicPartitionOperationKey)
 from kafkalab.server.partition import Partition, PartitionError
-from kafkalab.storage.fetch_data_info import LogOffsetMetadata
+from kafkalab.storage.fetch_data_info import FetchIsolation, LogOffsetMetadata
 from kafkalab.zk.paths import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
 
 __all__ = ["ReplicaManager", "PartitionError"]
@@ -384,10 +384,10 @@ class ReplicaManager:
         """One read of every partition under the request's isolation (DelayedFetch calls it at completion)."""
         reads = [(tp[0], tp[1], info.fetch_offset, info.max_bytes, info.current_leader_epoch)
                  for tp, info in fetch_infos]
-        return self.read_from_local_log(reads, isolation=params.isolation_name,
+        return self.read_from_local_log(reads, isolation=FetchIsolation.of(params.isolation),
                                         fetch_only_from_leader=params.fetch_only_leader, max_bytes=params.max_bytes)
 
-    def read_from_local_log(self, reads: list, *, isolation: str, fetch_only_from_leader: bool, max_bytes: int,
+    def read_from_local_log(self, reads: list, *, isolation: FetchIsolation, fetch_only_from_leader: bool, max_bytes: int,
                             min_one_message: bool = True) -> list:
         """``reads`` = [(topic, partition, fetch_offset, partition_max_bytes, current_leader_epoch)] ->
         [(tp, LogReadResult or PartitionError)]. ``max_bytes`` caps the whole response; the first partition

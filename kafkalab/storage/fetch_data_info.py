@@ -12,11 +12,14 @@ those who want bytes (tests, labs, a TLS listener).
 
 The upper bound depends on who reads (:class:`FetchIsolation`): a follower may read up to the log end offset,
 a ``read_uncommitted`` consumer only below the high watermark, a ``read_committed`` one only below the last
-stable offset. A batch is returned only if it lies entirely below that bound.
+stable offset. A batch is returned only if it lies entirely below that bound. The request decides which, in one
+place (:meth:`FetchIsolation.of_request`): a request from a broker (``replica_id`` >= 0, or the broker's own
+log-dir mover, -3) reads to the log end; a consumer's (-1, or -2 for debugging tools) follows the wire's int8
+``isolation_level``: 0 ``READ_UNCOMMITTED`` (high watermark), 1 ``READ_COMMITTED`` (last stable offset).
 
 Mirrors: ``storage/src/main/java/org/apache/kafka/storage/internals/log/FetchDataInfo.java``,
-``LogOffsetMetadata.java`` and ``server-common/src/main/java/org/apache/kafka/server/storage/log/
-FetchIsolation.java``.
+``LogOffsetMetadata.java``, ``server-common/src/main/java/org/apache/kafka/server/storage/log/
+FetchIsolation.java`` and ``clients/src/main/java/org/apache/kafka/common/IsolationLevel.java``.
 """
 from __future__ import annotations
 
@@ -26,9 +29,18 @@ from typing import NamedTuple, Optional
 
 from kafkalab.records import scan_batches
 
-__all__ = ["FetchIsolation", "LogOffsetMetadata", "FetchDataInfo", "UNKNOWN_OFFSET"]
+__all__ = ["FetchIsolation", "IsolationLevel", "LogOffsetMetadata", "FetchDataInfo", "UNKNOWN_OFFSET"]
 
 UNKNOWN_OFFSET = -1
+#: ``replica_id`` of the broker's own future replica (moving a partition between log dirs): not a consumer.
+_FUTURE_LOCAL_REPLICA_ID = -3
+
+
+class IsolationLevel(enum.IntEnum):
+    """The wire's int8 ``isolation_level`` (Fetch, ListOffsets): the consumer's ``isolation.level``."""
+
+    READ_UNCOMMITTED = 0
+    READ_COMMITTED = 1
 
 
 class FetchIsolation(str, enum.Enum):
@@ -40,7 +52,19 @@ class FetchIsolation(str, enum.Enum):
 
     @classmethod
     def of(cls, value) -> "FetchIsolation":
+        """``value`` as a FetchIsolation (a member, or its name: ``"log_end"``, ``"high_watermark"``...)."""
         return value if isinstance(value, cls) else cls(str(value).lower())
+
+    @classmethod
+    def of_request(cls, replica_id: int, isolation_level: int) -> "FetchIsolation":
+        """The bound of a request from ``replica_id`` with the wire's ``isolation_level`` (Kafka's
+        ``FetchIsolation.of(replicaId, isolationLevel)``): LOG_END for brokers, else by the isolation level.
+        A level the wire does not define is read as READ_UNCOMMITTED, as before."""
+        if replica_id >= 0 or replica_id == _FUTURE_LOCAL_REPLICA_ID:
+            return cls.LOG_END
+        if isolation_level == IsolationLevel.READ_COMMITTED:
+            return cls.TXN_COMMITTED
+        return cls.HIGH_WATERMARK
 
 
 class LogOffsetMetadata(NamedTuple):

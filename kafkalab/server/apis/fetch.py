@@ -27,12 +27,11 @@ from kafkalab.protocol import ApiKey, ErrorCode, response_class
 from kafkalab.purgatory import FetchParams, FetchPartitionInfo
 from kafkalab.server.apis.base import Delayed, handles
 from kafkalab.server.partition import PartitionError
+from kafkalab.storage import FetchIsolation
 
 Response = response_class(ApiKey.FETCH)
 TopicResponse = Response.FetchableTopicResponse
 PartitionData = Response.PartitionData
-
-ISOLATION = {0: "high_watermark", 1: "txn_committed"}
 
 
 def _error(request, code, message):
@@ -50,7 +49,7 @@ def handle_fetch(broker, request):
         return Response(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0)
     cache = broker.metadata_cache
     replica_id = _replica_id(body, version)
-    isolation = "log_end" if replica_id >= 0 else ISOLATION.get(body.isolation_level, "high_watermark")
+    isolation = FetchIsolation.of_request(replica_id, body.isolation_level)
     infos, unknown = [], []
     for t in body.topics:
         name = t.topic if version < 13 else cache.topic_name(t.topic_id)
@@ -73,10 +72,10 @@ def handle_fetch(broker, request):
 
     broker.replica_manager.fetch_messages(params, infos, on_complete)
     if fut.done():
-        return _response(body, version, fut.result(), unknown, cache)
+        return _response(body, version, fut.result(), unknown, cache, isolation)
 
     async def wait_in_purgatory():
-        return _response(body, version, await fut, unknown, cache)
+        return _response(body, version, await fut, unknown, cache, isolation)
 
     return Delayed(wait_in_purgatory())
 
@@ -91,9 +90,9 @@ def _records(info):
     return parts[0] if len(parts) == 1 and isinstance(parts[0], bytes) else RecordsSlices(parts)
 
 
-def _response(body, version: int, results, unknown, cache):
+def _response(body, version: int, results, unknown, cache, isolation: FetchIsolation):
     by_topic: dict = {}
-    aborted = () if body.isolation_level == 1 else None
+    aborted = () if isolation is FetchIsolation.TXN_COMMITTED else None
     for (topic, partition), r in results:
         if isinstance(r, PartitionError):
             part = PartitionData(partition_index=partition, error_code=r.error_code, high_watermark=-1,

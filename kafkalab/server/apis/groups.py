@@ -35,6 +35,7 @@ from kafkalab.protocol import ApiKey, ErrorCode, response_class
 from kafkalab.records import decode_batches
 from kafkalab.server.apis.base import Delayed, handles, top_level_error
 from kafkalab.server.partition import PartitionError
+from kafkalab.storage import FetchIsolation
 
 __all__ = ["BrokerOffsetsLog"]
 
@@ -90,7 +91,7 @@ class BrokerOffsetsLog:
         log = p.log
         offset = log.log_start_offset
         while offset < log.log_end_offset:
-            data = log.read(offset, LOAD_BUFFER_BYTES, isolation="log_end", min_one_message=True)
+            data = log.read(offset, LOAD_BUFFER_BYTES, isolation=FetchIsolation.LOG_END, min_one_message=True)
             raw = data.records if data is not None else b""
             if not raw:
                 return

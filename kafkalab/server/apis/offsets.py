@@ -24,12 +24,11 @@ from __future__ import annotations
 from kafkalab.protocol import ApiKey, ErrorCode, response_class
 from kafkalab.server.apis.base import handles
 from kafkalab.server.partition import PartitionError
+from kafkalab.storage import FetchIsolation
 
 ListOffsetsResponse = response_class(ApiKey.LIST_OFFSETS)
 EpochResponse = response_class(ApiKey.OFFSET_FOR_LEADER_EPOCH)
 DeleteRecordsResponse = response_class(ApiKey.DELETE_RECORDS)
-
-ISOLATION = {0: "high_watermark", 1: "txn_committed"}
 
 
 def _list_offsets_error(request, code, message):
@@ -41,9 +40,12 @@ def _list_offsets_error(request, code, message):
 
 @handles(ApiKey.LIST_OFFSETS, versions=(1, 9), error_response=_list_offsets_error)
 def handle_list_offsets(broker, request):
-    body, version = request.body, request.context.api_version
+    body = request.body
     R = ListOffsetsResponse
-    isolation = ISOLATION.get(body.isolation_level, "high_watermark") if body.replica_id == -1 else None
+    # only a client's request (replica_id -1) has an isolation level; brokers and debugging tools (-2) get the
+    # log end offset, as Kafka's handler passes no isolation level for them
+    isolation = (FetchIsolation.of_request(body.replica_id, body.isolation_level) if body.replica_id == -1
+                 else FetchIsolation.LOG_END)
     rm = broker.replica_manager
     seen = set()
     topics = []
