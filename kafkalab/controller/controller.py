@@ -28,6 +28,10 @@ The active controller works through **events**, one at a time (Kafka's Controlle
   controller resigns; once the broker has a new session and a new ``/brokers/ids/<id>`` it runs for election
   again (Kafka's ``Expire`` and ``RegisterBrokerAndReelect``).
 
+Which method handles which event is one table, :data:`EVENTS` (event name -> :class:`ControllerEvent`: the
+handler, Kafka's name for the event, and what puts it in the queue), declared once at the end of this module;
+an event that is not in the table is refused when it is queued.
+
 Every decision is written to ZooKeeper first (conditionally on the controller epoch's zkVersion), then sent
 to brokers through :class:`~kafkalab.controller.channel.ControllerBrokerRequestBatch`.
 
@@ -38,7 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
 from kafkalab.controller.channel import ControllerBrokerRequestBatch, send_all
 from kafkalab.controller.context import ControllerContext
@@ -47,9 +51,13 @@ from kafkalab.protocol import ErrorCode
 from kafkalab.zk import ControllerMovedException, KeeperException, NodeExistsException
 from kafkalab.zk.paths import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
 
-__all__ = ["KafkaController"]
+__all__ = ["KafkaController", "ControllerEvent", "EVENTS", "UnknownControllerEvent"]
 
 log = logging.getLogger("kafkalab.controller.KafkaController")
+
+
+class UnknownControllerEvent(ValueError):
+    """An event name that has no row in :data:`EVENTS`."""
 
 
 class KafkaController:
@@ -120,6 +128,9 @@ class KafkaController:
         return future
 
     def enqueue(self, event: str, *args) -> None:
+        """Queue ``event`` (a key of :data:`EVENTS`) with the arguments its handler takes."""
+        if event not in EVENTS:
+            raise UnknownControllerEvent(f"unknown controller event {event!r} (known: {', '.join(EVENTS)})")
         if self.events is not None:
             self.events.put_nowait((event, args))
 
@@ -130,7 +141,7 @@ class KafkaController:
         while True:
             event, args = await self.events.get()
             try:
-                await getattr(self, f"_on_{event}")(*args)
+                await EVENTS[event].handler(self, *args)
                 outcome = "ok"
             except ControllerMovedException as e:
                 log.info("%s: %s while processing %s; resigning", self.name, e, event)
@@ -521,3 +532,37 @@ class KafkaController:
             batch = self._batch()
             batch.add_update_metadata(ctx.live_broker_ids(), tps)
             await self._send(batch)
+
+
+# ------------------------------------------------------------------------------------------ the event table
+class ControllerEvent(NamedTuple):
+    """One row of :data:`EVENTS`: what runs, Kafka's name for the event, and what queues it."""
+
+    handler: Callable
+    kafka_event: str
+    queued_by: str
+
+
+#: event name -> its row. The event thread looks handlers up here and nowhere else (Kafka's ``ControllerEvent``
+#: subclasses and ``KafkaController.process``).
+EVENTS: dict[str, ControllerEvent] = {
+    "startup": ControllerEvent(KafkaController._on_startup, "Startup",
+                               "the broker starts, or registered again after its session expired"),
+    "reelect": ControllerEvent(KafkaController._on_reelect, "Reelect",
+                               "an election found no controller, or this one was deposed (ControllerMoved)"),
+    "controller_change": ControllerEvent(KafkaController._on_controller_change, "ControllerChange",
+                                         "watch on /controller: the znode was created, changed or deleted"),
+    "broker_change": ControllerEvent(KafkaController._on_broker_change, "BrokerChange",
+                                     "watch on the children of /brokers/ids: a broker registered or went away"),
+    "topic_change": ControllerEvent(KafkaController._on_topic_change, "TopicChange",
+                                    "watch on the children of /brokers/topics: a topic was created"),
+    "partition_modifications": ControllerEvent(KafkaController._on_partition_modifications, "PartitionModifications",
+                                               "watch on /brokers/topics/<topic>: partitions were added"),
+    "topic_deletion": ControllerEvent(KafkaController._on_topic_deletion, "TopicDeletion",
+                                      "watch on the children of /admin/delete_topics: a deletion was requested"),
+    "isr_change_notification": ControllerEvent(KafkaController._on_isr_change_notification, "IsrChangeNotification",
+                                               "watch on the children of /isr_change_notification: a leader "
+                                               "changed an ISR"),
+    "controlled_shutdown": ControllerEvent(KafkaController._on_controlled_shutdown, "ControlledShutdown",
+                                           "a ControlledShutdown request (key 7) from a broker about to stop"),
+}
