@@ -42,7 +42,8 @@ from kafkalab.common.time import MockTime
 from kafkalab.coordinator.group import GroupConfig, GroupCoordinator, GroupState
 from kafkalab.coordinator.group.group_metadata import GroupMetadata, OffsetAndMetadata
 from kafkalab.coordinator.group.group_metadata_manager import MemoryOffsetsLog, java_string_hash, partition_for
-from kafkalab.coordinator.group.records import GroupMetadataKey, OffsetKey, read_group_value, read_message_key, read_offset_value
+from kafkalab.coordinator.group.records import (GroupMetadataKey, OffsetKey, read_group_value, read_message_key,
+                                                read_offset_value)
 from kafkalab.coordinator.group.state import TRANSITIONS
 from kafkalab.exercises import CheckResult, Part, check, check_equal, is_unanswered
 from kafkalab.protocol import ErrorCode
