@@ -34,8 +34,9 @@ next to each member in the JoinGroup response, and the leader attaches it to the
 The byte layouts come from the generated schemas in :mod:`kafkalab.protocol.messages.data`, read and written by
 the same generated code as every API message (:mod:`kafkalab.protocol.codec`); :func:`annotate_subscription`
 and :func:`annotate_assignment` give every byte its field (the annotated decoder), for hex dumps in the labs.
-This is the one codec of these bytes in kafkalab: the clients' assignors (:mod:`kafkalab.clients.consumer.
-assignors`), the group coordinator (which reads the subscribed topics) and the labs all use it.
+This is the one codec of these bytes in kafkalab: the clients' assignors
+(:mod:`kafkalab.clients.consumer.assignors`), the group coordinator (which reads the subscribed topics) and the
+labs all use it.
 
 Mirrors: ``clients/src/main/java/org/apache/kafka/clients/consumer/internals/ConsumerProtocol.java``,
 ``ConsumerPartitionAssignor.Subscription`` / ``.Assignment``, and
