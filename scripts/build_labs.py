@@ -23,7 +23,7 @@ to stderr (tag a cell ``allow-stderr`` if that is intended): nbval compares stde
 
 Student versions: each solution cell keeps its tags except ``solution`` (it gets ``answer``) and its code is
 replaced by one ``name = ...`` line per variable the solution assigns (for a dict literal, its keys are kept:
-``{("Produce", 8): ..., ...}``), the placeholder that ``kafkalab.exercises`` reports as "not answered yet".
+``{("Produce", 8): ..., ...}``), the placeholder that ``kafkalab.labs`` reports as "not answered yet".
 """
 from __future__ import annotations
 

@@ -57,7 +57,7 @@ import uuid
 
 import pandas as pd
 
-from kafkalab.exercises import lab01
+from kafkalab.labs import lab01
 from kafkalab.protocol import (ApiKey, DecodeError, FrameReader, InvalidReceiveError, annotate_request,
                                annotate_response, api_name, decode_request, encode_request, encode_response,
                                header_version_table, make_request, make_response, request_class,

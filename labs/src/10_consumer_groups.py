@@ -40,7 +40,7 @@
 # | which partition, loading, appends | `kafkalab/coordinator/group/group_metadata_manager.py` | `GroupMetadataManager.scala` |
 # | the records of `__consumer_offsets` | `kafkalab/coordinator/group/records.py` | `GroupMetadataManager.scala` (`offsetCommitKey`, `groupMetadataValue`...) |
 # | the wire | `kafkalab/server/apis/groups.py`, `coordinators.py` | `KafkaApis.handleJoinGroupRequest` ... |
-# | subscription bytes, the range assignor, pictures, checks | `kafkalab/exercises/lab10.py` | `clients/.../ConsumerProtocol.java`, `RangeAssignor.java` |
+# | subscription bytes, the range assignor, pictures, checks | `kafkalab/labs/lab10.py` | `clients/.../ConsumerProtocol.java`, `RangeAssignor.java` |
 
 # %%
 import logging
@@ -48,15 +48,15 @@ import time
 
 import pandas as pd
 from confluent_kafka import Consumer, Producer, TopicPartition
-from IPython.display import HTML
 
 from kafkalab import Cluster
+from kafkalab.cluster import BrokerLog
 from kafkalab.coordinator.group.group_metadata_manager import java_string_hash
 from kafkalab.coordinator.group.records import GroupMetadataKey, read_group_value, read_message_key, read_offset_value
-from kafkalab.exercises import lab10
-from kafkalab.exercises.lab02 import BrokerLog, RawConnection
+from kafkalab.labs import lab10
 from kafkalab.protocol import ApiKey, ErrorCode, decode_response, encode_request, make_request, request_class
 from kafkalab.records import decode_batches
+from kafkalab.trace import RawConnection
 
 pd.set_option("display.max_colwidth", 120)
 broker_log = BrokerLog().install()                       # the broker's warnings: kept in a list, not on stderr

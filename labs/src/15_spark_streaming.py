@@ -41,7 +41,7 @@
 # | the Spark source and sink | `kafkalab/spark/source.py`, `sink.py` (`format("kafkalab")`) | Spark's `KafkaMicroBatchStream`, `KafkaSourceProvider`, `KafkaWriter` |
 # | micro-batch planning | `kafkalab/spark/offsets.py` (`rate_limit`) | `KafkaMicroBatchStream.rateLimit` |
 # | Java for Spark | `kafkalab/spark/java.py` | — |
-# | pictures and checks | `kafkalab/exercises/lab15.py` | — |
+# | pictures and checks | `kafkalab/labs/lab15.py` | — |
 #
 # Spark's own Kafka connector is a set of Java jars downloaded from Maven when a job starts, and a classroom
 # with only `pip` cannot fetch them. `kafkalab.spark` is the same connector written in Python on PySpark's
@@ -60,9 +60,9 @@ import pandas as pd
 from IPython.display import SVG
 
 from kafkalab import Cluster
+from kafkalab.cluster import BrokerLog
 from kafkalab.clients import Admin, Consumer, OffsetSpec, TopicPartition
-from kafkalab.exercises import lab15
-from kafkalab.exercises.lab02 import BrokerLog
+from kafkalab.labs import lab15
 from kafkalab.tools.replay import replay
 
 broker_log = BrokerLog().install()          # the brokers' warnings (a killed peer) go to a list, not the page

@@ -3,7 +3,7 @@ arithmetic, the DelayedFetch cases, and the wheel grid."""
 import pytest
 
 from kafkalab.common.time import MockTime
-from kafkalab.exercises import lab07
+from kafkalab.labs import lab07
 from kafkalab.purgatory import FunctionTask, SystemTimer
 
 

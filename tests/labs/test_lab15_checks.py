@@ -1,7 +1,7 @@
 """Lab 15's helpers and checks, without Spark: batch planning, event-time windows, checkpoint offsets."""
 import json
 
-from kafkalab.exercises import lab15
+from kafkalab.labs import lab15
 
 
 def test_plan_batches_shares_the_cap_by_backlog_and_drains_the_backlog():

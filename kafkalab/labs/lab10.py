@@ -43,7 +43,7 @@ from kafkalab.coordinator.group.records import (GroupMetadataKey, OffsetKey, con
                                                 consumer_subscription, parse_consumer_assignment, read_group_value,
                                                 read_message_key, read_offset_value)
 from kafkalab.coordinator.group.state import TRANSITIONS
-from kafkalab.exercises import CheckResult, Part, check, check_equal, is_unanswered
+from kafkalab.labs import CheckResult, Part, check, check_equal, is_unanswered
 from kafkalab.protocol import ErrorCode
 from kafkalab.protocol.primitives import read_array_length, read_bytes, read_fixed, read_string
 

@@ -25,7 +25,7 @@ import json
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-from kafkalab.exercises import CheckResult, Part, check, is_unanswered
+from kafkalab.labs import CheckResult, Part, check, is_unanswered
 from kafkalab.spark.offsets import rate_limit
 
 __all__ = ["EVENTS", "EVENT_SCHEMA", "TOPIC", "load_events", "window_start", "window_totals", "plan_batches",

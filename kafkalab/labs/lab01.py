@@ -21,11 +21,11 @@ fixed here:
 
 When a client is not installed (kcat is often missing on laptops), :func:`first_request` and
 :func:`produce_conversation` fall back to frames recorded with exactly these settings in ``data/frames/``
-(regenerate them with ``python -m kafkalab.exercises.lab01 --record``). The lab prints nothing that tells the
+(regenerate them with ``python -m kafkalab.labs.lab01 --record``). The lab prints nothing that tells the
 two apart, so its output is the same either way; :data:`SOURCES` says which one was used.
 
 The checks (``check_*``) compute the right answer from the data the learner was given, with kafkalab's own
-decoder and header rule, and return a :class:`~kafkalab.exercises.CheckResult`.
+decoder and header rule, and return a :class:`~kafkalab.labs.CheckResult`.
 """
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple, Optional
 
-from kafkalab.exercises import CheckResult, check_equal, check_parts
+from kafkalab.labs import CheckResult, check_equal, check_parts
 from kafkalab.protocol import (RESPONSE_HEADER, Annotation, ApiKey, DecodeError, annotate_request, api_name,
                                decode_request, request_header_version, request_schema, response_header_version,
                                response_schema)
@@ -362,7 +362,7 @@ def check_client_id_range(answer: Any, wire: bytes) -> CheckResult:
 def record(folder: Path = FRAMES) -> list[dict]:
     """Capture the lab's frames with every installed client and write them (and manifest.json) to ``folder``.
 
-    Run it when a client version changes: ``python -m kafkalab.exercises.lab01 --record``.
+    Run it when a client version changes: ``python -m kafkalab.labs.lab01 --record``.
     """
     folder.mkdir(parents=True, exist_ok=True)
     entries = []
@@ -389,7 +389,7 @@ def record(folder: Path = FRAMES) -> list[dict]:
     for i, fr in enumerate(produce_conversation()):
         add("confluent-kafka", "produce", i, fr, "produce RECORDS to partition 0 with HoldFirstReply")
     manifest = {
-        "about": "Frames recorded by kafkalab.exercises.lab01.record() for labs/01_the_wire.ipynb, which uses "
+        "about": "Frames recorded by kafkalab.labs.lab01.record() for labs/01_the_wire.ipynb, which uses "
                  "them when a client is not installed. Each .bin is one request frame WITHOUT its 4-byte size "
                  "prefix. Settings: see the 'settings' object.",
         "settings": {"client_id": CLIENT_ID, "librdkafka_software": LIBRDKAFKA_SOFTWARE, "topic": TOPIC,
@@ -401,7 +401,7 @@ def record(folder: Path = FRAMES) -> list[dict]:
 
 
 def _main(argv: Optional[list] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kafkalab.exercises.lab01", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m kafkalab.labs.lab01", description=__doc__.splitlines()[0])
     parser.add_argument("--record", action="store_true", help="capture again and rewrite data/frames/")
     parser.add_argument("--folder", type=Path, default=FRAMES)
     args = parser.parse_args(argv)
