@@ -87,11 +87,20 @@ def parse_percent(path: Path) -> list[dict]:
         cells = cells[1:]                  # the reviewers' header before the first cell
     out = []
     for i, c in enumerate(cells):
-        if not c.source.strip():
+        source = "\n".join(_trim(c.source.split("\n")))    # Jupytext keeps blank lines beyond the usual two
+        if not source:
             raise BuildError(f"{path}: cell {i} is empty")
         meta = {k: v for k, v in c.metadata.items() if k not in _LAYOUT_METADATA}
-        out.append({"cell_type": c.cell_type, "source": c.source, "metadata": meta})
+        out.append({"cell_type": c.cell_type, "source": source, "metadata": meta})
     return out
+
+
+def _trim(lines: list[str]) -> list[str]:
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return lines
 
 
 def _slide_type(cell: dict) -> str:

@@ -20,7 +20,7 @@ module reads those files **straight from disk**, the way ``kafka-dump-log.sh`` o
 * :class:`ByteDiff` (the bytes a client sent next to the bytes on disk, differences marked) and
   :class:`SegmentMap` (segments as bars of batches, index entries as arrows into the ``.log``), both
   deterministic SVG/HTML;
-* :func:`produce_batches` -- Produce requests on a bare connection (lab 02's :class:`RawConnection`), so the
+* :func:`produce_batches` -- Produce requests on a bare connection (:class:`kafkalab.trace.RawConnection`), so the
   notebook knows the exact bytes it sent;
 * the checks ``check_*``, which compute the right answer from the data the learner was given.
 

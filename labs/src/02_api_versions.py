@@ -38,6 +38,7 @@
 # | the broker's ApiVersions handler and its advertisement | `kafkalab/server/apis/api_versions.py`, `kafkalab/server/apis/base.py` | `core/src/main/scala/kafka/server/KafkaApis.scala` (`handleApiVersionsRequest`), `clients/.../common/requests/ApiVersionsResponse.java` |
 # | refusing a version (close, or the v0 reply) | `kafkalab/network/socket_server.py` | `core/src/main/scala/kafka/network/SocketServer.scala`, `clients/.../common/requests/RequestContext.java` |
 # | how a client picks a version | `kafkalab/labs/lab02.py` (`negotiate`) | `clients/.../clients/NodeApiVersions.java` (`latestUsableVersion`) |
+# | the pictures: version ranges, API families, sequence diagrams | `kafkalab/viz/versions.py`, `kafkalab/viz/sequence.py` | — |
 # | the request log the lab reads | `kafkalab/network/request_channel.py` | `core/src/main/scala/kafka/network/RequestChannel.scala` |
 # | a listener with a scripted (older) advertisement | `kafkalab/trace/` | — |
 #
