@@ -5,11 +5,12 @@
     .venv/bin/python scripts/build_labs.py --check          # committed .ipynb sources == labs/src (no execution)
     .venv/bin/python scripts/build_labs.py --student DIR    # student versions (solutions replaced, no outputs)
 
-Source format: Jupytext's "percent" format. A line ``# %%`` starts a code cell, ``# %% [markdown]`` a markdown
-cell whose lines are written as comments (``# text``; a bare ``#`` is an empty line). After the marker,
-``key=<json>`` pairs set cell metadata, e.g. ``# %% tags=["solution"]`` or
-``# %% [markdown] slideshow={"slide_type": "fragment"}``. Lines before the first marker are a comment for
-reviewers and are not part of the notebook.
+Source format: Jupytext's "percent" format, read by Jupytext (``jupytext.reads(text, fmt="py:percent")``). A
+line ``# %%`` starts a code cell, ``# %% [markdown]`` a markdown cell whose lines are written as comments
+(``# text``; a bare ``#`` is an empty line; the build insists on that). After the marker, ``key=<json>`` pairs
+set cell metadata, e.g. ``# %% tags=["solution"]`` or ``# %% [markdown] slideshow={"slide_type": "fragment"}``.
+Lines before the first marker are a comment for reviewers and are not part of the notebook. Jupytext's own
+layout metadata (``lines_to_next_cell`` ...) and notebook metadata are dropped: the build writes its own.
 
 What the build adds, so that nothing has to be hand-edited in the .ipynb:
 * ``slideshow.slide_type`` for ``jupyter nbconvert --to slides``: markdown cells starting with ``#``/``##`` open a
@@ -23,7 +24,7 @@ to stderr (tag a cell ``allow-stderr`` if that is intended): nbval compares stde
 
 Student versions: each solution cell keeps its tags except ``solution`` (it gets ``answer``) and its code is
 replaced by one ``name = ...`` line per variable the solution assigns (for a dict literal, its keys are kept:
-``{("Produce", 8): ..., ...}``), the placeholder that ``kafkalab.exercises`` reports as "not answered yet".
+``{("Produce", 8): ..., ...}``), the placeholder that ``kafkalab.labs`` checks report as "not answered yet".
 """
 from __future__ import annotations
 
@@ -47,29 +48,51 @@ LANGUAGE_INFO = {"name": "python", "codemirror_mode": {"name": "ipython", "versi
                  "file_extension": ".py", "mimetype": "text/x-python", "pygments_lexer": "ipython3"}
 _MARKER = re.compile(r"^# %%(?P<rest>.*)$")
 _KIND = re.compile(r"^\s*\[(?P<kind>markdown|md|raw)\]")
-_KEY = re.compile(r"\s*(?P<key>[A-Za-z_][\w.-]*)=")
 
 
 class BuildError(Exception):
     pass
 
 
-# -- parsing the percent format -----------------------------------------------------------------------------------
-def _parse_metadata(text: str, where: str) -> dict:
-    meta, pos, decoder = {}, 0, json.JSONDecoder()
-    while pos < len(text):
-        if not text[pos:].strip():
-            break
-        m = _KEY.match(text, pos)
-        if m is None:
-            raise BuildError(f"{where}: cannot read cell metadata {text[pos:].strip()!r} (expected key=<json>)")
-        try:
-            value, end = decoder.raw_decode(text, m.end())
-        except json.JSONDecodeError as e:
-            raise BuildError(f"{where}: metadata {m.group('key')} is not JSON: {e}") from None
-        meta[m.group("key")] = value
-        pos = end
-    return meta
+# -- parsing the percent format (Jupytext) ---------------------------------------------------------------------------
+#: Cell metadata Jupytext adds to remember how the text was laid out (blank lines, marker style): not the notebook's.
+_LAYOUT_METADATA = {"skipline", "noskipline", "cell_marker", "lines_to_next_cell", "lines_to_end_of_cell_marker"}
+
+
+def _check_layout(text: str, path: Path) -> None:
+    """What Jupytext accepts but the house does not: a markdown line that is not a comment."""
+    kind = None
+    for lineno, line in enumerate(text.splitlines(), 1):
+        m = _MARKER.match(line)
+        if m:
+            k = _KIND.match(m.group("rest"))
+            kind = "text" if k else "code"
+        elif kind == "text" and line.strip() and not (line == "#" or line.startswith("# ")):
+            raise BuildError(f"{path}:{lineno}: a markdown line must start with '# ' (got {line[:40]!r})")
+
+
+def parse_percent(path: Path) -> list[dict]:
+    """``[{"cell_type", "source", "metadata"}, ...]`` from a percent-format file, read by Jupytext."""
+    import jupytext
+
+    text = path.read_text(encoding="utf-8")
+    _check_layout(text, path)
+    try:
+        nb = jupytext.reads(text, fmt="py:percent")
+    except Exception as e:  # noqa: BLE001 -- Jupytext's errors vary by kind; name the file
+        raise BuildError(f"{path}: Jupytext cannot read it: {e}") from None
+    cells = list(nb.cells)
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    if cells and not _MARKER.match(first):
+        cells = cells[1:]                  # the reviewers' header before the first cell
+    out = []
+    for i, c in enumerate(cells):
+        source = "\n".join(_trim(c.source.split("\n")))    # Jupytext keeps blank lines beyond the usual two
+        if not source:
+            raise BuildError(f"{path}: cell {i} is empty")
+        meta = {k: v for k, v in c.metadata.items() if k not in _LAYOUT_METADATA}
+        out.append({"cell_type": c.cell_type, "source": source, "metadata": meta})
+    return out
 
 
 def _trim(lines: list[str]) -> list[str]:
@@ -78,41 +101,6 @@ def _trim(lines: list[str]) -> list[str]:
     while lines and not lines[-1].strip():
         lines.pop()
     return lines
-
-
-def parse_percent(path: Path) -> list[dict]:
-    """``[{"cell_type", "source", "metadata"}, ...]`` from a percent-format file."""
-    cells, current = [], None
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        m = _MARKER.match(line)
-        if m:
-            rest = m.group("rest")
-            kind = "code"
-            k = _KIND.match(rest)
-            if k:
-                kind = "raw" if k.group("kind") == "raw" else "markdown"
-                rest = rest[k.end():]
-            current = {"cell_type": kind, "lines": [], "metadata": _parse_metadata(rest, f"{path}:{lineno}"),
-                       "line": lineno}
-            cells.append(current)
-            continue
-        if current is None:
-            continue                       # the reviewers' header before the first cell
-        if current["cell_type"] == "code":
-            current["lines"].append(line)
-        elif line == "#" or line.startswith("# "):
-            current["lines"].append(line[2:])
-        elif not line.strip():
-            current["lines"].append("")
-        else:
-            raise BuildError(f"{path}:{lineno}: a markdown line must start with '# ' (got {line[:40]!r})")
-    out = []
-    for c in cells:
-        source = "\n".join(_trim(c["lines"]))
-        if not source:
-            raise BuildError(f"{path}:{c['line']}: empty cell")
-        out.append({"cell_type": c["cell_type"], "source": source, "metadata": c["metadata"]})
-    return out
 
 
 def _slide_type(cell: dict) -> str:

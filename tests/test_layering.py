@@ -14,7 +14,7 @@ PKG = Path(__file__).resolve().parents[1] / "kafkalab"
 # room -> rooms it must never import (besides itself, every room may import these lower ones only)
 FORBIDDEN = {
     "common": {"protocol", "records", "storage", "network", "server", "purgatory", "controller", "coordinator",
-               "security", "clients", "trace", "viz", "spark", "testing", "cli", "tools", "exercises"},
+               "security", "clients", "trace", "viz", "spark", "testing", "cli", "tools", "labs"},
     "protocol": {"records", "storage", "network", "server", "purgatory", "controller", "coordinator", "security",
                  "clients", "trace", "viz", "spark", "testing", "cli", "tools"},
     "records": {"storage", "network", "server", "purgatory", "controller", "coordinator", "security", "clients",
@@ -25,24 +25,24 @@ FORBIDDEN = {
     "server": {"clients", "viz", "spark", "testing", "cli"},
     # the purgatory is a library the broker uses: clocks from common, error codes from protocol, nothing else
     "purgatory": {"records", "storage", "network", "server", "controller", "coordinator", "security", "clients",
-                  "trace", "viz", "spark", "testing", "cli", "tools", "exercises", "zk"},
+                  "trace", "viz", "spark", "testing", "cli", "tools", "labs", "zk"},
     "controller": {"server", "storage", "network", "clients", "viz", "spark", "testing", "cli"},
     "coordinator": {"network", "server", "controller", "purgatory", "clients", "viz", "spark", "testing", "cli",
-                    "tools", "trace", "zk", "exercises"},
+                    "tools", "trace", "zk", "labs"},
     "security": {"server", "clients", "viz", "spark", "testing", "cli"},
     # the clients speak only the wire: protocol, records and common below them (never the broker's rooms)
     "clients": {"server", "storage", "controller", "coordinator", "purgatory", "network", "viz", "spark",
-                "testing", "cli", "trace", "tools", "zk", "exercises"},
+                "testing", "cli", "trace", "tools", "zk", "labs"},
     "trace": {"spark", "testing", "cli"},
     # tools read files (storage, records) or speak the wire through the clients, as Kafka's tools module does
     "tools": {"server", "network", "spark", "testing", "cli"},
     "viz": {"spark", "testing", "cli"},
     # the Spark connector is a client application: kafkalab's clients (and what they stand on), never the broker
     "spark": {"server", "storage", "network", "controller", "coordinator", "purgatory", "zk", "viz", "trace",
-              "testing", "cli", "tools", "exercises"},
+              "testing", "cli", "tools", "labs"},
     # the embedded ZooKeeper stands alone: only kafkalab.common below it
     "zk": {"protocol", "records", "storage", "network", "server", "purgatory", "controller", "coordinator",
-           "security", "clients", "trace", "viz", "spark", "testing", "cli", "tools", "exercises"},
+           "security", "clients", "trace", "viz", "spark", "testing", "cli", "tools", "labs"},
 }
 
 
@@ -80,6 +80,29 @@ def test_room_imports_only_lower_rooms(path):
     room = path.relative_to(PKG).parts[0]
     bad = [(r, line) for r, line in imported_rooms(path) if r in FORBIDDEN[room]]
     assert not bad, f"{path.relative_to(PKG)} (room {room!r}) imports higher rooms: {bad}"
+
+
+def test_nothing_imports_the_lab_kit():
+    """kafkalab.labs (one module per notebook) stands on the library; no room of the library stands on it."""
+    bad = [(str(path.relative_to(PKG)), line) for path in sorted(PKG.rglob("*.py"))
+           if path.relative_to(PKG).parts[0] != "labs"
+           for room, line in imported_rooms(path) if room == "labs"]
+    assert not bad, f"modules outside the lab kit import kafkalab.labs: {bad}"
+
+
+def test_lab_modules_do_not_import_each_other():
+    """What two labs share lives in the library (viz, trace, cluster, ...), not in another lab's module."""
+    bad = []
+    for path in sorted((PKG / "labs").glob("lab*.py")):
+        for node in ast.walk(parsed(path)):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            if any(n.startswith("kafkalab.labs.lab") for n in names):
+                bad.append((path.name, node.lineno))
+    assert not bad, f"lab modules import other labs' modules: {bad}"
 
 
 def test_no_relative_imports_escape_a_room():

@@ -259,10 +259,18 @@ class Cluster(FaultInjection):
         return self._loop.run(poll(), timeout + 5)
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
-                     config: Optional[dict] = None, timeout: float = 10.0) -> None:
-        """Create a topic through a broker's admin path and wait until every broker knows its leaders."""
+                     config: Optional[dict] = None, timeout: float = 10.0, *,
+                     assignment: Optional[dict] = None) -> None:
+        """Create a topic through a broker's admin path and wait until every running broker knows its leaders.
+
+        ``assignment`` (``{partition: [broker ids, preferred leader first]}``) places the replicas explicitly,
+        as ``kafka-topics --replica-assignment`` does; ``partitions`` and ``replication_factor`` then follow it."""
         controller = self.brokers[self.controller_id if self.controller_id >= 0 else 0]
-        self.call(controller.admin.create_topic, name, partitions, replication_factor, None,
+        replicas = None
+        if assignment is not None:
+            replicas = {int(p): [int(b) for b in r] for p, r in assignment.items()}
+            partitions, replication_factor = len(replicas), -1
+        self.call(controller.admin.create_topic, name, partitions if replicas is None else -1, replication_factor, replicas,
                   {k: str(v) for k, v in (config or {}).items()})
         self.wait_until(lambda: all(
             b.metadata_cache.partition_count(name) == partitions and

@@ -8,7 +8,9 @@ of a real client's socket and keep every frame it sends:
 * :mod:`.capture` -- :class:`ScriptedListener` (a recorder on 127.0.0.1 that answers from a script) and
   :func:`capture` (run kcat, confluent-kafka, kafka-python or aiokafka against it, get the requests back);
 * :mod:`.replies` -- the reply policies: :func:`first_request_only`, :class:`ScriptedReplies`;
-* :mod:`.drivers` -- the small client scripts :func:`capture` runs in a subprocess.
+* :mod:`.drivers` -- the small client scripts :func:`capture` runs in a subprocess;
+* :mod:`.raw` -- :class:`RawConnection`, the other direction: a bare connection *to* a broker that sends frames
+  exactly as given and reads the replies (pipelining by hand, frames built byte by byte, a broker hanging up).
 
 From a shell: ``python -m kafkalab.trace kafka-python produce`` (or ``... aiokafka --first``).
 
@@ -19,8 +21,9 @@ from kafkalab.trace.capture import (CLIENTS, CLOSE, DEFAULT_ADVERTISED, Captured
                                     CaptureResult, ClientNotAvailable, ConnectionRecord, Fault, ScriptedListener,
                                     ScriptedReplies, available_clients, capture, client_version, count_records,
                                     first_request_only, topic_id_for)
+from kafkalab.trace.raw import RawConnection
 
 __all__ = ["CLIENTS", "CLOSE", "DEFAULT_ADVERTISED", "CapturedRequest", "CaptureError", "CaptureResult",
-           "ClientNotAvailable", "ConnectionRecord", "Fault", "ScriptedListener", "ScriptedReplies",
+           "ClientNotAvailable", "ConnectionRecord", "Fault", "RawConnection", "ScriptedListener", "ScriptedReplies",
            "available_clients", "capture", "client_version", "count_records", "first_request_only",
            "topic_id_for"]

@@ -13,6 +13,9 @@ room turns the annotated decoder's rows (:func:`kafkalab.protocol.annotate_reque
 * :func:`field_table` -- the same rows as a pandas DataFrame, for people who prefer tables.
 * :class:`Diagram` / :func:`render_svg` -- Graphviz DOT to SVG through the ``graphviz-pure`` executable, so no
   system Graphviz is needed; :func:`frame_layout_diagram` draws a frame as ``size -> header -> body``.
+* :class:`SequenceDiagram` -- who sent what to whom, in order (deterministic SVG), with :data:`API_COLOURS`;
+* :class:`RangeChart`, :class:`CompatGrid`, :class:`ApiFamilies` -- API versions: a client's range against a
+  broker's, the versions clients used against two brokers, every API key by family.
 
 Three rules hold for everything here, because notebooks are checked by nbval and read on GitHub:
 
@@ -38,6 +41,9 @@ batches); nothing below imports it.
 """
 from kafkalab.viz.diagram import Diagram, GraphvizNotFoundError, find_renderer, frame_layout_diagram, render_svg
 from kafkalab.viz.hexdump import FrameView, field_table, reset_ids, show_frame
+from kafkalab.viz.sequence import API_COLOURS, SequenceDiagram
+from kafkalab.viz.versions import FAMILIES, ApiFamilies, CompatGrid, RangeChart
 
 __all__ = ["show_frame", "FrameView", "field_table", "reset_ids", "Diagram", "render_svg", "find_renderer",
-           "GraphvizNotFoundError", "frame_layout_diagram"]
+           "GraphvizNotFoundError", "frame_layout_diagram", "SequenceDiagram", "API_COLOURS", "RangeChart",
+           "CompatGrid", "ApiFamilies", "FAMILIES"]

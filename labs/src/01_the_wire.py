@@ -44,7 +44,8 @@
 # | record batches | `kafkalab/records/` | `clients/.../common/record/DefaultRecordBatch.java`, `DefaultRecord.java` |
 # | listening to real clients | `kafkalab/trace/` | the receiving half of `core/src/main/scala/kafka/network/SocketServer.scala` |
 #
-# > **There is no broker in this lab.** kafkalab does not have a broker yet. The far end of each client's
+# > **There is no broker in this lab,** on purpose: kafkalab has one (lab 02 starts it inside the notebook;
+# > `kafkalab broker` runs one on 127.0.0.1:9092), but here we only listen. The far end of each client's
 # > socket is a *recorder*: `kafkalab.trace.ScriptedListener` listens on 127.0.0.1, keeps every request it
 # > receives, and answers from a fixed script (nothing is stored). That is enough to see exactly what real
 # > clients put on the wire. Nothing here needs the network beyond your own machine.
@@ -57,7 +58,7 @@ import uuid
 
 import pandas as pd
 
-from kafkalab.exercises import lab01
+from kafkalab.labs import lab01
 from kafkalab.protocol import (ApiKey, DecodeError, FrameReader, InvalidReceiveError, annotate_request,
                                annotate_response, api_name, decode_request, encode_request, encode_response,
                                header_version_table, make_request, make_response, request_class,
@@ -176,7 +177,7 @@ frame_layout_diagram(view)
 #
 # Now the same experiment with every client this lab knows. `lab01.first_request(client)` runs the capture
 # above for one client; if that client is not installed (kcat often is not), it returns a frame recorded with
-# the same settings from `data/frames/` instead. The table does not change either way, because the bytes do
+# the same settings (`kafkalab/labs/frames/`) instead. The table does not change either way, because the bytes do
 # not; `lab01.SOURCES` tells you which one you got.
 
 # %%

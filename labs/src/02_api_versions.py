@@ -37,7 +37,8 @@
 # |---|---|---|
 # | the broker's ApiVersions handler and its advertisement | `kafkalab/server/apis/api_versions.py`, `kafkalab/server/apis/base.py` | `core/src/main/scala/kafka/server/KafkaApis.scala` (`handleApiVersionsRequest`), `clients/.../common/requests/ApiVersionsResponse.java` |
 # | refusing a version (close, or the v0 reply) | `kafkalab/network/socket_server.py` | `core/src/main/scala/kafka/network/SocketServer.scala`, `clients/.../common/requests/RequestContext.java` |
-# | how a client picks a version | `kafkalab/exercises/lab02.py` (`negotiate`) | `clients/.../clients/NodeApiVersions.java` (`latestUsableVersion`) |
+# | how a client picks a version | `kafkalab/labs/lab02.py` (`negotiate`) | `clients/.../clients/NodeApiVersions.java` (`latestUsableVersion`) |
+# | the pictures: version ranges, API families, sequence diagrams | `kafkalab/viz/versions.py`, `kafkalab/viz/sequence.py` | — |
 # | the request log the lab reads | `kafkalab/network/request_channel.py` | `core/src/main/scala/kafka/network/RequestChannel.scala` |
 # | a listener with a scripted (older) advertisement | `kafkalab/trace/` | — |
 #
@@ -53,16 +54,17 @@ import pandas as pd
 from IPython.display import HTML
 
 from kafkalab import Cluster
-from kafkalab.exercises import lab02
-from kafkalab.exercises.lab02 import RawConnection, SequenceDiagram
+from kafkalab.cluster import BrokerLog
+from kafkalab.labs import lab02
 from kafkalab.protocol import (ApiKey, annotate_request, api_name, decode_request, decode_response, encode_request,
                                error_info, make_request, request_class, request_schema)
 from kafkalab.server.apis import enabled_apis
-from kafkalab.viz import show_frame
+from kafkalab.trace import RawConnection
+from kafkalab.viz import API_COLOURS, ApiFamilies, CompatGrid, RangeChart, SequenceDiagram, show_frame
 
 pd.set_option("display.max_colwidth", 90)
 API_KEYS = {api_name(k): int(k) for k in ApiKey}      # "Metadata" -> 3
-broker_log = lab02.BrokerLog().install()      # the broker's warnings: kept in a list, shown when we ask
+broker_log = BrokerLog().install()            # the broker's warnings: kept in a list, shown when we ask
 
 cluster = Cluster(brokers=1).start()
 cluster.create_topic(lab02.TOPIC, partitions=1)
@@ -178,8 +180,8 @@ print(negotiate((0, 13), (0, 11)), negotiate((0, 5), (0, 13)), negotiate((0, 2),
 # send it; blue: only the broker serves it; green: both; dark green: the version the rule picks.
 
 # %%
-lab02.RangeChart(lab02.CLIENT_RANGES["confluent-kafka"], advertised, client_name=lab02.CLIENT_LABELS["confluent-kafka"],
-                 broker_name="the lab broker", keys=lab02.CLIENT_RANGES["confluent-kafka"])
+RangeChart(lab02.CLIENT_RANGES["confluent-kafka"], advertised, client_name=lab02.CLIENT_LABELS["confluent-kafka"],
+           broker_name="the lab broker", keys=lab02.CLIENT_RANGES["confluent-kafka"])
 
 # %% [markdown]
 # Now predict, for every client and every API it used in section 1, and compare with what the broker's log
@@ -210,8 +212,8 @@ predictions
 # 4.0, no longer serves Fetch below v4 or ListOffsets v0 (KIP-896 removed the oldest versions).
 
 # %%
-lab02.RangeChart(lab02.KAFKA_0_10_CLIENT, advertised, client_name="a Kafka 0.10.0 Java client (2016)",
-                 broker_name="the lab broker",
+RangeChart(lab02.KAFKA_0_10_CLIENT, advertised, client_name="a Kafka 0.10.0 Java client (2016)",
+           broker_name="the lab broker",
                  keys=[k for k in lab02.KAFKA_0_10_CLIENT if k in advertised])
 
 # %% [markdown]
@@ -332,7 +334,7 @@ def exchange_diagram(client, count=3):
     diagram = SequenceDiagram([("client", lab02.CLIENT_LABELS[client], f"client_id {lab02.CLIENT_ID}-{client}"),
                                ("broker", "an old broker", "Kafka 2.0: ApiVersions v0-2")])
     for r in [r for r in result if r.connection == 0][:count]:
-        colour = lab02.API_COLOURS.get(r.api_name, "#495057")
+        colour = API_COLOURS.get(r.api_name, "#495057")
         diagram.message("client", "broker", f"{r.api_name} v{r.api_version} · corr={r.correlation_id}", colour=colour)
         version = r.api_version
         if r.api_name == "ApiVersions" and r.reply[4:6] == b"\x00\x23":
@@ -364,8 +366,8 @@ HTML('<div style="display:flex;flex-wrap:wrap;gap:18px">'
 
 # %%
 apis = ["ApiVersions", "Metadata", "InitProducerId", "Produce"]
-lab02.CompatGrid({c: (lab02.versions_used(conversations[c]), lab02.versions_used(old[c][0])) for c in lab02.CLIENTS},
-                 apis, names=("lab broker", "Kafka 2.0 broker"), labels=lab02.CLIENT_LABELS)
+CompatGrid({c: (lab02.versions_used(conversations[c]), lab02.versions_used(old[c][0])) for c in lab02.CLIENTS},
+           apis, names=("lab broker", "Kafka 2.0 broker"), labels=lab02.CLIENT_LABELS)
 
 # %% [markdown]
 # The rule predicts every cell of the right-hand side too, except ApiVersions itself, which is settled by the
@@ -455,7 +457,7 @@ HTML('<div style="display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start">'
 
 # %%
 used = {s.api_name for steps in conversations.values() for s in steps}
-families = lab02.ApiFamilies(served=advertised, used=used)
+families = ApiFamilies(served=advertised, used=used)
 print(f"{len(ApiKey)} API keys; the lab broker serves {len(advertised)}; the four clients used {len(used)} of them")
 families
 

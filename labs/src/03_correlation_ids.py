@@ -40,7 +40,7 @@
 # | request queue, timings, the request log, metrics | `kafkalab/network/request_channel.py` | `core/src/main/scala/kafka/network/RequestChannel.scala`, `RequestMetrics` |
 # | I/O threads | `kafkalab/server/request_handler.py` | `core/src/main/scala/kafka/server/KafkaRequestHandler.scala` |
 # | waiting for data (purgatory) | `kafkalab/server/apis/fetch.py` | `core/src/main/scala/kafka/server/DelayedFetch.scala` |
-# | helpers and pictures of this lab | `kafkalab/exercises/lab03.py`, `lab02.py` | — |
+# | helpers and pictures of this lab | `kafkalab/labs/lab03.py`; `kafkalab/viz/sequence.py` (`SequenceDiagram`); `kafkalab/trace/raw.py` (`RawConnection`) | — |
 
 # %%
 import collections
@@ -48,18 +48,19 @@ import logging
 import time
 
 import pandas as pd
-from IPython.display import HTML
 
 from kafkalab import Cluster
-from kafkalab.exercises import lab02, lab03
-from kafkalab.exercises.lab02 import RawConnection, SequenceDiagram
+from kafkalab.cluster import BrokerLog
+from kafkalab.labs import lab03
 from kafkalab.protocol import (ApiKey, api_name, decode_response, encode_request, error_info, make_request,
                                request_class)
 from kafkalab.records import SimpleRecord, build_batch
+from kafkalab.trace import RawConnection
+from kafkalab.viz import API_COLOURS, SequenceDiagram
 
 pd.set_option("display.max_colwidth", 90)
-broker_log = lab02.BrokerLog().install()                    # the broker's warnings, kept for when we ask
-client_log = lab02.BrokerLog("kafka").install()             # kafka-python's warnings, likewise
+broker_log = BrokerLog().install()                          # the broker's warnings, kept for when we ask
+client_log = BrokerLog("kafka").install()                   # kafka-python's warnings, likewise
 librdkafka_log = logging.getLogger("kafkalab.lab03.librdkafka")   # confluent-kafka logs through this logger
 librdkafka_log.addHandler(logging.NullHandler())
 librdkafka_log.propagate = False
@@ -259,7 +260,7 @@ pd.DataFrame([{"request": f"{r.client_id[-1]} · {names[(r.client_id[-1], r.corr
 # %%
 seq = SequenceDiagram([("A", "connection A", "client_id conn-A"), ("broker", "broker 0", "one processor per connection"),
                        ("B", "connection B", "client_id conn-B")])
-colour = lab02.API_COLOURS
+colour = API_COLOURS
 first = seq.message("A", "broker", "Fetch v12 · corr=1 · max_wait_ms=800", colour=colour["Fetch"])
 seq.message("A", "broker", "Metadata v12 · corr=2", colour=colour["Metadata"], note="")
 seq.note("A's Metadata waits in the socket buffer: the connection is muted")
@@ -306,7 +307,7 @@ conversation = SequenceDiagram(lanes, title="A kafka-python producer, as the bro
 for r in records:
     lane = f"c{numbers[r.connection_id]}"
     conversation.message("client", lane, f"{r.api_name} v{r.api_version} · corr={r.correlation_id}",
-                         colour=lab02.API_COLOURS.get(r.api_name, "#495057"))
+                         colour=API_COLOURS.get(r.api_name, "#495057"))
     conversation.message(lane, "client", f"corr={r.correlation_id}", dashed=True)
 conversation
 

@@ -35,15 +35,15 @@
 # | the client's cache and its refresh rules | `kafkalab/clients/metadata.py` | `clients/.../Metadata.java`, `common/Cluster.java` |
 # | the broker's answer | `kafkalab/server/apis/` (Metadata), `kafkalab/server/metadata_cache.py` | `KafkaApis.handleTopicMetadataRequest`, `MetadataCache` |
 # | the error that sends the client back | `kafkalab/server/replica_manager.py` | `ReplicaManager.appendRecords` |
-# | helpers, pictures, checks | `kafkalab/exercises/lab04.py` | — |
+# | helpers, pictures, checks | `kafkalab/labs/lab04.py` | — |
 
 # %%
 import pandas as pd
 
 from kafkalab import Cluster
+from kafkalab.cluster import BrokerLog
 from kafkalab.clients import Admin, NewTopic, Producer
-from kafkalab.exercises import lab04
-from kafkalab.exercises.lab02 import BrokerLog
+from kafkalab.labs import lab04
 
 pd.set_option("display.max_colwidth", 120)
 broker_log = BrokerLog().install()           # the brokers' warnings (a killed broker makes some) go to a list

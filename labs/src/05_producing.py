@@ -42,7 +42,7 @@
 # | requests to leaders, answers, retries | `kafkalab/clients/producer/sender.py` | `clients/.../producer/internals/Sender.java` |
 # | producer id, epoch, sequences | `kafkalab/clients/producer/transaction_manager.py` | `clients/.../producer/internals/TransactionManager.java` |
 # | the broker's duplicate check | `kafkalab/storage/producer_state.py` | `storage/.../internals/log/ProducerStateManager.java` |
-# | the trace, tables, pictures, checks | `kafkalab/clients/tracing.py`, `kafkalab/exercises/lab05.py` | — |
+# | the trace, tables, pictures, checks | `kafkalab/clients/tracing.py`, `kafkalab/labs/lab05.py` | — |
 
 # %%
 import json
@@ -55,11 +55,11 @@ import pandas as pd
 from confluent_kafka import Producer as LibrdkafkaProducer
 
 from kafkalab import Cluster
+from kafkalab.cluster import BrokerLog
 from kafkalab.clients import Producer
 from kafkalab.clients.producer import Partitioner, RecordAccumulator, TopicPartition, murmur2, to_positive
 from kafkalab.clients.producer.accumulator import estimate_size
-from kafkalab.exercises import lab05
-from kafkalab.exercises.lab02 import BrokerLog
+from kafkalab.labs import lab05
 from kafkalab.records import SimpleRecord, decode_batch
 
 pd.set_option("display.max_colwidth", 90)

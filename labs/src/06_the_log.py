@@ -41,7 +41,7 @@
 # | compaction | `kafkalab/storage/cleaner.py` | `core/src/main/scala/kafka/log/LogCleaner.scala` |
 # | recovery | `kafkalab/storage/log_loader.py` | `storage/.../internals/log/LogLoader.java` |
 # | the dump tool | `kafkalab/tools/dump_log.py` | `core/src/main/scala/kafka/tools/DumpLogSegments.scala` |
-# | reading the files, pictures, checks | `kafkalab/exercises/lab06.py` | — |
+# | reading the files, pictures, checks | `kafkalab/labs/lab06.py` | — |
 
 # %%
 import subprocess
@@ -54,9 +54,9 @@ from confluent_kafka import Consumer, TopicPartition
 from IPython.display import HTML
 
 from kafkalab import Cluster
+from kafkalab.cluster import BrokerLog
 from kafkalab.common.time import MockTime
-from kafkalab.exercises import lab06
-from kafkalab.exercises.lab02 import BrokerLog
+from kafkalab.labs import lab06
 from kafkalab.records import SimpleRecord, build_batch, crc_is_valid, decode_batch, decode_batches
 from kafkalab.storage import LogConfig, LogManager, UnifiedLog
 

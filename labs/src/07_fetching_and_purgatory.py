@@ -36,7 +36,7 @@
 # | the waiting Produce and Fetch | `kafkalab/purgatory/delayed_produce.py`, `delayed_fetch.py` | `DelayedProduce.scala`, `DelayedFetch.scala` |
 # | the timing wheel | `kafkalab/purgatory/timing_wheel.py`, `timer.py` | `server-common/.../util/timer/TimingWheel.java`, `SystemTimer.java` |
 # | where the broker uses them | `kafkalab/server/replica_manager.py` | `core/src/main/scala/kafka/server/ReplicaManager.scala` |
-# | raw fetches, the wheel grid, checks | `kafkalab/exercises/lab07.py` | — |
+# | raw fetches, the wheel grid, checks | `kafkalab/labs/lab07.py` | — |
 
 # %%
 import threading
@@ -46,10 +46,10 @@ import pandas as pd
 from IPython.display import HTML
 
 from kafkalab import Cluster
+from kafkalab.cluster import BrokerLog
 from kafkalab.clients import Producer
 from kafkalab.common.time import MockTime
-from kafkalab.exercises import lab07
-from kafkalab.exercises.lab02 import BrokerLog
+from kafkalab.labs import lab07
 from kafkalab.protocol import ErrorCode
 from kafkalab.purgatory import FunctionTask, SystemTimer, TopicPartitionOperationKey
 

@@ -42,7 +42,7 @@
 # | appends, follower fetches, the ISR task | `kafkalab/server/replica_manager.py` | `core/src/main/scala/kafka/server/ReplicaManager.scala` |
 # | the follower's fetch loop | `kafkalab/server/replica_fetcher.py` | `core/src/main/scala/kafka/server/ReplicaFetcherThread.scala`, `AbstractFetcherThread.scala` |
 # | acks=all waiting | `kafkalab/purgatory/delayed_produce.py` | `core/src/main/scala/kafka/server/DelayedProduce.scala` (lab 07) |
-# | the tap, tables, pictures, checks | `kafkalab/exercises/lab08.py` | — |
+# | the tap, tables, pictures, checks | `kafkalab/labs/lab08.py` | — |
 
 # %%
 import time
@@ -50,9 +50,9 @@ import time
 import pandas as pd
 
 from kafkalab import Cluster
+from kafkalab.cluster import BrokerLog
 from kafkalab.clients import Producer
-from kafkalab.exercises import lab08
-from kafkalab.exercises.lab02 import BrokerLog
+from kafkalab.labs import lab08
 from kafkalab.network.inter_broker_client import InterBrokerConnection
 from kafkalab.protocol import ApiKey, ErrorCode, request_class
 from kafkalab.purgatory import check_enough_replicas_reach_offset

@@ -42,14 +42,14 @@
 # | election, failover, broker changes | `kafkalab/controller/controller.py`, `election.py` | `KafkaController.scala`, `PartitionStateMachine.scala` |
 # | one channel per broker | `kafkalab/controller/channel_manager.py` | `ControllerChannelManager.scala` |
 # | the receiving side | `kafkalab/server/apis/controller_requests.py`, `metadata_cache.py` | `KafkaApis.handleLeaderAndIsrRequest`, `handleUpdateMetadataRequest` |
-# | the tap, tables, pictures, checks | `kafkalab/exercises/lab09.py` | — |
+# | the tap, tables, pictures, checks | `kafkalab/labs/lab09.py` | — |
 
 # %%
 import pandas as pd
 
 from kafkalab import Cluster
-from kafkalab.exercises import lab09
-from kafkalab.exercises.lab02 import BrokerLog
+from kafkalab.cluster import BrokerLog
+from kafkalab.labs import lab09
 
 pd.set_option("display.max_colwidth", 120)
 broker_log = BrokerLog().install()          # the brokers' warnings (killed brokers make some) go to a list

@@ -42,7 +42,7 @@
 # | the wire | `kafkalab/server/apis/groups.py`, `coordinators.py` | `KafkaApis.handleJoinGroupRequest` ... |
 # | the subscription and assignment bytes | `kafkalab/protocol/consumer_protocol.py` | `clients/.../consumer/internals/ConsumerProtocol.java` |
 # | the range assignor (it runs in the leader's client) | `kafkalab/clients/consumer/assignors/range.py` | `clients/.../consumer/RangeAssignor.java` |
-# | pictures, checks | `kafkalab/exercises/lab10.py` | |
+# | pictures, checks | `kafkalab/labs/lab10.py` | |
 
 # %%
 import logging
@@ -50,15 +50,15 @@ import time
 
 import pandas as pd
 from confluent_kafka import Consumer, Producer, TopicPartition
-from IPython.display import HTML
 
 from kafkalab import Cluster
+from kafkalab.cluster import BrokerLog
 from kafkalab.coordinator.group.group_metadata_manager import java_string_hash
 from kafkalab.coordinator.group.records import GroupMetadataKey, read_group_value, read_message_key, read_offset_value
-from kafkalab.exercises import lab10
-from kafkalab.exercises.lab02 import BrokerLog, RawConnection
+from kafkalab.labs import lab10
 from kafkalab.protocol import ApiKey, ErrorCode, decode_response, encode_request, make_request, request_class
 from kafkalab.records import decode_batches
+from kafkalab.trace import RawConnection
 
 pd.set_option("display.max_colwidth", 120)
 broker_log = BrokerLog().install()                       # the broker's warnings: kept in a list, not on stderr

@@ -40,16 +40,15 @@
 # | the faults | `kafkalab/cluster/faults.py` (`partition`, `kill`, `heal`) | Jepsen's nemeses |
 # | the history and its checker | `kafkalab/cluster/history.py` | `jepsen.tests.kafka`'s checker, in spirit |
 # | the election rule | `kafkalab/controller/` | `PartitionLeaderElectionAlgorithms.scala` (ZooKeeper era) |
-# | one run of the experiment, the timeline picture, the checks | `kafkalab/exercises/lab13.py` | — |
+# | one run of the experiment, the timeline picture, the checks | `kafkalab/labs/lab13.py` | — |
 
 # %%
 import pandas as pd
 from confluent_kafka import Producer
 
 from kafkalab import Cluster
-from kafkalab.exercises import lab13
-from kafkalab.exercises.lab02 import BrokerLog
-from kafkalab.cluster import History
+from kafkalab.cluster import BrokerLog, History
+from kafkalab.labs import lab13
 
 broker_log = BrokerLog().install()          # the brokers' warnings (elections, killed peers) go to a list
 loop_log = BrokerLog("asyncio").install()  # ... and those of the cluster's event loop (tasks of killed brokers)
@@ -284,7 +283,7 @@ for _ in range(2):
     leader = leaders[-1]
     cluster.kill(leader)                                   # records are in flight to it right now
     send(100)                                              # ... and these are sent while it fails over
-    cluster.wait_until(lambda: cluster.partition_state(lab13.TOPIC, 0)["leader"] not in (-1, leader), 15)
+    cluster.wait_until(lambda old=leader: cluster.partition_state(lab13.TOPIC, 0)["leader"] not in (-1, old), 15)
     leaders.append(cluster.partition_state(lab13.TOPIC, 0)["leader"])
     cluster.restart(leader)
     cluster.wait_until(lambda: len(cluster.partition_state(lab13.TOPIC, 0)["isr"]) == 3, 20)

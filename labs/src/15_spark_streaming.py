@@ -41,7 +41,7 @@
 # | the Spark source and sink | `kafkalab/spark/source.py`, `sink.py` (`format("kafkalab")`) | Spark's `KafkaMicroBatchStream`, `KafkaSourceProvider`, `KafkaWriter` |
 # | micro-batch planning | `kafkalab/spark/offsets.py` (`rate_limit`) | `KafkaMicroBatchStream.rateLimit` |
 # | Java for Spark | `kafkalab/spark/java.py` | — |
-# | pictures and checks | `kafkalab/exercises/lab15.py` | — |
+# | pictures and checks | `kafkalab/labs/lab15.py` | — |
 #
 # Spark's own Kafka connector is a set of Java jars downloaded from Maven when a job starts, and a classroom
 # with only `pip` cannot fetch them. `kafkalab.spark` is the same connector written in Python on PySpark's
@@ -60,15 +60,16 @@ import pandas as pd
 from IPython.display import SVG
 
 from kafkalab import Cluster
+from kafkalab.cluster import BrokerLog
 from kafkalab.clients import Admin, Consumer, OffsetSpec, TopicPartition
-from kafkalab.exercises import lab15
-from kafkalab.exercises.lab02 import BrokerLog
+from kafkalab.labs import lab15
 from kafkalab.tools.replay import replay
 
 broker_log = BrokerLog().install()          # the brokers' warnings (a killed peer) go to a list, not the page
 loop_log = BrokerLog("asyncio").install()
 work = Path(tempfile.mkdtemp(prefix="lab15-"))   # checkpoints and output files of this notebook
-print("events in the dataset:", sum(1 for _ in open(lab15.EVENTS)))
+EVENTS = Path("../data/clickstream/events.jsonl")   # the dataset (data/README.md), beside the labs folder
+print("events in the dataset:", sum(1 for _ in open(EVENTS)))
 
 # %% [markdown]
 # ## 1 · The data, replayed into a 3-broker cluster
@@ -79,7 +80,7 @@ print("events in the dataset:", sum(1 for _ in open(lab15.EVENTS)))
 # `data/README.md`). One line:
 
 # %%
-first = lab15.load_events(limit=1)[0]
+first = lab15.load_events(EVENTS, limit=1)[0]
 first
 
 # %% [markdown]
@@ -97,7 +98,7 @@ cluster.create_topic("click-stats", partitions=1, replication_factor=3, config={
 BOOTSTRAP = cluster.bootstrap_servers
 
 FIRST_PART = 10_000
-sent = replay(lab15.EVENTS, lab15.TOPIC, BOOTSTRAP, limit=FIRST_PART)
+sent = replay(EVENTS, lab15.TOPIC, BOOTSTRAP, limit=FIRST_PART)
 print(f"replayed {sent.count} events")
 pd.DataFrame([{"partition": p, "first offset": lo, "last offset": hi, "records": hi - lo + 1}
               for p, (lo, hi) in sorted(sent.partitions.items())]).set_index("partition")
@@ -286,7 +287,7 @@ pd.DataFrame([{"batch": p["batchId"], "rows": p["numInputRows"], "watermark": p[
 # Now compare each written window with a plain-Python count over the same 10,000 events:
 
 # %%
-first_part = lab15.load_events(limit=FIRST_PART)
+first_part = lab15.load_events(EVENTS, limit=FIRST_PART)
 truth = lab15.window_totals(first_part, 10, "page_view", value="count")
 compare = pd.DataFrame({"Spark": page_views["events"], "dataset": pd.Series(truth)}).dropna()
 compare["dropped as late"] = compare["dataset"] - compare["Spark"]
@@ -430,7 +431,7 @@ lab15.check_restart_offsets(restart_answer, CKPT)
 # %%
 q = pipeline({"processingTime": "1 second"})
 cluster.wait_until(lambda: all(len(cluster.partition_state(lab15.TOPIC, p)["isr"]) == 3 for p in range(3)), 30)
-more = replay(lab15.EVENTS, lab15.TOPIC, BOOTSTRAP, skip=FIRST_PART, limit=2500)
+more = replay(EVENTS, lab15.TOPIC, BOOTSTRAP, skip=FIRST_PART, limit=2500)
 before = cluster.partition_state(lab15.TOPIC, 0)
 victim = before["leader"]
 cluster.kill(victim)
@@ -438,7 +439,7 @@ cluster.wait_until(lambda: cluster.partition_state(lab15.TOPIC, 0)["leader"] not
 after = cluster.partition_state(lab15.TOPIC, 0)
 print("partition 0: leader killed; the new leader came from the ISR:", after["leader"] in before["isr"],
       "| leader epoch", before["leader_epoch"], "->", after["leader_epoch"])
-rest = replay(lab15.EVENTS, lab15.TOPIC, BOOTSTRAP, skip=FIRST_PART + 2500)
+rest = replay(EVENTS, lab15.TOPIC, BOOTSTRAP, skip=FIRST_PART + 2500)
 try:
     q.processAllAvailable()
 finally:
@@ -451,7 +452,7 @@ print("replayed while the query ran:", more.count + rest.count, "| end offsets n
 
 # %%
 written = spark.read.parquet(str(OUT))
-all_ids = [e["event_id"] for e in lab15.load_events()]
+all_ids = [e["event_id"] for e in lab15.load_events(EVENTS)]
 summary = written.agg(F.count("*").alias("rows"), F.countDistinct("event_id").alias("distinct event ids")).first()
 missing = set(all_ids) - {r["event_id"] for r in written.select("event_id").collect()}
 print("events in the dataset:", len(all_ids))

@@ -2,7 +2,7 @@
 
 The frames were recorded by kafkalab.trace.capture from kcat (librdkafka 2.0.2), confluent-kafka (librdkafka
 2.16), kafka-python 3.0.12 and aiokafka 0.14 (see manifest.json; regenerate with
-tests/interop/regenerate_golden.py). These tests need no client: they read the stored bytes.
+scripts/record_frames.py golden). These tests need no client: they read the stored bytes.
 """
 from __future__ import annotations
 

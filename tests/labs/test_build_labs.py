@@ -49,6 +49,14 @@ def test_parse_percent(source):
     assert cells[4]["metadata"] == {"slideshow": {"slide_type": "fragment"}}
 
 
+def test_jupytext_layout_metadata_is_not_kept(tmp_path):
+    path = tmp_path / "97_blank_lines.py"
+    path.write_text('# %%\nx = 1\n\n\n\n# %% tags=["solution"]\ny = 2\n', encoding="utf-8")
+    cells = build.parse_percent(path)
+    assert [c["metadata"] for c in cells] == [{}, {"tags": ["solution"]}]
+    assert [c["source"] for c in cells] == ["x = 1", "y = 2"]
+
+
 def test_markdown_lines_must_be_comments(tmp_path):
     bad = tmp_path / "98_bad.py"
     bad.write_text("# %% [markdown]\n# ok\nnot a comment\n", encoding="utf-8")

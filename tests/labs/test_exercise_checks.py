@@ -9,7 +9,7 @@ from collections import namedtuple
 import pytest
 
 from kafkalab.common.time import MockTime
-from kafkalab.exercises import lab02, lab03, lab06
+from kafkalab.labs import lab02, lab03, lab06
 from kafkalab.protocol import ApiKey
 from kafkalab.records import SimpleRecord, build_batch
 from kafkalab.storage import LogConfig, UnifiedLog

@@ -1,4 +1,4 @@
-"""kafkalab.exercises: the ✓/✗ results, and lab 01's checks, fallbacks and picture.
+"""kafkalab.labs: the ✓/✗ results, and lab 01's checks, fallbacks and picture.
 
 Fast: nothing here starts a client (captures are replaced by a stub), so it runs in well under a second.
 """
@@ -10,7 +10,7 @@ import struct
 
 import pytest
 
-from kafkalab.exercises import NOT_ANSWERED, CheckResult, Part, check, check_equal, check_parts, lab01
+from kafkalab.labs import NOT_ANSWERED, CheckResult, Part, check, check_equal, check_parts, lab01
 from kafkalab.protocol import (ApiKey, annotate_response, decode_request, encode_request, encode_response,
                                make_request, make_response, request_class, response_header_version)
 from kafkalab.trace import ClientNotAvailable, ScriptedReplies

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kafkalab.clients.metadata import ClusterView, Metadata
-from kafkalab.exercises import lab04
+from kafkalab.labs import lab04
 from kafkalab.protocol import ErrorCode
 
 BROKERS = {10: "kafka-a:9092", 11: "kafka-b:9092", 12: "kafka-c:9092"}

@@ -9,7 +9,7 @@ import pytest
 from kafkalab.clients.producer import murmur2, to_positive
 from kafkalab.clients.producer.accumulator import RecordAccumulator, TopicPartition, estimate_size
 from kafkalab.clients.tracing import TraceEvent
-from kafkalab.exercises import NOT_ANSWERED, lab05
+from kafkalab.labs import NOT_ANSWERED, lab05
 from kafkalab.protocol import ApiKey, make_request, request_class
 from kafkalab.records import SimpleRecord, build_batch, decode_batch
 

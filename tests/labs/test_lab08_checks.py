@@ -1,7 +1,7 @@
 """Lab 08's helpers and checks: the rules as pure functions, the pictures, and checks that follow the data."""
 import pytest
 
-from kafkalab.exercises import lab08
+from kafkalab.labs import lab08
 
 
 # -- the rules ----------------------------------------------------------------------------------------------------------

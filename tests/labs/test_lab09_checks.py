@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace as NS
 
-from kafkalab.exercises import lab09
+from kafkalab.labs import lab09
 from kafkalab.protocol import ApiKey
 
 ZNODES = {"/brokers/ids/1": {}, "/brokers/ids/3": {}, "/brokers/topics/t": {"partitions": {"0": [1, 2, 3]}},

@@ -6,7 +6,7 @@ import pytest
 
 from kafkalab.coordinator.group.group_metadata_manager import java_string_hash
 from kafkalab.coordinator.group.records import consumer_subscription
-from kafkalab.exercises import lab10
+from kafkalab.labs import lab10
 
 
 # -- helpers ---------------------------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Lab 13's helpers and checks: the rules as pure functions, the timeline picture, and checks that follow the data."""
 import pytest
 
-from kafkalab.exercises import lab13
+from kafkalab.labs import lab13
 from kafkalab.cluster import History
 
 

@@ -1,7 +1,10 @@
 """Lab 15's helpers and checks, without Spark: batch planning, event-time windows, checkpoint offsets."""
 import json
+from pathlib import Path
 
-from kafkalab.exercises import lab15
+from kafkalab.labs import lab15
+
+EVENTS = Path(__file__).resolve().parents[2] / "data" / "clickstream" / "events.jsonl"
 
 
 def test_plan_batches_shares_the_cap_by_backlog_and_drains_the_backlog():
@@ -53,6 +56,6 @@ def test_batch_slices_svg_is_deterministic_and_labels_every_partition():
 
 
 def test_the_dataset_loads_in_arrival_order():
-    first = lab15.load_events(limit=3)
+    first = lab15.load_events(EVENTS, limit=3)
     assert len(first) == 3 and all(e["event_id"] for e in first)
     assert lab15.window_start("2026-03-14T19:07:00.000Z", 10) == "19:00"

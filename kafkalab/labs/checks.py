@@ -1,10 +1,10 @@
-"""kafkalab.exercises -- exercises that check themselves, one small module per lab.
+"""kafkalab.labs.checks -- exercises that check themselves: the ✓/✗ result every lab's checks return.
 
 Theory of operation
 -------------------
 An exercise in a lab notebook is three cells: a *task* (what to find, and the data to find it in), an
 *answer* cell where the learner writes code that sets a variable, and a *check* cell that calls a function of
-this package, e.g. ``lab01.check_correlation_id(corr_id, MYSTERY)``. In the instructor's notebook the answer
+a lab's module, e.g. ``lab01.check_correlation_id(corr_id, MYSTERY)``. In the instructor's notebook the answer
 cell holds the solution and is tagged ``solution``; the student version (``scripts/build_labs.py --student``)
 replaces it with ``corr_id = ...``.
 

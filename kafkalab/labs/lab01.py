@@ -20,39 +20,37 @@ fixed here:
   bootstrap connection, so the lab prints the conversation with repeats folded.)
 
 When a client is not installed (kcat is often missing on laptops), :func:`first_request` and
-:func:`produce_conversation` fall back to frames recorded with exactly these settings in ``data/frames/``
-(regenerate them with ``python -m kafkalab.exercises.lab01 --record``). The lab prints nothing that tells the
+:func:`produce_conversation` fall back to frames recorded with exactly these settings, shipped with the package in ``kafkalab/labs/frames/``
+(package data, read through :mod:`importlib.resources`, so a wheel install has them too)
+(regenerate them with ``scripts/record_frames.py lab01``). The lab prints nothing that tells the
 two apart, so its output is the same either way; :data:`SOURCES` says which one was used.
 
 The checks (``check_*``) compute the right answer from the data the learner was given, with kafkalab's own
-decoder and header rule, and return a :class:`~kafkalab.exercises.CheckResult`.
+decoder and header rule, and return a :class:`~kafkalab.labs.CheckResult`.
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import html
+import importlib.resources
 import json
 import struct
-import sys
 import time
 import warnings
-from pathlib import Path
 from typing import Any, Iterable, NamedTuple, Optional
 
-from kafkalab.exercises import CheckResult, check_equal, check_parts
+from kafkalab.labs import CheckResult, check_equal, check_parts
 from kafkalab.protocol import (RESPONSE_HEADER, Annotation, ApiKey, DecodeError, annotate_request, api_name,
                                decode_request, request_header_version, request_schema, response_header_version,
                                response_schema)
 from kafkalab.protocol import primitives as P
 from kafkalab.protocol.annotate import Row, annotate_message
-from kafkalab.trace import (ClientNotAvailable, ScriptedReplies, available_clients, capture, client_version,
-                            first_request_only)
+from kafkalab.trace import ClientNotAvailable, ScriptedReplies, capture, first_request_only
 
 __all__ = ["CLIENT_ID", "LIBRDKAFKA_SOFTWARE", "TOPIC", "RECORDS", "FRAMES", "SOURCES", "Frame", "client_config",
            "recorded", "first_request", "HoldFirstReply", "produce_conversation", "annotate_response_as",
            "header_version_grid", "check_correlation_id", "check_compact_length", "check_zigzag",
-           "check_response_header_versions", "check_client_id_range", "record"]
+           "check_response_header_versions", "check_client_id_range"]
 
 CLIENT_ID = "kafkalab-lab01"
 #: librdkafka's KIP-511 self-description, fixed so that kcat and confluent-kafka put the same bytes on the wire.
@@ -63,7 +61,8 @@ RECORDS = [
     {"key": "sensor-1", "value": "21.5", "headers": [["unit", "celsius"]], "timestamp": 1700000000000},
     {"key": "sensor-2", "value": "19.0", "headers": [["unit", "celsius"]], "timestamp": 1700000000250},
 ]
-FRAMES = Path(__file__).resolve().parents[2] / "data" / "frames"
+#: The recorded frames (package data): ``manifest.json`` and one ``.bin`` per request frame, without its size.
+FRAMES = importlib.resources.files("kafkalab.labs") / "frames"
 #: Which source each capture of this process used: ``{"kcat": "live", ...}`` or ``"recorded"``.
 SOURCES: dict[str, str] = {}
 
@@ -90,7 +89,7 @@ def _manifest() -> dict:
 
 
 def recorded(name: str) -> bytes:
-    """The bytes of ``data/frames/<name>`` (a frame without its size prefix), checked against the manifest."""
+    """The bytes of ``kafkalab/labs/frames/<name>`` (a frame without its size prefix), checked against the manifest."""
     entry = next((f for f in _manifest()["frames"] if f["file"] == name), None)
     if entry is None:
         raise KeyError(f"no recorded frame {name!r} in {FRAMES / 'manifest.json'}")
@@ -356,62 +355,3 @@ def check_client_id_range(answer: Any, wire: bytes) -> CheckResult:
     return check_equal("Exercise 5 · client_id's byte range", answer, expected, diagnose=diagnose,
                        describe=lambda a: repr(tuple(a)) if isinstance(a, list) else repr(a),
                        hint="wire[start:end] should be the 2-byte length followed by the client id's text")
-
-
-# -- recording the fallbacks ----------------------------------------------------------------------------------------
-def record(folder: Path = FRAMES) -> list[dict]:
-    """Capture the lab's frames with every installed client and write them (and manifest.json) to ``folder``.
-
-    Run it when a client version changes: ``python -m kafkalab.exercises.lab01 --record``.
-    """
-    folder.mkdir(parents=True, exist_ok=True)
-    entries = []
-    missing = [c for c in ("kcat", "confluent-kafka", "kafka-python", "aiokafka") if c not in available_clients()]
-    if missing:
-        raise SystemExit(f"recording needs every client; missing: {', '.join(missing)}")
-
-    def add(client, conversation, index, fr: Frame, note):
-        name = (f"{client}-{fr.api_name}-v{fr.api_version}.bin" if conversation == "first"
-                else f"{client}-{conversation}-{index}-{fr.api_name}-v{fr.api_version}.bin")
-        (folder / name).write_bytes(fr.frame)
-        key = int(struct.unpack_from(">h", fr.frame, 0)[0])
-        entries.append({"file": name, "client": client, "client_version": client_version(client),
-                        "conversation": conversation, "index": index, "connection": fr.connection,
-                        "api": fr.api_name, "api_key": key, "api_version": fr.api_version,
-                        "header_version": request_header_version(key, fr.api_version), "size": len(fr.frame),
-                        "sha256": hashlib.sha256(fr.frame).hexdigest(), "note": note})
-
-    for client in ("kcat", "confluent-kafka", "kafka-python", "aiokafka"):
-        frame = first_request(client)
-        req = decode_request(frame)
-        add(client, "first", 0, Frame(0, req.api_name, req.api_version, frame),
-            "the first request of a metadata lookup, never answered")
-    for i, fr in enumerate(produce_conversation()):
-        add("confluent-kafka", "produce", i, fr, "produce RECORDS to partition 0 with HoldFirstReply")
-    manifest = {
-        "about": "Frames recorded by kafkalab.exercises.lab01.record() for labs/01_the_wire.ipynb, which uses "
-                 "them when a client is not installed. Each .bin is one request frame WITHOUT its 4-byte size "
-                 "prefix. Settings: see the 'settings' object.",
-        "settings": {"client_id": CLIENT_ID, "librdkafka_software": LIBRDKAFKA_SOFTWARE, "topic": TOPIC,
-                     "records": RECORDS},
-        "frames": entries,
-    }
-    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-    return entries
-
-
-def _main(argv: Optional[list] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kafkalab.exercises.lab01", description=__doc__.splitlines()[0])
-    parser.add_argument("--record", action="store_true", help="capture again and rewrite data/frames/")
-    parser.add_argument("--folder", type=Path, default=FRAMES)
-    args = parser.parse_args(argv)
-    if not args.record:
-        parser.print_help()
-        return 0
-    for entry in record(args.folder):
-        print(f"{entry['file']:<48} {entry['size']:>4} bytes  {entry['client_version']}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_main())

@@ -35,7 +35,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from kafkalab.clients.producer.accumulator import RECORD_BATCH_OVERHEAD
 from kafkalab.clients.producer.partitioner import murmur2, to_positive
-from kafkalab.exercises import CheckResult, check, check_equal, check_parts, is_unanswered
+from kafkalab.labs import CheckResult, check, check_equal, check_parts, is_unanswered
 
 __all__ = ["TOPIC", "T0", "CLIENT_ID", "config", "murmur2_steps", "partition_table", "produce_requests",
            "batch_rows", "sent_order", "pid", "routing_diagram", "order_events", "compression_rows", "plan_batches", "sequence_outcome",
@@ -282,7 +282,7 @@ def log_rows(partition_dir) -> list[dict]:
 def resend(event, address: Optional[str] = None):
     """Send the request frame of a trace ``event`` again, byte for byte, on a new bare connection to the same
     broker, and return the decoded response (a retry that the producer never made, as if an answer was lost)."""
-    from kafkalab.exercises.lab02 import RawConnection
+    from kafkalab.trace import RawConnection
     from kafkalab.protocol import decode_response
 
     with RawConnection(address or event.address) as conn:

@@ -34,7 +34,7 @@ import logging
 import time
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
-from kafkalab.exercises import CheckResult, Part, check, check_equal, is_unanswered
+from kafkalab.labs import CheckResult, Part, check, check_equal, is_unanswered
 
 __all__ = ["TOPIC", "OVERRIDES", "DEFINITE_ERRORS", "classify", "recorder", "RunTimeline", "JepsenRun",
            "read_everything", "replica_rows", "setting_outcome", "lost_after_unclean_election", "check_lost_values",

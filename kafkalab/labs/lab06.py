@@ -20,7 +20,7 @@ module reads those files **straight from disk**, the way ``kafka-dump-log.sh`` o
 * :class:`ByteDiff` (the bytes a client sent next to the bytes on disk, differences marked) and
   :class:`SegmentMap` (segments as bars of batches, index entries as arrows into the ``.log``), both
   deterministic SVG/HTML;
-* :func:`produce_batches` -- Produce requests on a bare connection (lab 02's :class:`RawConnection`), so the
+* :func:`produce_batches` -- Produce requests on a bare connection (:class:`kafkalab.trace.RawConnection`), so the
   notebook knows the exact bytes it sent;
 * the checks ``check_*``, which compute the right answer from the data the learner was given.
 
@@ -39,7 +39,7 @@ import struct
 from pathlib import Path
 from typing import Any, Iterable, Mapping, NamedTuple, Optional, Sequence
 
-from kafkalab.exercises import CheckResult, Part, check, check_equal, is_unanswered
+from kafkalab.labs import CheckResult, Part, check, check_equal, is_unanswered
 from kafkalab.records import crc_is_valid, read_batch_header
 
 __all__ = ["TOPIC", "T0", "FILE_ROLES", "file_tree", "read_masked", "Segment", "IndexEntry", "BatchInfo",
@@ -244,7 +244,7 @@ def dump_log(partition_dir, files: Sequence[str], *flags: str) -> str:
 def produce_batches(bootstrap: str, topic: str, batches: Iterable[bytes], *, partition: int = 0,
                     client_id: str = "kafkalab-lab06", version: int = 9) -> list[int]:
     """Send each batch in its own Produce request (acks=all) and return the base offsets the broker assigned."""
-    from kafkalab.exercises.lab02 import RawConnection
+    from kafkalab.trace import RawConnection
     from kafkalab.protocol import ApiKey, decode_response, encode_request, make_request, request_class
 
     Produce = request_class(ApiKey.PRODUCE)
@@ -267,7 +267,7 @@ def list_offsets(bootstrap: str, topic: str, timestamps: Sequence[int], *, parti
                  version: int = 9) -> list[tuple[int, int]]:
     """ListOffsets for each of ``timestamps`` (-1 latest, -2 earliest, -3 max timestamp, or a time in ms), one
     request each; returns ``[(timestamp, offset), ...]`` as the broker answered."""
-    from kafkalab.exercises.lab02 import RawConnection
+    from kafkalab.trace import RawConnection
     from kafkalab.protocol import ApiKey, decode_response, encode_request, make_request, request_class
 
     ListOffsets = request_class(ApiKey.LIST_OFFSETS)

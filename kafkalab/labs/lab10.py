@@ -45,7 +45,7 @@ from kafkalab.coordinator.group.group_metadata_manager import MemoryOffsetsLog, 
 from kafkalab.coordinator.group.records import (GroupMetadataKey, OffsetKey, read_group_value, read_message_key,
                                                 read_offset_value)
 from kafkalab.coordinator.group.state import TRANSITIONS
-from kafkalab.exercises import CheckResult, Part, check, check_equal, is_unanswered
+from kafkalab.labs import CheckResult, Part, check, check_equal, is_unanswered
 from kafkalab.protocol import ErrorCode
 from kafkalab.protocol.consumer_protocol import (Assignment, Subscription, annotate_subscription, encode_assignment,
                                                  encode_subscription, group_by_topic)

@@ -1,9 +1,12 @@
-"""Regenerate the golden frames in tests/golden/ from the real clients installed here.
+"""Record request frames from the real clients installed here: the tests' golden frames and lab 01's fallbacks.
 
-    .venv/bin/python tests/interop/regenerate_golden.py            # rewrite tests/golden/
-    .venv/bin/python tests/interop/regenerate_golden.py --check    # capture again, compare shapes, write nothing
+    .venv/bin/python scripts/record_frames.py golden            # rewrite tests/golden/
+    .venv/bin/python scripts/record_frames.py golden --check    # capture again, compare shapes, write nothing
+    .venv/bin/python scripts/record_frames.py lab01             # rewrite kafkalab/labs/frames/ (lab 01's fallbacks)
 
-Each capture runs one client against kafkalab's scripted listener (kafkalab.trace.capture) and keeps the first
+Both need every client (kcat, confluent-kafka, kafka-python, aiokafka); run them when a client version changes.
+
+**golden** (``tests/golden/``, read by ``tests/interop/test_golden_frames.py`` and others). Each capture runs one client against kafkalab's scripted listener (kafkalab.trace.capture) and keeps the first
 frame of every (client, API, version, variant). The expectations written to ``manifest.json`` do not come from
 kafkalab's decoder: the header fields are read here by hand with ``struct``, the body facts come from what the
 client was told to do (topic, acks, records) and from the client's documented identity (software name and
@@ -11,23 +14,31 @@ version). The script then checks that kafkalab's decoder agrees and stops if it 
 
 Produce frames contain timestamps and (for kcat) the capture time, so re-running changes those bytes; that is
 expected. Commit the regenerated files only when a client version changes or a capture is added.
+
+**lab01** (``kafkalab/labs/frames/``, package data). The frames lab 01 prints when a client is not installed,
+captured with the lab's fixed settings (``kafkalab.labs.lab01``: client id, librdkafka's software name, records
+with fixed timestamps) by the lab's own capture functions, plus ``manifest.json`` with each file's SHA-256, which
+``lab01.recorded()`` checks. Afterwards rebuild lab 01 (``scripts/build_labs.py 01``), run its nbval check and
+review the diff of ``manifest.json``.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import struct
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kafkalab.protocol import ApiKey, api_name, decode_request, request_header_version  # noqa: E402
-from kafkalab.trace import capture, drivers  # noqa: E402
+from kafkalab.trace import available_clients, capture, client_version, drivers  # noqa: E402
 from tests.interop._support import software  # noqa: E402
 
 GOLDEN = ROOT / "tests" / "golden"
+LAB01_FRAMES = ROOT / "kafkalab" / "labs" / "frames"
 TOPIC = "kafkalab"
 
 #: (client, action, capture options, what the capture is for). Earlier captures win a file name.
@@ -138,12 +149,9 @@ def collect() -> tuple[list[dict], dict[str, bytes]]:
     return entries, frames
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="capture and compare with the manifest; write nothing")
-    args = ap.parse_args()
+def golden(check: bool = False) -> None:
     entries, frames = collect()
-    if args.check:
+    if check:
         # Produce frames carry timestamps, and librdkafka's extra Metadata requests depend on timing, so
         # compare what must not change: every stored file is captured again, same version, same size
         # (Produce excepted: kcat's timestamps differ in length as varints).
@@ -165,7 +173,7 @@ def main() -> None:
         (GOLDEN / name).write_bytes(frame)
     manifest = {
         "about": "Request frames captured from real Kafka clients by kafkalab.trace.capture (each .bin is one "
-                 "frame WITHOUT its 4-byte size prefix). Regenerate: tests/interop/regenerate_golden.py. "
+                 "frame WITHOUT its 4-byte size prefix). Regenerate: scripts/record_frames.py golden. "
                  "Expected values: headers read by hand, bodies from what each client was asked to do.",
         "topic": TOPIC,
         "frames": entries,
@@ -174,5 +182,65 @@ def main() -> None:
     print(f"wrote {len(frames)} frames ({sum(map(len, frames.values()))} bytes) to {GOLDEN}")
 
 
+# -- lab 01's fallbacks ------------------------------------------------------------------------------------------------
+LAB01_CLIENTS = ("kcat", "confluent-kafka", "kafka-python", "aiokafka")
+
+
+def record_lab01(folder: Path = LAB01_FRAMES) -> list[dict]:
+    """Capture lab 01's frames with every installed client and write them (and manifest.json) to ``folder``."""
+    from kafkalab.labs import lab01
+
+    missing = [c for c in LAB01_CLIENTS if c not in available_clients()]
+    if missing:
+        raise SystemExit(f"recording needs every client; missing: {', '.join(missing)}")
+    folder.mkdir(parents=True, exist_ok=True)
+    entries = []
+
+    def add(client, conversation, index, fr, note):
+        name = (f"{client}-{fr.api_name}-v{fr.api_version}.bin" if conversation == "first"
+                else f"{client}-{conversation}-{index}-{fr.api_name}-v{fr.api_version}.bin")
+        (folder / name).write_bytes(fr.frame)
+        key = int(struct.unpack_from(">h", fr.frame, 0)[0])
+        entries.append({"file": name, "client": client, "client_version": client_version(client),
+                        "conversation": conversation, "index": index, "connection": fr.connection,
+                        "api": fr.api_name, "api_key": key, "api_version": fr.api_version,
+                        "header_version": request_header_version(key, fr.api_version), "size": len(fr.frame),
+                        "sha256": hashlib.sha256(fr.frame).hexdigest(), "note": note})
+
+    for client in LAB01_CLIENTS:
+        frame = lab01.first_request(client)
+        req = decode_request(frame)
+        add(client, "first", 0, lab01.Frame(0, req.api_name, req.api_version, frame),
+            "the first request of a metadata lookup, never answered")
+    for i, fr in enumerate(lab01.produce_conversation()):
+        add("confluent-kafka", "produce", i, fr, "produce RECORDS to partition 0 with HoldFirstReply")
+    manifest = {
+        "about": "Frames recorded by scripts/record_frames.py lab01 for labs/01_the_wire.ipynb, which uses "
+                 "them when a client is not installed. Each .bin is one request frame WITHOUT its 4-byte size "
+                 "prefix. Settings: see the 'settings' object.",
+        "settings": {"client_id": lab01.CLIENT_ID, "librdkafka_software": lab01.LIBRDKAFKA_SOFTWARE,
+                     "topic": lab01.TOPIC, "records": lab01.RECORDS},
+        "frames": entries,
+    }
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    return entries
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="what", required=True)
+    g = sub.add_parser("golden", help="the golden frames in tests/golden/")
+    g.add_argument("--check", action="store_true", help="capture and compare with the manifest; write nothing")
+    lab = sub.add_parser("lab01", help="lab 01's recorded fallbacks in kafkalab/labs/frames/")
+    lab.add_argument("--folder", type=Path, default=LAB01_FRAMES, help="where to write (default: %(default)s)")
+    args = ap.parse_args(argv)
+    if args.what == "golden":
+        golden(args.check)
+        return 0
+    for entry in record_lab01(args.folder):
+        print(f"{entry['file']:<48} {entry['size']:>4} bytes  {entry['client_version']}")
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -29,7 +29,7 @@ import time
 from typing import Any, Iterable, Mapping, Optional
 
 from kafkalab.controller.election import offline_partition_leader
-from kafkalab.exercises import CheckResult, check_equal, check_parts, is_unanswered
+from kafkalab.labs import CheckResult, check_equal, check_parts, is_unanswered
 from kafkalab.protocol import ApiKey, api_name
 
 __all__ = ["TOPIC", "ASSIGNMENT", "OVERRIDES", "CONTROLLER_APIS", "create_topic", "session_owners", "zk_tree",
@@ -50,8 +50,7 @@ CONTROLLER_APIS = {ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA, ApiKey.STOP_RE
 
 def create_topic(cluster, name: str, assignment: Mapping[int, list], timeout: float = 10.0) -> None:
     """Create ``name`` with an explicit replica assignment; wait until every running broker knows its leaders."""
-    from kafkalab.exercises import lab04
-    lab04.create_topic(cluster, name, assignment, timeout)
+    cluster.create_topic(name, timeout=timeout, assignment=assignment)
 
 
 # -- the coordination store ----------------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from __future__ import annotations
 import html
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
-from kafkalab.exercises import CheckResult, Part, check, check_equal, is_unanswered
+from kafkalab.labs import CheckResult, Part, check, check_equal, is_unanswered
 
 __all__ = ["TOPIC", "RequestTap", "fetch_rows", "replica_rows", "leader_view", "ReplicaTimeline",
            "sample_invariants", "leader_partition", "high_watermark", "acks_outcome", "check_high_watermark", "check_acks_outcomes",

@@ -25,15 +25,13 @@ import json
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-from kafkalab.exercises import CheckResult, Part, check, is_unanswered
+from kafkalab.labs import CheckResult, Part, check, is_unanswered
 from kafkalab.spark.offsets import rate_limit
 
-__all__ = ["EVENTS", "EVENT_SCHEMA", "TOPIC", "load_events", "window_start", "window_totals", "plan_batches",
+__all__ = ["EVENT_SCHEMA", "TOPIC", "load_events", "window_start", "window_totals", "plan_batches",
            "checkpoint_offsets", "batch_offsets_table", "check_batch_plan", "check_window_revenue",
            "check_restart_offsets", "batch_slices_svg"]
 
-#: The dataset: two hours of a web shop's clicks (see data/README.md), one JSON object per line, in arrival order.
-EVENTS = Path(__file__).resolve().parents[2] / "data" / "clickstream" / "events.jsonl"
 TOPIC = "clicks"
 #: The value's JSON schema for ``from_json`` (Spark DDL); event_time parses as a timestamp.
 EVENT_SCHEMA = ("event_id string, event_time timestamp, user_id string, session_id string, event_type string, "
@@ -41,8 +39,11 @@ EVENT_SCHEMA = ("event_id string, event_time timestamp, user_id string, session_
                 "device string")
 
 
-def load_events(path=EVENTS, limit: Optional[int] = None) -> list[dict]:
-    """The events of ``path`` as dicts, in file (= arrival) order; the first ``limit`` only when given."""
+def load_events(path, limit: Optional[int] = None) -> list[dict]:
+    """The events of ``path`` as dicts, in file (= arrival) order; the first ``limit`` only when given.
+
+    The dataset is ``data/clickstream/events.jsonl`` of the repository (two hours of a web shop's clicks, see
+    ``data/README.md``), beside the notebooks rather than inside the package: the notebook passes its path."""
     out = []
     with open(path, encoding="utf-8") as f:
         for line in f:

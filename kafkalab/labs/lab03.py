@@ -18,7 +18,7 @@ what happened, not a simulation. This module holds what keeps those outputs repr
 * :func:`response_order` is the model of the broker's ordering rule that an exercise checks against;
 * pictures: :func:`connections_diagram` and :func:`request_path_diagram` (Graphviz, via
   :class:`kafkalab.viz.Diagram`), :class:`MetricsBars` (HTML); sequence diagrams use
-  :class:`kafkalab.exercises.lab02.SequenceDiagram`;
+  :class:`kafkalab.viz.SequenceDiagram`;
 * the checks ``check_*``.
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ import math
 import struct
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
-from kafkalab.exercises import CheckResult, Part, check, check_equal, is_unanswered
+from kafkalab.labs import CheckResult, Part, check, check_equal, is_unanswered
 from kafkalab.protocol import (ApiKey, FrameReader, InvalidReceiveError, api_name, encode_request, encode_response,
                                make_request, make_response, request_class, response_class, size_prefixed)
 from kafkalab.records import SimpleRecord, build_batch
@@ -51,13 +51,7 @@ _e = html.escape
 def create_topic_with_leaders(cluster, name: str, leaders: Sequence[int], timeout: float = 10.0) -> None:
     """Create ``name`` with one partition per entry of ``leaders``, partition ``p`` on broker ``leaders[p]``
     (replication factor 1), and wait until every broker knows the leaders."""
-    controller = cluster.broker(cluster.controller_id if cluster.controller_id >= 0 else 0)
-    assignment = {p: [int(b)] for p, b in enumerate(leaders)}
-    cluster.call(controller.admin.create_topic, name, -1, -1, assignment, {})
-    cluster.wait_until(lambda: all(
-        b.metadata_cache.partition_count(name) == len(leaders)
-        and all(p.leader >= 0 for p in b.metadata_cache.partitions(name))
-        for b in cluster.brokers.values() if b.is_running), timeout, f"topic {name} did not come online")
+    cluster.create_topic(name, timeout=timeout, assignment={p: [int(b)] for p, b in enumerate(leaders)})
 
 
 class Connection(NamedTuple):

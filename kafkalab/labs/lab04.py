@@ -26,9 +26,9 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping, Optional
 
 from kafkalab.clients.metadata import STALE_METADATA_ERRORS
-from kafkalab.exercises import CheckResult, check_equal, check_parts, is_unanswered
-from kafkalab.exercises.lab02 import RawConnection
+from kafkalab.labs import CheckResult, check_equal, check_parts, is_unanswered
 from kafkalab.protocol import ApiKey, ErrorCode, decode_response, encode_request, make_request, request_class
+from kafkalab.trace import RawConnection
 
 __all__ = ["TOPIC", "ASSIGNMENT", "OVERRIDES", "create_topic", "cached_leader", "cached_isr_size",
            "metadata_request", "brokers_table", "partitions_table", "routing_table", "cluster_diagram",
@@ -56,12 +56,7 @@ def error_name(code: int) -> str:
 # -- cluster side ---------------------------------------------------------------------------------------------------------
 def create_topic(cluster, name: str, assignment: Mapping[int, list], timeout: float = 10.0) -> None:
     """Create ``name`` with an explicit replica assignment and wait until every running broker knows its leaders."""
-    broker = cluster.broker(cluster.controller_id)
-    cluster.call(broker.admin.create_topic, name, -1, -1, {p: list(r) for p, r in assignment.items()}, {})
-    cluster.wait_until(lambda: all(
-        b.metadata_cache.partition_count(name) == len(assignment) and
-        all(p.leader >= 0 for p in b.metadata_cache.partitions(name))
-        for b in cluster.brokers.values() if b.is_running), timeout, f"topic {name} did not come online")
+    cluster.create_topic(name, timeout=timeout, assignment=assignment)
 
 
 def cached_leader(broker, topic: str, partition: int) -> Optional[int]:

@@ -25,7 +25,7 @@ import html
 import time
 from typing import Any, Optional
 
-from kafkalab.exercises import CheckResult, check, check_equal, is_unanswered
+from kafkalab.labs import CheckResult, check, check_equal, is_unanswered
 
 __all__ = ["raw_fetch", "wheel_html", "bucket_for", "idle_fetches", "check_bucket", "check_idle_fetches",
            "check_fetch_case"]
@@ -121,7 +121,7 @@ def check_bucket(answer: Any, delays: dict, tick_ms: int, wheel_size: int) -> Ch
         return CheckResult(title, "todo", "not answered yet: replace the ... in the answer cell")
     if not isinstance(answer, dict):
         return check(title, False, "give a dict {task: (level, slot start)}")
-    from kafkalab.exercises import Part
+    from kafkalab.labs import Part
     parts, right = [], 0
     for name, d in delays.items():
         want = bucket_for(d, tick_ms, wheel_size)
@@ -147,7 +147,7 @@ def check_bucket(answer: Any, delays: dict, tick_ms: int, wheel_size: int) -> Ch
 
 def check_idle_fetches(answer: Any, window_ms: int, round_trip_ms: float, waits: tuple) -> CheckResult:
     """Exercise: ``{max_wait_ms: requests in the window}`` for each wait in ``waits``."""
-    from kafkalab.exercises import check_parts
+    from kafkalab.labs import check_parts
     expected = {w: idle_fetches(window_ms, w, round_trip_ms) for w in waits}
 
     def diagnose(key, got):
