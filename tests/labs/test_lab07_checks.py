@@ -13,7 +13,7 @@ def test_bucket_for_matches_the_real_wheel(tick, size, delays):
     for d in delays:
         timer = SystemTimer("t", time=MockTime(), tick_ms=tick, wheel_size=size, start_ms=0)
         ran = []
-        timer.add(FunctionTask(d, lambda: ran.append(1)))
+        timer.add(FunctionTask(d, lambda ran=ran: ran.append(1)))
         where = lab07.bucket_for(d, tick, size)
         if where is None:
             assert ran == [] or timer.size() == 0
