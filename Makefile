@@ -4,15 +4,20 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 SETUP  := $(VENV)/.kafkalab-setup
 
-.PHONY: lab test broker setup check-python clean
+.PHONY: lab test lint broker setup check-python clean
 
 ## lab: set everything up and start JupyterLab on labs/ (each notebook starts its own embedded broker)
 lab: setup
 	$(VENV)/bin/jupyter lab --notebook-dir=labs
 
-## test: set everything up and run the whole suite: pytest (unit, interop, scenarios) + nbval (every lab)
-test: setup
+## test: set everything up, run `lint`, then the whole suite: pytest (unit, interop, scenarios) + nbval (every lab)
+test: lint
 	$(PY) -m pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with labs/sanitize.cfg tests labs
+
+## lint: ruff (pyflakes, bugbear, complexity) and the import contracts of pyproject.toml (docs/DEVELOPING.md)
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 
 ## broker: a standalone lab broker on 127.0.0.1:9092 (logs in ./kafka-logs), for kcat and scripts; Ctrl-C stops it
 broker: setup
@@ -30,4 +35,4 @@ check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kafkalab needs Python >= 3.11; run: make PYTHON=python3.11 ...")'
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache .import_linter_cache build *.egg-info

@@ -39,22 +39,16 @@ import os
 import platform
 import pstats
 import statistics
-import struct
 import sys
 import tempfile
 import threading
 import time
 import uuid
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-sys.path.insert(0, REPO)
-
-import broker as broker_bench  # noqa: E402  (benchmarks/broker.py: how to start a kafkalab broker)
+import harness
 
 CLIENTS = ("kafkalab", "confluent-kafka", "kafka-python")
-_INDEX = struct.Struct(">Q")
+_INDEX = harness.INDEX
 MiB = 1 << 20
 
 #: The same producer settings for every client, in each client's own spelling.
@@ -91,7 +85,7 @@ def produce_confluent(bootstrap, topic, values):
     def on_error(err, msg):
         if err is not None:
             failures[0] += 1
-    clog = broker_bench.ClientLog()
+    clog = harness.ClientLog()
     p = ck.Producer(clog.config(bootstrap, **{"client.id": "bench-confluent", "acks": "1", "linger.ms": LINGER_MS,
                                               "batch.size": BATCH_SIZE, "compression.type": "none",
                                               "enable.idempotence": False, "on_delivery": on_error,
@@ -220,7 +214,7 @@ def consume_kafkalab_raw_fetch(bootstrap, topic, n, size):
 
 def consume_confluent(bootstrap, topic, n, size):
     import confluent_kafka as ck
-    clog = broker_bench.ClientLog()
+    clog = harness.ClientLog()
     c = ck.Consumer(clog.config(bootstrap, **{"client.id": "bench-confluent", "group.id": "bench-confluent",
                                               "enable.auto.commit": False, "enable.auto.offset.store": False,
                                               "max.partition.fetch.bytes": PARTITION_FETCH_BYTES,
@@ -311,10 +305,10 @@ def versions() -> dict:
 
 
 def create_topic(bootstrap: str, name: str) -> None:
-    broker_bench.create_topic(bootstrap, name, broker_bench.ClientLog())
+    harness.create_topic(bootstrap, name, harness.ClientLog())
 
 
-def main() -> None:
+def _arguments():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--records", type=int, default=20_000)
     ap.add_argument("--size", type=int, default=1024, help="bytes per record value")
@@ -332,6 +326,11 @@ def main() -> None:
     for c in clients:
         if c not in CLIENTS:
             sys.exit(f"unknown client {c!r}; choose from {', '.join(CLIENTS)}")
+    return cfg, clients
+
+
+def main() -> None:
+    cfg, clients = _arguments()
     raw_fetch = "kafkalab" in clients and not kafkalab_consumer_available()
     if raw_fetch:
         CONSUME["kafkalab"] = consume_kafkalab_raw_fetch
@@ -355,8 +354,8 @@ def main() -> None:
         print("  kafkalab consume: kafkalab.clients.Consumer (assign + poll)")
 
     workdir = tempfile.mkdtemp(prefix="clients-bench-")
-    spec = broker_bench.kafkalab_spec(workdir)
-    proc = broker_bench.BrokerProcess(spec, workdir, "clients")
+    spec = harness.kafkalab_spec(workdir)
+    proc = harness.BrokerProcess(spec, workdir, "clients")
     proc.start()
     print(f"  broker: {spec.how} (ready in {proc.ready_s:.2f} s)\n")
     results = {c: {"produce": [], "consume": []} for c in clients}
@@ -401,11 +400,15 @@ def main() -> None:
         proc.stop()
 
     print(f"\n  load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    _print_results(clients, results, problems, cfg.size)
+
+
+def _print_results(clients: list, results: dict, problems: list, size: int) -> None:
     print(f"\n{'client':18s}{'produce rec/s':>15s}{'MB/s':>8s}{'consume rec/s':>15s}{'MB/s':>8s}")
     med = {c: {k: statistics.median(v) for k, v in r.items()} for c, r in results.items()}
     for c in clients:
         p, q = med[c]["produce"], med[c]["consume"]
-        print(f"{c:18s}{p:>15,.0f}{p * cfg.size / 1e6:>8.1f}{q:>15,.0f}{q * cfg.size / 1e6:>8.1f}")
+        print(f"{c:18s}{p:>15,.0f}{p * size / 1e6:>8.1f}{q:>15,.0f}{q * size / 1e6:>8.1f}")
     if "kafkalab" in clients:
         print()
         for other in clients:

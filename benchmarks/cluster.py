@@ -54,17 +54,10 @@ import threading
 import time
 from typing import Optional
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-sys.path.insert(0, REPO)
+from harness import (MB, RECORD_SIZE, REPO, AdminClient, ClientLog, NewTopic, ck, client_version,
+                     fmt, git_revision, kafkalab_env, latency_run, median, pct, print_rows,
+                     ProbedProcess, produce_run, value_of)
 
-import broker as broker_bench  # noqa: E402  (benchmarks/broker.py: client helpers, percentiles, formatting)
-from broker import ck, AdminClient, NewTopic, ClientLog, value_of, _pct, _fmt, _median  # noqa: E402
-
-RECORD_SIZE = broker_bench.RECORD_SIZE
-MB = broker_bench.MB
-THROUGHPUT_PRODUCER = broker_bench.THROUGHPUT_PRODUCER
 LATENCY_PRODUCER = {"linger.ms": 0, "compression.type": "none", "enable.idempotence": False}
 
 #: name, replication factor, acks, topic configs
@@ -79,7 +72,7 @@ FAILOVER_SLACK_S = 1.0
 
 
 # ============================================================================================ part 1
-class ClusterProcess:
+class ClusterProcess(ProbedProcess):
     """``python -m kafkalab.cli cluster --brokers N`` as a subprocess; ``start()`` waits for its ready line."""
 
     def __init__(self, workdir: str, brokers: int = 3, overrides: Optional[dict] = None):
@@ -93,9 +86,9 @@ class ClusterProcess:
                 "--log-dirs", os.path.join(self.workdir, "cluster")]
         for k, v in self.overrides.items():
             argv += ["--override", f"{k}={v}"]
-        env = dict(os.environ)
-        env["PYTHONPATH"] = REPO + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        self.stderr = open(os.path.join(self.workdir, "cluster.stderr"), "w+")
+        env = kafkalab_env()
+        self.log_path = os.path.join(self.workdir, "cluster.stderr")
+        self.stderr = open(self.log_path, "w+")
         t0 = time.perf_counter()
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.stderr, text=True, env=env,
                                      cwd=REPO)
@@ -111,19 +104,12 @@ class ClusterProcess:
         self.bootstrap = line.split("bootstrap.servers=", 1)[1].split()[0]
         return time.perf_counter() - t0
 
-    def cpu_seconds(self) -> Optional[float]:
-        return broker_bench._proc_cpu_seconds(self.proc.pid) if self.proc else None
-
-    def peak_rss_mb(self) -> Optional[float]:
-        return broker_bench._proc_peak_rss_mb(self.proc.pid) if self.proc else None
-
     def log_tail(self, n: int = 15) -> str:
         try:
             self.stderr.flush()
-            with open(self.stderr.name) as f:
-                return "".join(f.readlines()[-n:])
-        except Exception:
-            return ""
+        except (AttributeError, ValueError, OSError):  # not started, or already closed
+            pass
+        return super().log_tail(n)
 
     def stop(self, timeout: float = 10.0) -> None:
         if self.proc is None or self.proc.poll() is not None:
@@ -197,7 +183,7 @@ def run_config(cl: ClusterProcess, name: str, rf: int, acks: str, config: dict, 
     leaders = create_topic(cl.bootstrap, topic, rf, config, clog, partitions=cfg.partitions)
     prime_followers(cl.bootstrap, topic, cfg.partitions, clog)
     cpu0, c0 = cl.cpu_seconds(), time.process_time()
-    tput = broker_bench.produce_run(cl.bootstrap, topic, cfg.records, acks, clog, partitions=cfg.partitions)
+    tput = produce_run(cl.bootstrap, topic, cfg.records, acks, clog, partitions=cfg.partitions)
     tput["leaders"] = sorted(set(leaders.values()))
     cpu1, c1 = cl.cpu_seconds(), time.process_time()
     if cpu0 is not None and cpu1 is not None:
@@ -206,7 +192,7 @@ def run_config(cl: ClusterProcess, name: str, rf: int, acks: str, config: dict, 
     if rf > 1:
         tput["catch_up_s"] = wait_for_followers(cl.bootstrap, topic, cfg.records + cfg.partitions, clog,
                                                 partitions=cfg.partitions)
-    lat = broker_bench.latency_run(cl.bootstrap, topic, cfg.latency_records, clog, acks=acks, **LATENCY_PRODUCER)
+    lat = latency_run(cl.bootstrap, topic, cfg.latency_records, clog, acks=acks, **LATENCY_PRODUCER)
     delete_topic(cl.bootstrap, topic, clog)
     return {"tput": tput, "lat": lat}
 
@@ -255,7 +241,7 @@ def produce_part(cfg, workdir: str) -> dict:
                 s = r["lat"]["samples"]
                 print(f"  round {rnd + 1} {name:<14} {time.perf_counter() - t0:5.1f} s: "
                       f"{r['tput']['rps']:>9,.0f} rec/s ({r['tput']['failed']} failed), "
-                      f"ack p50 {_fmt(_pct(s, 50), 'ms')} ms p99 {_fmt(_pct(s, 99), 'ms')} ms, "
+                      f"ack p50 {fmt(pct(s, 50), 'ms')} ms p99 {fmt(pct(s, 99), 'ms')} ms, "
                       f"cluster CPU {r['tput'].get('cluster_cpu_us', float('nan')):.1f} us/rec, "
                       f"{r['tput'].get('produce_requests', '?')} produce requests, "
                       f"leaders on brokers {r['tput']['leaders']}", flush=True)
@@ -268,14 +254,14 @@ def produce_part(cfg, workdir: str) -> dict:
     for name, *_ in CONFIGS:
         rs = results[name]
         ok = [r for r in rs if not r["tput"]["failed"]]
-        rps = _median([r["tput"]["rps"] for r in ok])
+        rps = median([r["tput"]["rps"] for r in ok])
         lat = [x for r in rs for x in r["lat"]["samples"]]
         summ[name] = {
             "rps": rps, "mbs": rps * RECORD_SIZE / MB if rps else None,
             "rps_by_round": {r["round"]: r["tput"]["rps"] for r in ok},
-            "p50": _pct(lat, 50), "p99": _pct(lat, 99), "max": max(lat) if lat else None, "lat_n": len(lat),
-            "cpu": _median([r["tput"].get("cluster_cpu_us") for r in rs]),
-            "client_cpu": _median([r["tput"]["client_cpu_us"] for r in rs]),
+            "p50": pct(lat, 50), "p99": pct(lat, 99), "max": max(lat) if lat else None, "lat_n": len(lat),
+            "cpu": median([r["tput"].get("cluster_cpu_us") for r in rs]),
+            "client_cpu": median([r["tput"]["client_cpu_us"] for r in rs]),
             "failed_runs": len(rs) - len(ok), "runs": len(rs),
             "errors": collections.Counter(), }
         for r in rs:
@@ -297,16 +283,11 @@ def print_produce_table(summ: dict) -> None:
             ("client CPU, produce", "us/rec (lower better)", "client_cpu", "us/rec")]
     cols = ["metric", "unit"] + names + [f"{n} / {names[0]}" for n in names[1:]]
     table = []
-    for label, unit, key, fmt in rows:
-        row = [label, unit] + [_fmt(summ[n][key], fmt) if summ[n][key] is not None else "FAILED" for n in names]
+    for label, unit, key, unit_fmt in rows:
+        row = [label, unit] + [fmt(summ[n][key], unit_fmt) if summ[n][key] is not None else "FAILED" for n in names]
         row += [f"{summ[n][key] / base[key]:.2f}x" if summ[n][key] and base[key] else "n/a" for n in names[1:]]
         table.append(row)
-    widths = [max(len(str(r[i])) for r in table + [cols]) for i in range(len(cols))]
-    line = "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cols, widths)))
-    print(line)
-    print("-" * len(line))
-    for r in table:
-        print("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+    print_rows(cols, table)
 
 
 # ============================================================================================ part 2
@@ -374,7 +355,8 @@ def failover_child(args) -> int:
                 leader = before["leader"]
                 elected: list = []
 
-                def watch(old_epoch=before["leader_epoch"]):
+                # elected is bound now: a watcher that outlives its join(5) must not write into the next trial's list
+                def watch(old_epoch=before["leader_epoch"], elected=elected):
                     end = time.perf_counter() + session_ms / 1000 + 30
                     while time.perf_counter() < end:
                         s = cluster.partition_state(topic, 0)
@@ -414,8 +396,7 @@ def failover_child(args) -> int:
 
 
 def failover_part(cfg) -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = REPO + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env = kafkalab_env()
     argv = [sys.executable, os.path.abspath(__file__), "--failover-child", "--trials", str(cfg.trials),
             "--session-timeout-ms", str(cfg.session_timeout_ms), "--zk-tick-time-ms", str(cfg.zk_tick_time_ms),
             "--kinds", "expire,timeout"]
@@ -485,12 +466,12 @@ def main(argv=None) -> int:
 
     load0 = os.getloadavg()
     import kafkalab
-    rev = broker_bench._run_text(["git", "-C", REPO, "describe", "--always", "--dirty"])
+    rev = git_revision()
     print(f"cluster benchmark: 3 brokers in one process (kafkalab cluster), {cfg.records:,} records of "
           f"{RECORD_SIZE} B per throughput run, {cfg.latency_records} latency records per run, {cfg.rounds} round(s); "
           f"failover: {cfg.trials} trial(s) per kind of kill")
     print(f"versions: kafkalab {kafkalab.__version__} (git {rev}), Python {sys.version.split()[0]}, "
-          f"confluent-kafka {broker_bench._client_version()} / librdkafka {ck.libversion()[0]}")
+          f"confluent-kafka {client_version()} / librdkafka {ck.libversion()[0]}")
     print(f"machine: {os.cpu_count()} CPUs, load average {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}"
           + ("  (WARNING: other processes compete for the CPU; trust the ratios more than the numbers)"
              if load0[0] > 0.5 else ""))
@@ -530,7 +511,7 @@ def main(argv=None) -> int:
         paired = [all_r[k] / rf1_r[k] for k in sorted(all_r) if k in rf1_r]
         a, b = summ["RF=3/acks=all"]["rps"], summ["RF=1/acks=1"]["rps"]
         of_medians = a / b if a and b else None
-        r = _median(paired) if paired else None
+        r = median(paired) if paired else None
         if paired:
             print("\nRF=3/acks=all / RF=1/acks=1 within each round: " + ", ".join(f"{x:.0%}" for x in paired)
                   + f"; median {r:.0%} (ratio of the medians above: "
@@ -541,7 +522,7 @@ def main(argv=None) -> int:
         for name in summ:
             p99 = summ[name]["p99"]
             targets.append((f"ack latency p99 < {TARGET_P99_MS:.0f} ms, {name}",
-                            verdict(None if p99 is None else p99 < TARGET_P99_MS), f"{_fmt(p99, 'ms')} ms"))
+                            verdict(None if p99 is None else p99 < TARGET_P99_MS), f"{fmt(p99, 'ms')} ms"))
     if fo is not None:
         print("\nFailover results:\n")
         f = print_failover(fo)
@@ -557,7 +538,7 @@ def main(argv=None) -> int:
     if prod is not None:
         ld = prod["load_during"]
         print(f"  cluster start to ready {prod['ready_s']:.2f} s; cluster process peak RSS "
-              f"{_fmt(prod['rss'], 'MiB')} MiB; load average after each run "
+              f"{fmt(prod['rss'], 'MiB')} MiB; load average after each run "
               f"{min(ld, default=0):.2f}-{max(ld, default=0):.2f}")
         msgs = prod["client_log"]
         if msgs:

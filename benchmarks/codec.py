@@ -38,10 +38,7 @@ import tracemalloc
 import uuid
 from typing import Any, Callable, Optional
 
-try:
-    import kafkalab  # noqa: F401
-except ImportError:  # run from a checkout without `pip install -e .`
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import harness  # noqa: F401  (makes this checkout's kafkalab importable without `pip install -e .`)
 
 from kafkalab.protocol import codec, encode_request, make_request, request_schema, response_schema
 from kafkalab.protocol import request_class, response_class
@@ -122,7 +119,7 @@ def make_data() -> dict:
     data["fetch_parts"] = []
     for p in range(10):
         base = 1_000_000 * (p + 1)
-        blob, _ = build_batch(None, 64 * 1024, lambda i: (b"k%05d" % i, kib[(i + p) % 16], []), base)
+        blob, _ = build_batch(None, 64 * 1024, lambda i, p=p: (b"k%05d" % i, kib[(i + p) % 16], []), base)
         data["fetch_parts"].append((p, base + 5000, base + 5000, base - 200_000, blob))
     # d: 10,000 records, 100-byte values, one header each
     values = [rnd.randbytes(100) for _ in range(64)]
@@ -275,7 +272,7 @@ def _touch(records) -> int:
     """Read every field a consumer reads; the same loop for every library."""
     n = 0
     for r in records:
-        (r.key, r.value, r.headers, r.offset, r.timestamp)
+        _ = (r.key, r.value, r.headers, r.offset, r.timestamp)
         n += 1
     return n
 
@@ -630,9 +627,38 @@ def main(argv=None) -> int:
     t_start = time.perf_counter()
     d = make_data()
     problems: list[str] = []
-    ops: list[tuple[str, str, str, dict]] = []   # (row, label, op, {lib: fn or None})
-    produce = None
     print("Checks")
+    ops, produce, records_where = checked_ops(d, rows, problems)
+    results = time_ops(ops, timing)
+    if "d" in rows:
+        print_row_d(d, results, records_where)
+    print_targets(results)
+    if produce is not None:
+        print_copies(d, produce)
+
+    if problems:
+        print("\nProblems found by the checks:")
+        for p in problems:
+            print(f"  - {p}")
+    else:
+        print("\nChecks: all passed (round-trips, kafkalab's bytes identical to the others', records decoded).")
+
+    if args.profile:
+        for _row, label, op, _t, verdict, fns in results:
+            if verdict == "MISSED" and callable(fns.get("kafkalab")):
+                profile(fns["kafkalab"], f"{label} {op}", 1.0 if args.quick else 3.0)
+                print(f"Garbage collector during {label} {op}:")
+                gc_report(fns, timing)
+    busy_warning("after")
+    print(f"(total {time.perf_counter() - t_start:.1f} s)")
+    return 0
+
+
+def checked_ops(d: dict, rows: list, problems: list):
+    """Verify each chosen row (problems are appended) and list what to time: ``([(row, label, op, {lib: fn or
+    None})], the Produce row's impls or None, where row d's kafkalab decoder comes from)``."""
+    ops: list[tuple[str, str, str, dict]] = []
+    produce = None
     for row, build in (("a", metadata_impls), ("b", produce_impls), ("c", fetch_impls)):
         if row not in rows:
             continue
@@ -652,7 +678,11 @@ def main(argv=None) -> int:
         decoders, records_where = record_decoders(d)
         verify_records(d, decoders, problems)
         ops.append(("d", f"d {ROWS['d']}", "decode", decoders))
+    return ops, produce, records_where
 
+
+def time_ops(ops: list, timing: Timing) -> list:
+    """Time every operation (interleaved per row), print the table; ``[(row, label, op, times, verdict, fns)]``."""
     print("\nTimings (ms per operation; ratio = other's time / kafkalab's time, >1 = kafkalab faster)")
     head = (f"{'row':<28}{'op':<8}" + "".join(f"{lib:>14}" for lib in LIBS)
             + f"{'lab/kafka-py':>14}{'lab/kio':>10}  target >= {TARGET_VS_KAFKA_PYTHON}x kafka-python")
@@ -679,31 +709,36 @@ def main(argv=None) -> int:
               + (f" ({floor / lab:.0%} of kafkalab's decode); kafkalab returns records as zero-copy views of the"
                  f" frame, a decoder that copies cannot beat kafka-python by more than {kp / floor:.2f}x here"
                  if isinstance(lab, float) and isinstance(kp, float) else ""))
-    if "d" in rows:
-        n = len(d["truth10k"])
-        line = ", ".join(f"{lib} {n / t:,.0f}" if isinstance(t, float) else f"{lib} {t}"
-                         for (row, _, _, tt, _, _) in results if row == "d" for lib, t in tt.items() if t)
-        print(f"\nRow d throughput (records/s, all fields touched): {line}")
-        if records_where and not callable(find_lab_records_decoder()[0]):
-            print(f"  kafkalab: pending -- {records_where}.")
-            print(f"  Looked for: {', '.join('kafkalab.records.' + x for x in RECORDS_DECODER_NAMES)}"
-                  " (first callable wins; it is called as f(batch_bytes) and may return a batch, (batch, end)"
-                  " or an iterable of batches, each with .records or itself iterable).")
-        else:
-            print(f"  kafkalab decoder used: {records_where}")
-        d_fns = next(fns for (row, _, _, _, _, fns) in results if row == "d")
-        print("  GC collections per decode (gen 0/1/2, mean of 6 calls): " + ", ".join(
-            f"{lib} " + "/".join(f"{c:.3g}" for c in gc_collections(fn)) for lib, fn in d_fns.items() if callable(fn)))
+    return results
 
+
+def print_row_d(d: dict, results: list, records_where: Optional[str]) -> None:
+    n = len(d["truth10k"])
+    line = ", ".join(f"{lib} {n / t:,.0f}" if isinstance(t, float) else f"{lib} {t}"
+                     for (row, _, _, tt, _, _) in results if row == "d" for lib, t in tt.items() if t)
+    print(f"\nRow d throughput (records/s, all fields touched): {line}")
+    if records_where and not callable(find_lab_records_decoder()[0]):
+        print(f"  kafkalab: pending -- {records_where}.")
+        print(f"  Looked for: {', '.join('kafkalab.records.' + x for x in RECORDS_DECODER_NAMES)}"
+              " (first callable wins; it is called as f(batch_bytes) and may return a batch, (batch, end)"
+              " or an iterable of batches, each with .records or itself iterable).")
+    else:
+        print(f"  kafkalab decoder used: {records_where}")
+    d_fns = next(fns for (row, _, _, _, _, fns) in results if row == "d")
+    print("  GC collections per decode (gen 0/1/2, mean of 6 calls): " + ", ".join(
+        f"{lib} " + "/".join(f"{c:.3g}" for c in gc_collections(fn)) for lib, fn in d_fns.items() if callable(fn)))
+
+
+def print_targets(results: list) -> None:
     print("\nTargets")
     met = [r for r in results if r[4] == "met"]
     missed = [r for r in results if r[4] == "MISSED"]
     pending = [r for r in results if r[4] == "pending"]
     print(f"  kafkalab >= {TARGET_VS_KAFKA_PYTHON}x kafka-python on every operation (pure Python vs pure Python): "
           f"{len(met)} met, {len(missed)} MISSED, {len(pending)} pending")
-    for row, label, op, t, verdict, _ in missed:
+    for _row, label, op, t, _verdict, _ in missed:
         print(f"    MISSED: {label} {op}: {t['kafka-python'] / t['kafkalab']:.2f}x")
-    for row, label, op, t, verdict, _ in pending:
+    for _row, label, op, _t, _verdict, _ in pending:
         print(f"    pending: {label} {op} (kafkalab.records has no batch decoder yet)")
     kio_r = [(label, op, t["kio"] / t["kafkalab"]) for _, label, op, t, _, _ in results
              if isinstance(t["kio"], float) and isinstance(t["kafkalab"], float)]
@@ -711,42 +746,26 @@ def main(argv=None) -> int:
         print("  versus kio (native Rust parser; no target, reported as measured): "
               + "; ".join(f"{label.split()[0]} {op} {r:.2f}x" for label, op, r in kio_r))
 
-    if produce is not None:
-        batch_len = len(d["produce_batch"])
-        rows_c, passed = copy_check(produce, batch_len)
-        print(f"\nCopies of the {batch_len:,}-byte batch while encoding the Produce v9 request "
-              f"(tracemalloc peak during one encode; the batch itself already exists; limit "
-              f"{COPY_LIMIT / 2**20:.1f} MiB)")
-        for name, peak, copies in rows_c:
-            print(f"  {name:<40} peak {peak / 2**20:6.2f} MiB = {copies:4.2f} x the batch")
-        lab_body = rows_c[0]
-        ok = lab_body[1] < COPY_LIMIT and round(lab_body[2]) <= 1 and passed
-        print(f"  generated writer passes the caller's records object through to the final join: "
-              f"{'yes' if passed else 'NO'}")
-        print(f"  target 'encoding the Produce request copies the batch at most once' (kafkalab codec.encode): "
-              f"{'met' if ok else 'MISSED'}")
-        again = [name for name, peak, copies in rows_c[1:3] if round(copies) > 1]
-        if again:
-            print(f"  note: {' and '.join(again)} reach 2 batch-sized buffers: they copy the batch again after "
-                  f"codec.encode has joined it. tracemalloc only sees copies alive at the same time; a copy made "
-                  f"after the previous one was freed does not show in a peak.")
 
-    if problems:
-        print("\nProblems found by the checks:")
-        for p in problems:
-            print(f"  - {p}")
-    else:
-        print("\nChecks: all passed (round-trips, kafkalab's bytes identical to the others', records decoded).")
-
-    if args.profile:
-        for row, label, op, t, verdict, fns in results:
-            if verdict == "MISSED" and callable(fns.get("kafkalab")):
-                profile(fns["kafkalab"], f"{label} {op}", 1.0 if args.quick else 3.0)
-                print(f"Garbage collector during {label} {op}:")
-                gc_report(fns, timing)
-    busy_warning("after")
-    print(f"(total {time.perf_counter() - t_start:.1f} s)")
-    return 0
+def print_copies(d: dict, produce: dict) -> None:
+    batch_len = len(d["produce_batch"])
+    rows_c, passed = copy_check(produce, batch_len)
+    print(f"\nCopies of the {batch_len:,}-byte batch while encoding the Produce v9 request "
+          f"(tracemalloc peak during one encode; the batch itself already exists; limit "
+          f"{COPY_LIMIT / 2**20:.1f} MiB)")
+    for name, peak, copies in rows_c:
+        print(f"  {name:<40} peak {peak / 2**20:6.2f} MiB = {copies:4.2f} x the batch")
+    lab_body = rows_c[0]
+    ok = lab_body[1] < COPY_LIMIT and round(lab_body[2]) <= 1 and passed
+    print(f"  generated writer passes the caller's records object through to the final join: "
+          f"{'yes' if passed else 'NO'}")
+    print(f"  target 'encoding the Produce request copies the batch at most once' (kafkalab codec.encode): "
+          f"{'met' if ok else 'MISSED'}")
+    again = [name for name, peak, copies in rows_c[1:3] if round(copies) > 1]
+    if again:
+        print(f"  note: {' and '.join(again)} reach 2 batch-sized buffers: they copy the batch again after "
+              f"codec.encode has joined it. tracemalloc only sees copies alive at the same time; a copy made "
+              f"after the previous one was freed does not show in a peak.")
 
 
 if __name__ == "__main__":

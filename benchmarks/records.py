@@ -38,7 +38,7 @@ def kp_decode(buf):
     if not batch.validate_crc():
         raise ValueError("CRC mismatch")
     for r in batch:
-        r.offset, r.timestamp, r.key, r.value, r.headers
+        _ = r.offset, r.timestamp, r.key, r.value, r.headers
         n += 1
     return n
 
@@ -50,7 +50,7 @@ def our_encode():
 def our_decode(buf):
     n = 0
     for r in decode_batch(buf).records:
-        r.offset, r.timestamp, r.key, r.value, r.headers
+        _ = r.offset, r.timestamp, r.key, r.value, r.headers
         n += 1
     return n
 

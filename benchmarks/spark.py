@@ -46,17 +46,13 @@ import argparse
 import itertools
 import os
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from typing import Optional
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
-sys.path.insert(0, REPO)
+from harness import REPO, git_revision, median
 
 EVENTS = os.path.join(REPO, "data", "clickstream", "events.jsonl")
 
@@ -154,20 +150,6 @@ def floor_source():
         def streamReader(self, schema):
             return FloorStreamReader(*self._args())
     return FloorSource
-
-
-def _run_text(argv: list) -> str:
-    try:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"? ({e})"
-    lines = [ln for ln in (out.stdout + out.stderr).splitlines() if ln.strip()]
-    return lines[0].strip() if lines else "?"
-
-
-def _median(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
 
 
 # ============================================================================================ data
@@ -319,7 +301,7 @@ def main(argv=None) -> int:
     load0 = os.getloadavg()
     import kafkalab
     import pyspark
-    rev = _run_text(["git", "-C", REPO, "describe", "--always", "--dirty"])
+    rev = git_revision()
     print(f"spark benchmark: {cfg.records:,} clickstream events in {cfg.partitions} partitions / files, "
           f"{cfg.rounds} round(s) after {cfg.warmup} warm-up(s) of each variant", flush=True)
     t_start = time.perf_counter()
@@ -377,7 +359,7 @@ def main(argv=None) -> int:
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
-    med = {v: _median(results[v]) for v in VARIANTS}
+    med = {v: median(results[v]) for v in VARIANTS}
     rps = {v: cfg.records / med[v] for v in VARIANTS}
     print(f"\nResults (median of {cfg.rounds} round(s); records/s = {cfg.records:,} / wall time of the query; "
           f"MB/s = JSON bytes of the values):\n")

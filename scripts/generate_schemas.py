@@ -155,7 +155,7 @@ def generate(specs_dir: Path) -> dict[str, str]:
     by_key: dict[int, dict[str, dict]] = {}
     data_specs = []
     header_specs = []
-    for name, spec in specs.items():
+    for spec in specs.values():
         if spec["type"] in ("request", "response"):
             by_key.setdefault(spec["apiKey"], {})[spec["type"]] = spec
         elif spec["type"] == "header":

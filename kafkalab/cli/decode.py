@@ -34,7 +34,7 @@ def read_frame(arg: str) -> bytes:
     try:
         return bytes.fromhex(text)
     except ValueError:
-        raise SystemExit(f"kafkalab decode: {arg!r} is neither a file nor hex bytes")
+        raise SystemExit(f"kafkalab decode: {arg!r} is neither a file nor hex bytes") from None
 
 
 def run(args) -> int:

@@ -129,7 +129,7 @@ class BrokerConnection:
                 asyncio.open_connection(self.host, self.port), setup_timeout_s)
         except (OSError, asyncio.TimeoutError) as e:
             self.closed = True
-            raise NetworkException(f"cannot connect to node {self.node_id} at {self.address}: {e or 'timeout'}")
+            raise NetworkException(f"cannot connect to node {self.node_id} at {self.address}: {e or 'timeout'}") from e
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
         await self._negotiate()
 

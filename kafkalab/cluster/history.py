@@ -158,7 +158,18 @@ class History:
     # -- checking ------------------------------------------------------------------------------------------
     def check(self) -> CheckResult:
         r = CheckResult()
-        by_value = {op.value: op for op in self.sends}
+        seen_at, values_at, known_offsets, max_read = self._index_reads()
+        self._check_acknowledged_writes(r, seen_at, max_read)
+        self._check_values_read(r, seen_at, values_at)
+        self._check_poll_order(r, known_offsets)
+        counts = {t: sum(1 for op in self.sends if op.type == t) for t in ("ok", "fail", "info", "invoke")}
+        r.stats = {"sends": len(self.sends), "acknowledged": counts["ok"], "failed": counts["fail"],
+                   "indeterminate": counts["info"] + counts["invoke"], "read": len(seen_at)}
+        return r
+
+    def _index_reads(self):
+        """Where each value was read, what each offset held, which offsets exist and how far each partition was
+        read."""
         seen_at: dict[Any, set] = {}                  # value -> {(partition, offset)}
         values_at: dict[tuple, set] = {}              # (partition, offset) -> {values}
         known_offsets: dict[Hashable, set] = {}       # partition -> offsets known to exist
@@ -174,7 +185,10 @@ class History:
         for op in self.sends:
             if op.type == "ok" and op.offset is not None:
                 known_offsets.setdefault(op.partition, set()).add(op.offset)
+        return seen_at, values_at, known_offsets, max_read
 
+    def _check_acknowledged_writes(self, r: CheckResult, seen_at: dict, max_read: dict) -> None:
+        """Lost writes: acknowledged, never read, although a reader passed their offset or read to the end."""
         for op in self.sends:
             if op.type != "ok" or op.value in seen_at:
                 continue
@@ -183,6 +197,10 @@ class History:
                            for _, when in self.complete_reads.get(op.partition, ()))
             if passed or complete:
                 r.lost_write.append({"value": op.value, "partition": op.partition, "offset": op.offset})
+
+    def _check_values_read(self, r: CheckResult, seen_at: dict, values_at: dict) -> None:
+        """Duplicates, values nobody sent, values whose send failed, and offsets that held two values."""
+        by_value = {op.value: op for op in self.sends}
         for value, places in seen_at.items():
             if len(places) > 1:
                 r.duplicate.append({"value": value, "at": sorted(places, key=repr)})
@@ -197,13 +215,15 @@ class History:
                                                "values": sorted(values, key=repr)})
         r.inconsistent_offsets.sort(key=lambda c: (repr(c["partition"]), c["offset"]))
 
+    def _check_poll_order(self, r: CheckResult, known_offsets: dict) -> None:
+        """Each process's polls per partition: offsets going backwards, or skipping offsets known to exist."""
         position: dict[tuple, int] = {}               # (process, partition) -> last offset read
         for event in self.events:
             if event[0] == "seek":
                 position.pop((event[1], event[2]), None)
                 continue
             process = event[1]
-            for partition, offset, value in event[2]:
+            for partition, offset, _value in event[2]:
                 last = position.get((process, partition))
                 if last is not None:
                     if offset <= last:
@@ -215,8 +235,3 @@ class History:
                             r.poll_skip.append({"process": process, "partition": partition, "from": last,
                                                 "to": offset, "skipped": skipped})
                 position[(process, partition)] = offset
-
-        counts = {t: sum(1 for op in self.sends if op.type == t) for t in ("ok", "fail", "info", "invoke")}
-        r.stats = {"sends": len(self.sends), "acknowledged": counts["ok"], "failed": counts["fail"],
-                   "indeterminate": counts["info"] + counts["invoke"], "read": len(seen_at)}
-        return r

@@ -99,7 +99,8 @@ class _Walker:
         try:
             count, pos = P.read_unsigned_varint(buf, pos)
         except DecodeError as e:
-            raise self.fail(e, tpath)
+            self.fail(e, tpath)
+            raise
         self.rows.append(Row(tpath, start, pos, "TAG_BUFFER", count, depth))
         unknown = []
         for _ in range(count):
@@ -107,7 +108,8 @@ class _Walker:
                 tag, pos = P.read_unsigned_varint(buf, pos)
                 size, pos = P.read_unsigned_varint(buf, pos)
             except DecodeError as e:
-                raise self.fail(e, tpath)
+                self.fail(e, tpath)
+                raise
             end = pos + size
             if end > len(buf):
                 raise self.fail(DecodeError(f"tagged field {tag} of {size} bytes overruns the buffer", offset=pos),
@@ -188,7 +190,8 @@ class _Walker:
                 self.rows[index] = Row(path, start, pos, wtype, None, depth)
                 return value, pos
         except DecodeError as e:
-            raise self.fail(e, path)
+            self.fail(e, path)
+            raise
         self.rows.append(Row(path, start, pos, wtype, value, depth))
         return value, pos
 

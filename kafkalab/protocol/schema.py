@@ -209,7 +209,7 @@ class Message:
         try:
             return self.common_structs[field.element_type].fields
         except KeyError:
-            raise KeyError(f"{self.name}: struct type {field.element_type!r} of {field.name} is not defined")
+            raise KeyError(f"{self.name}: struct type {field.element_type!r} of {field.name} is not defined") from None
 
     # -- Python classes -------------------------------------------------------------------------------
     @property

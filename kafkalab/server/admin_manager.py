@@ -89,6 +89,30 @@ def _validate_replica_assignment(assignment: dict[int, list[int]], replication_f
                              f"replication factors [{', '.join(str(n) for _, n in bad)}], respectively.")
 
 
+def _validate_assignment_shape(placed: dict[int, list[int]], brokers: list[int]) -> None:
+    """The assignment's shape (AdminZkClient.validateTopicCreate): as many replicas everywhere, no duplicates,
+    partitions 0..n-1; and every replica on a live broker."""
+    if len({len(r) for r in placed.values()}) != 1:
+        raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             "All partitions should have the same number of replicas")
+    for replicas in placed.values():
+        if len(set(replicas)) != len(replicas):
+            raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"Duplicate replica assignment found: {placed}")
+    if sorted(placed) != list(range(len(placed))):
+        raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             "partitions should be a consecutive 0-based integer sequence")
+    # kafkalab (like a KRaft controller, unlike a ZooKeeper-era broker) refuses replicas on unknown brokers
+    # up front instead of creating partitions that can never get a leader.
+    if any(not r for r in placed.values()):
+        raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             "The manual partition assignment includes an empty replica list.")
+    missing = sorted({b for r in placed.values() for b in r if b not in brokers})
+    if missing:
+        raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             f"Unknown broker(s) in replica assignment: {', '.join(map(str, missing))}.")
+
+
 class AdminManager:
     def __init__(self, broker):
         self.broker = broker
@@ -113,22 +137,7 @@ class AdminManager:
             raise PartitionError(ErrorCode.INVALID_CONFIG,
                                  f"Null value not supported for topic configs: {','.join(nulls)}")
         brokers = self._live_brokers()
-        if assignment:
-            if partitions != -1 or replication_factor != -1:
-                raise PartitionError(ErrorCode.INVALID_REQUEST, "Both numPartitions or replicationFactor and "
-                                     "replicasAssignments were set. Both cannot be used at the same time.")
-            placed = {int(p): [int(b) for b in r] for p, r in assignment.items()}
-        else:
-            if partitions == -1:
-                partitions = self.config["num.partitions"]
-            if replication_factor == -1:
-                replication_factor = self.config["default.replication.factor"]
-            if partitions <= 0:
-                raise PartitionError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
-            try:
-                placed = assign_replicas_to_brokers(partitions, replication_factor, brokers)
-            except AssignmentError as e:
-                raise PartitionError(ErrorCode.INVALID_REPLICATION_FACTOR, str(e)) from None
+        placed = self._place_new_topic(partitions, replication_factor, assignment, brokers)
         # AdminZkClient.validateTopicCreate
         validate_topic_name(name)
         if self.zk.is_topic_marked_for_deletion(name):
@@ -143,27 +152,28 @@ class AdminManager:
             if colliding:
                 raise PartitionError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                                      f"Topic '{name}' collides with existing topics: {', '.join(colliding)}")
-        if len({len(r) for r in placed.values()}) != 1:
-            raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 "All partitions should have the same number of replicas")
-        for replicas in placed.values():
-            if len(set(replicas)) != len(replicas):
-                raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                     f"Duplicate replica assignment found: {placed}")
-        if sorted(placed) != list(range(len(placed))):
-            raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 "partitions should be a consecutive 0-based integer sequence")
-        # kafkalab (like a KRaft controller, unlike a ZooKeeper-era broker) refuses replicas on unknown brokers
-        # up front instead of creating partitions that can never get a leader.
-        if any(not r for r in placed.values()):
-            raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 "The manual partition assignment includes an empty replica list.")
-        missing = sorted({b for r in placed.values() for b in r if b not in brokers})
-        if missing:
-            raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 f"Unknown broker(s) in replica assignment: {', '.join(map(str, missing))}.")
+        _validate_assignment_shape(placed, brokers)
         self._validate_topic_configs(configs)
         return placed
+
+    def _place_new_topic(self, partitions: int, replication_factor: int, assignment: Optional[dict],
+                         brokers: list[int]) -> dict[int, list[int]]:
+        """The manual assignment as given, or counts (-1: the broker's defaults) placed on the live brokers."""
+        if assignment:
+            if partitions != -1 or replication_factor != -1:
+                raise PartitionError(ErrorCode.INVALID_REQUEST, "Both numPartitions or replicationFactor and "
+                                     "replicasAssignments were set. Both cannot be used at the same time.")
+            return {int(p): [int(b) for b in r] for p, r in assignment.items()}
+        if partitions == -1:
+            partitions = self.config["num.partitions"]
+        if replication_factor == -1:
+            replication_factor = self.config["default.replication.factor"]
+        if partitions <= 0:
+            raise PartitionError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+        try:
+            return assign_replicas_to_brokers(partitions, replication_factor, brokers)
+        except AssignmentError as e:
+            raise PartitionError(ErrorCode.INVALID_REPLICATION_FACTOR, str(e)) from None
 
     def _validate_topic_configs(self, configs: dict) -> LogConfig:
         """LogConfig.validate: the names first (InvalidConfigurationException), then the values against the

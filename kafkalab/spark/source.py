@@ -351,7 +351,7 @@ def read_range(p: KafkaInputPartition) -> Iterator:
         while position < p.end:
             try:
                 records = consumer.poll(timeout=0.5)
-            except OffsetOutOfRangeError:
+            except OffsetOutOfRangeError as e:
                 low = consumer.beginning_offsets([tp])
                 high = consumer.end_offsets([tp])
                 log_start, log_end = next(iter(low.values())), next(iter(high.values()))
@@ -364,7 +364,7 @@ def read_range(p: KafkaInputPartition) -> Iterator:
                     last_progress = time.monotonic()
                 elif (time.monotonic() - last_progress) * 1000 > p.poll_timeout_ms:
                     raise TimeoutError(f"{p.topic}-{p.partition} offset {position} stays out of range although "
-                                       f"the log holds [{log_start}, {log_end})")
+                                       f"the log holds [{log_start}, {log_end})") from e
                 else:                         # in range after all (a leader change): look again
                     time.sleep(0.1)
                 consumer.seek(tp, position)

@@ -108,14 +108,7 @@ def replay(path, topic: str, bootstrap_servers: str, *, rate: Optional[float] = 
     ``time`` the clock pacing uses (default: the real one); ``on_sent(index, metadata)`` is called on the
     caller's thread for each record once acknowledged, in file order (``index`` counts from 0).
     """
-    if timestamp not in TIMESTAMPS:
-        raise ValueError(f"timestamp must be one of {TIMESTAMPS}, not {timestamp!r}")
-    if rate is not None and rate <= 0:
-        raise ValueError(f"rate must be positive events per second (or None), not {rate!r}")
-    if limit is not None and limit < 0:
-        raise ValueError(f"limit must be >= 0, not {limit!r}")
-    if skip < 0:
-        raise ValueError(f"skip must be >= 0, not {skip!r}")
+    _check_arguments(timestamp, rate, limit, skip)
     clock = time or SYSTEM
     config = {"bootstrap.servers": bootstrap_servers, "acks": "all", "enable.idempotence": True,
               "client.id": "kafkalab-replay", **dict(producer_config or {})}
@@ -145,25 +138,7 @@ def replay(path, topic: str, bootstrap_servers: str, *, rate: Optional[float] = 
             if skipped < skip:
                 skipped += 1
                 continue
-            try:
-                event = json.loads(line)
-            except ValueError as e:
-                raise ValueError(f"{path}:{lineno}: not a JSON object: {e}") from None
-            if not isinstance(event, dict):
-                raise ValueError(f"{path}:{lineno}: not a JSON object")
-            key = None
-            if key_field is not None:
-                if event.get(key_field) is None:
-                    raise ValueError(f"{path}:{lineno}: no key field {key_field!r}")
-                v = event[key_field]
-                key = (v if isinstance(v, str) else json.dumps(v)).encode("utf-8")
-            headers = []
-            event_ms = None
-            if isinstance(event.get(event_time_field), str):
-                headers.append(("event_time", event[event_time_field].encode("utf-8")))
-                event_ms = parse_event_time(event[event_time_field])
-            if timestamp == "event-time" and event_ms is None:
-                raise ValueError(f"{path}:{lineno}: no {event_time_field!r} field for timestamp=event-time")
+            key, headers, event_ms = _parse_event(f"{path}:{lineno}", line, key_field, event_time_field, timestamp)
             if rate is not None:
                 due_ns = start_ns + int(index * 1e9 / rate)
                 now_ns = clock.nanoseconds()
@@ -180,6 +155,41 @@ def replay(path, topic: str, bootstrap_servers: str, *, rate: Optional[float] = 
         settle(True)
     summary.elapsed = (clock.nanoseconds() - start_ns) / 1e9
     return summary
+
+
+def _check_arguments(timestamp: str, rate: Optional[float], limit: Optional[int], skip: int) -> None:
+    if timestamp not in TIMESTAMPS:
+        raise ValueError(f"timestamp must be one of {TIMESTAMPS}, not {timestamp!r}")
+    if rate is not None and rate <= 0:
+        raise ValueError(f"rate must be positive events per second (or None), not {rate!r}")
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must be >= 0, not {limit!r}")
+    if skip < 0:
+        raise ValueError(f"skip must be >= 0, not {skip!r}")
+
+
+def _parse_event(where: str, line: bytes, key_field: Optional[str], event_time_field: str, timestamp: str):
+    """One JSON line -> (key, headers, event time in ms or None); ``where`` is ``path:lineno`` for errors."""
+    try:
+        event = json.loads(line)
+    except ValueError as e:
+        raise ValueError(f"{where}: not a JSON object: {e}") from None
+    if not isinstance(event, dict):
+        raise ValueError(f"{where}: not a JSON object")
+    key = None
+    if key_field is not None:
+        if event.get(key_field) is None:
+            raise ValueError(f"{where}: no key field {key_field!r}")
+        v = event[key_field]
+        key = (v if isinstance(v, str) else json.dumps(v)).encode("utf-8")
+    headers = []
+    event_ms = None
+    if isinstance(event.get(event_time_field), str):
+        headers.append(("event_time", event[event_time_field].encode("utf-8")))
+        event_ms = parse_event_time(event[event_time_field])
+    if timestamp == "event-time" and event_ms is None:
+        raise ValueError(f"{where}: no {event_time_field!r} field for timestamp=event-time")
+    return key, headers, event_ms
 
 
 # -- the command line ---------------------------------------------------------------------------------------

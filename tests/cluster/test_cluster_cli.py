@@ -48,7 +48,7 @@ def test_cluster_command_serves_three_brokers():
         elif os.environ.get("KAFKALAB_REQUIRE_KCAT") == "1":
             pytest.fail("kcat is required (KAFKALAB_REQUIRE_KCAT=1) but not installed")
         else:
-            confluent_kafka = pytest.importorskip("confluent_kafka")
+            pytest.importorskip("confluent_kafka")
             from confluent_kafka.admin import AdminClient
             md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
             assert sorted(md.brokers) == [0, 1, 2]

@@ -20,6 +20,10 @@ SPECS_DIR = Path(os.environ.get("KAFKALAB_SPECS_DIR") or REPO.parent / "shared" 
 HAVE_SPECS = SPECS_DIR.is_dir() and any(SPECS_DIR.glob("*Request.json"))
 SKIP_REASON = (f"Kafka's JSON message specs not found at {SPECS_DIR} (set KAFKALAB_SPECS_DIR, or check out "
                f"../shared/kafka-message-specs beside the repository)")
+#: CI sets KAFKALAB_REQUIRE_SPECS=1: there, missing specs fail every module that reads them instead of skipping.
+REQUIRE_SPECS = os.environ.get("KAFKALAB_REQUIRE_SPECS") == "1"
+if REQUIRE_SPECS and not HAVE_SPECS:
+    raise RuntimeError(f"KAFKALAB_REQUIRE_SPECS=1, but {SKIP_REASON}")
 needs_specs = pytest.mark.skipif(not HAVE_SPECS, reason=SKIP_REASON)
 
 MAX = 0x7FFF

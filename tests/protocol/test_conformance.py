@@ -53,7 +53,7 @@ def compare_fields(message: Message, spec: dict, kl_fields, js_fields, path: str
     for f, j in zip(kl_fields, js_fields):
         where = f"{path}.{j['name']}"
 
-        def check(what, ours, theirs):
+        def check(what, ours, theirs, where=where):
             if ours != theirs:
                 problems.append(f"{where}: {what} is {ours!r}, JSON says {theirs!r}")
 

@@ -58,8 +58,9 @@ def test_accepts_exactly_what_the_decoder_accepts(seed):
                                                                                  rng.randrange(256)))
         count = h.records_count + rng.choice((0, 0, 0, -1, 1))
         end = len(data) - rng.choice((0, 0, 0, 1, 7))
-        decoded = _outcome(lambda: decode_records(bytes(data[:end]), RECORD_BATCH_OVERHEAD, end, count,
-                                                  0, 0, 0, 0))
+        decoded = _outcome(lambda data=data, end=end, count=count: decode_records(
+            bytes(data[:end]), RECORD_BATCH_OVERHEAD, end, count, 0, 0, 0, 0))
         # the scan reads in place: bytes beyond ``end`` must not change its verdict
-        scanned = _outcome(lambda: scan_records(data, RECORD_BATCH_OVERHEAD, end, count))
+        scanned = _outcome(lambda data=data, end=end, count=count: scan_records(data, RECORD_BATCH_OVERHEAD, end,
+                                                                                count))
         assert (decoded == "error") == (scanned == "error"), (bytes(data).hex(), count, end)

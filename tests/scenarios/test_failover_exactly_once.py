@@ -42,8 +42,8 @@ def test_idempotent_acks_all_producer_loses_and_duplicates_nothing_across_leader
             cluster.kill(leader)
             kills.append(leader)
             send(100)                                     # produced while the partition fails over
-            cluster.wait_until(lambda: cluster.partition_state("orders", 0)["leader"] not in (-1, leader), 15,
-                               "no new leader")
+            cluster.wait_until(lambda leader=leader: cluster.partition_state("orders", 0)["leader"] not in (-1, leader),
+                               15, "no new leader")
             cluster.restart(leader)
             cluster.wait_until(lambda: len(cluster.partition_state("orders", 0)["isr"]) == 3, 20,
                                "the restarted broker did not rejoin the ISR")

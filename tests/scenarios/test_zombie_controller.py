@@ -94,9 +94,9 @@ def test_zombie_controller_is_fenced_by_the_controller_epoch():
 
         # Each broker logged the zombie's requests (clientId = its broker id) and changed nothing.
         for b in range(3):
-            cluster.wait_until(lambda: {r.api_key for r in cluster.brokers[b].channel.request_log.records
-                                        if r.client_id == str(zombie)} >= {ApiKey.LEADER_AND_ISR,
-                                                                           ApiKey.UPDATE_METADATA}, 5)
+            cluster.wait_until(lambda b=b: {r.api_key for r in cluster.brokers[b].channel.request_log.records
+                                            if r.client_id == str(zombie)} >= {ApiKey.LEADER_AND_ISR,
+                                                                               ApiKey.UPDATE_METADATA}, 5)
         asyncio.run(asyncio.sleep(0.2))
         after = {b: _broker_view(cluster, b) for b in range(3)}
         assert after == before
