@@ -473,11 +473,15 @@ class AbstractConfig:
         """Given keys nobody declared (``AbstractConfig.unused``; the broker logs them as unknown)."""
         return sorted(self.definition.unknown(self.originals))
 
+    def is_sensitive(self, name: str) -> bool:
+        """Is ``name`` a PASSWORD key (whose value must never be shown)?"""
+        key = self.definition.get(name)
+        return key is not None and key.type is Type.PASSWORD
+
     def _shown(self) -> str:
         items = []
         for k, v in sorted(self.originals.items()):
-            key = self.definition.get(k)
-            hidden = (key is not None and key.type is Type.PASSWORD) or isinstance(v, Password)
+            hidden = self.is_sensitive(k) or isinstance(v, Password)
             items.append(f"{k}={Password.HIDDEN if hidden else repr(v)}")
         return ", ".join(items)
 

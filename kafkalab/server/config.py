@@ -110,6 +110,8 @@ SERVER_CONFIGS = (
             "anyway.")
     .define("controlled.shutdown.retry.backoff.ms", T.LONG, 5000, None, M, "Wait between ControlledShutdown "
             "attempts.")
+    .define("max.request.partition.size.limit", T.INT, 2000, at_least(1), L, "Most partitions one "
+            "DescribeTopicPartitions response describes (the rest come with a cursor).")
     .define("transactional.id.expiration.ms", T.INT, 604800000, None, H, "Forget an idle transactional id after "
             "this.")
     .define("kafkalab.zookeeper.data.dir", T.STRING, None, None, L, "Where the embedded coordination store keeps "
@@ -129,6 +131,14 @@ class KafkaConfig(AbstractConfig):
         self.definitions: ConfigDef = BROKER_CONFIGS
         self.unknown = [k for k in self.unused() if not k.startswith("listener.name.")]
         self._validate()
+
+    def is_sensitive(self, name: str) -> bool:
+        """PASSWORD keys, also as per-listener overrides (``listener.name.<l>.<key>``), as KafkaConfig's
+        ``maybeSensitive`` treats them."""
+        if name.startswith("listener.name."):
+            base = name.split(".", 3)[3] if name.count(".") >= 3 else name
+            return base not in self.definition or super().is_sensitive(base)
+        return super().is_sensitive(name)
 
     @classmethod
     def from_file(cls, path, overrides: Optional[Mapping[str, Any]] = None) -> "KafkaConfig":

@@ -234,7 +234,8 @@ def test_one_config_exception_everywhere():
 
 def test_broker_config_hides_passwords_in_its_repr(caplog):
     from kafkalab.server.config import KafkaConfig
-    config = KafkaConfig({"broker.id": "1", "listener.name.x.ssl.key.password": Password("s3cret")})
+    config = KafkaConfig({"broker.id": "1", "listener.name.x.ssl.key.password": Password("s3cret"),
+                          "listener.name.y.ssl.keystore.password": "s3cret"})   # undeclared: treated as secret
     with caplog.at_level(logging.INFO):
         logging.getLogger("t").info("config: %s", config)
-    assert "s3cret" not in repr(config) and "s3cret" not in caplog.text
+    assert "s3cret" not in repr(config) and "s3cret" not in caplog.text and "broker.id='1'" in repr(config)
