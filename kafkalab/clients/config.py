@@ -49,8 +49,8 @@ def _common() -> ConfigDef:
     """``CommonClientConfigs``: the keys every client has."""
     return (
         ConfigDef(lenient_booleans=True)
-        .define("bootstrap.servers", T.LIST, NO_DEFAULT_VALUE, NonEmptyList("Missing required configuration 'bootstrap.servers': "
-                                                              "give a list of host:port"), H,
+        .define("bootstrap.servers", T.LIST, NO_DEFAULT_VALUE,
+                NonEmptyList("Missing required configuration 'bootstrap.servers': give a list of host:port"), H,
                 "host:port pairs for the first connection; the cluster's metadata names the rest.")
         .define("client.id", T.STRING, "", None, M, "A name sent with every request, for the broker's logs and "
                 "quotas (default: producer-N, consumer-N, adminclient-N).")

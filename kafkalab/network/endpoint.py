@@ -55,10 +55,10 @@ def parse_protocol_map(text: str) -> dict[str, str]:
     for item in filter(None, (s.strip() for s in text.split(","))):
         name, sep, proto = item.partition(":")
         if not sep or not name or not proto:
-            raise ConfigException(f"Invalid value {text} for configuration listener.security.protocol.map: Map "
+            raise ConfigError(f"Invalid value {text} for configuration listener.security.protocol.map: Map "
                               f"entry '{item}' is improperly formatted")
         if proto.upper() not in SECURITY_PROTOCOLS:
-            raise ConfigException(f"Invalid value {text} for configuration listener.security.protocol.map: No enum "
+            raise ConfigError(f"Invalid value {text} for configuration listener.security.protocol.map: No enum "
                               f"constant org.apache.kafka.common.security.auth.SecurityProtocol.{proto}")
         result[name.upper()] = proto.upper()
     return result
@@ -72,17 +72,17 @@ def parse_listeners(text: str, protocol_map: Optional[dict[str, str]] = None, *,
     for item in filter(None, (s.strip() for s in text.split(","))):
         m = _LISTENER.match(item)
         if not m:
-            raise ConfigException(f"Error creating broker listeners from '{text}': Unable to parse {item} to a broker "
+            raise ConfigError(f"Error creating broker listeners from '{text}': Unable to parse {item} to a broker "
                               f"endpoint")
         name = m.group("name").upper()
         if name not in protocol_map:
-            raise ConfigException(f"Error creating broker listeners from '{text}': No security protocol defined for "
+            raise ConfigError(f"Error creating broker listeners from '{text}': No security protocol defined for "
                               f"listener {name}")
         host = m.group("host").strip("[]")
         endpoints.append(EndPoint(name, host, int(m.group("port")), protocol_map[name]))
     names = [e.listener_name for e in endpoints]
     if len(set(names)) != len(names):
-        raise ConfigException(f"requirement failed: Each listener must have a different name, {config_name}: {text}")
+        raise ConfigError(f"requirement failed: Each listener must have a different name, {config_name}: {text}")
     if require_distinct_ports:
         _check_distinct_ports(endpoints, text, config_name)
     return endpoints
@@ -107,11 +107,11 @@ def _check_distinct_ports(endpoints: list[EndPoint], text: str, config_name: str
             continue
         versions = [_ip_version(e.host) for e in eps]
         if len(eps) > 2:
-            raise ConfigException(f"requirement failed: Each listener must have a different port unless exactly one "
+            raise ConfigError(f"requirement failed: Each listener must have a different port unless exactly one "
                               f"listener has an IPv4 address and the other IPv6 address, {config_name}: {text}, "
                               f"port: {port}")
         if None in versions:
-            raise ConfigException(f"requirement failed: Each listener must have a different port, {config_name}: {text}")
+            raise ConfigError(f"requirement failed: Each listener must have a different port, {config_name}: {text}")
         if sorted(versions) != [4, 6]:
-            raise ConfigException(f"requirement failed: If you have two listeners on the same port then one needs to be "
+            raise ConfigError(f"requirement failed: If you have two listeners on the same port then one needs to be "
                               f"IPv4 and the other IPv6, {config_name}: {text}, port: {port}")

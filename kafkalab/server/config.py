@@ -186,44 +186,43 @@ class KafkaConfig(AbstractConfig):
         v = self.values
         if "inter.broker.listener.name" in self.originals and "security.inter.broker.protocol" in self.originals:
             raise ConfigException("Only one of inter.broker.listener.name and security.inter.broker.protocol should "
-                              "be set.")
+                                  "be set.")
         protocol_map = self.protocol_map
         listeners = self.listeners
         advertised = self.advertised_listeners
         names = {e.listener_name for e in listeners}
         adv_names = [e.listener_name for e in advertised]
         if not set(adv_names) <= names:
-            raise ConfigException(f"requirement failed: advertised.listeners listener names must be equal to or a subset "
-                              f"of the ones defined in listeners. Found {','.join(adv_names)}. The valid options "
-                              f"based on the current configuration are {','.join(sorted(names))}")
+            raise ConfigException(f"requirement failed: advertised.listeners listener names must be equal to or a "
+                                  f"subset of the ones defined in listeners. Found {','.join(adv_names)}. The valid "
+                                  f"options based on the current configuration are {','.join(sorted(names))}")
         if any(e.host == "0.0.0.0" for e in advertised):
             raise ConfigException("requirement failed: advertised.listeners cannot use the nonroutable meta-address "
-                              "0.0.0.0. Use a routable IP address.")
+                                  "0.0.0.0. Use a routable IP address.")
         ibl = v["inter.broker.listener.name"]
         if ibl:
             if ibl.upper() not in protocol_map:
                 raise ConfigException(f"Listener with name {ibl} defined in inter.broker.listener.name not found in "
-                                  f"listener.security.protocol.map.")
+                                      f"listener.security.protocol.map.")
             if ibl.upper() not in adv_names:
-                raise ConfigException(f"requirement failed: inter.broker.listener.name must be a listener name defined in "
-                                  f"advertised.listeners. The valid options based on currently configured listeners "
-                                  f"are {','.join(adv_names)}")
+                raise ConfigException(f"requirement failed: inter.broker.listener.name must be a listener name "
+                                      f"defined in advertised.listeners. The valid options based on currently "
+                                      f"configured listeners are {','.join(adv_names)}")
         elif self.inter_broker_listener_name not in adv_names:
-            raise ConfigException(f"requirement failed: inter.broker.listener.name must be a listener name defined in "
-                              f"advertised.listeners. The valid options based on currently configured listeners are "
-                              f"{','.join(adv_names)}")
+            raise ConfigException(f"requirement failed: inter.broker.listener.name must be a listener name defined "
+                                  f"in advertised.listeners. The valid options based on currently configured "
+                                  f"listeners are {','.join(adv_names)}")
         qb = v["queued.max.request.bytes"]
         if qb > 0 and qb < v["socket.request.max.bytes"]:
             raise ConfigException("requirement failed: queued.max.request.bytes must be larger or equal to "
-                              "socket.request.max.bytes")
+                                  "socket.request.max.bytes")
         if v["connection.failed.authentication.delay.ms"] >= v["connections.max.idle.ms"]:
             raise ConfigException(f"requirement failed: connection.failed.authentication.delay.ms="
-                              f"{v['connection.failed.authentication.delay.ms']} should always be less than "
-                              f"connections.max.idle.ms={v['connections.max.idle.ms']} to prevent failed "
-                              f"authentication responses from timing out")
+                                  f"{v['connection.failed.authentication.delay.ms']} should always be less than "
+                                  f"connections.max.idle.ms={v['connections.max.idle.ms']} to prevent failed "
+                                  f"authentication responses from timing out")
         if v["replica.fetch.wait.max.ms"] > v["replica.lag.time.max.ms"]:
-            raise ConfigException("requirement failed: replica.fetch.wait.max.ms should always be less than or equal to "
-                              "replica.lag.time.max.ms to prevent frequent changes in ISR")
-
+            raise ConfigException("requirement failed: replica.fetch.wait.max.ms should always be less than or equal "
+                                  "to replica.lag.time.max.ms to prevent frequent changes in ISR")
 
 DEFAULT_PROTOCOLS = DEFAULT_SECURITY_PROTOCOL_MAP

@@ -14,11 +14,12 @@ Every partition's log is governed by about thirty *topic configs* (``segment.byt
 
 :data:`TOPIC_CONFIGS` is a :class:`~kafkalab.common.config.ConfigDef` with one key per topic config: type,
 default, validator, documentation, and the ordered broker synonyms with their unit (the broker keys themselves,
-with their own defaults, are declared in :mod:`kafkalab.storage.server_log_configs`). :meth:`LogConfig.from_broker` resolves a full config from the broker
-properties and a topic's overrides, and :meth:`LogConfig.describe` produces what a DescribeConfigs response
-needs (value, source, synonyms, type). Invalid values raise
-:class:`~kafkalab.storage.errors.InvalidConfigurationError` worded as Kafka words it: ``Invalid value 10 for
-configuration segment.bytes: Value must be at least 14``.
+with their own defaults, are declared in :mod:`kafkalab.storage.server_log_configs`).
+:meth:`LogConfig.from_broker` resolves a full config from the broker properties and a topic's overrides, and
+:meth:`LogConfig.describe` produces what a DescribeConfigs response needs (value, source, synonyms, type).
+Invalid values raise :class:`~kafkalab.storage.errors.InvalidConfigurationError` (the table's
+:class:`~kafkalab.common.config.ConfigException`, as the INVALID_CONFIG error a request gets) worded as Kafka
+words it: ``Invalid value 10 for configuration segment.bytes: Value must be at least 14``.
 
 :class:`LogManagerConfig` (re-exported from :mod:`~kafkalab.storage.server_log_configs`) holds the
 broker-only settings of the log manager (check intervals, cleaner switches, producer-id expiration).

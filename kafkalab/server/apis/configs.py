@@ -43,11 +43,11 @@ import collections
 import re
 from typing import Optional
 
+from kafkalab.common.config import Dynamic, Type, to_string
 from kafkalab.protocol import ApiKey, ErrorCode, response_class
 from kafkalab.server.admin_manager import OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT, validate_topic_name
 from kafkalab.server.apis.base import handles
 from kafkalab.server.partition import PartitionError
-from kafkalab.common.config import Dynamic, Type, to_string
 from kafkalab.storage.log_config import ConfigSource, ConfigType, LogConfig, TOPIC_CONFIGS
 
 __all__ = ["handle_describe_configs", "handle_incremental_alter_configs", "RESOURCE_TYPES"]
