@@ -30,19 +30,18 @@ def add_parser(sub) -> None:
 
 
 def parse_overrides(items) -> dict:
-    overrides = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise SystemExit(f"kafkalab broker: --override expects key=value, got {item!r}")
-        overrides[key.strip()] = value.strip()
-    return overrides
+    """``--override key=value`` arguments, parsed by :func:`kafkalab.common.config.parse_key_value_args`."""
+    from kafkalab.common.config import ConfigException, parse_key_value_args
+
+    try:
+        return parse_key_value_args(items)
+    except ConfigException as e:
+        raise SystemExit(f"kafkalab broker: --override {e}") from None
 
 
 def run(args) -> int:
-    from kafkalab.network.endpoint import ConfigError
+    from kafkalab.common.config import ConfigException, load_properties
     from kafkalab.server import KafkaConfig, KafkaServer
-    from kafkalab.server.config import load_properties
 
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
                         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)", stream=sys.stderr)
@@ -50,7 +49,7 @@ def run(args) -> int:
     props.update(parse_overrides(args.override))
     try:
         config = KafkaConfig(props)
-    except (ConfigError, ValueError) as e:
+    except (ConfigException, ValueError) as e:
         print(f"kafkalab broker: {e}", file=sys.stderr)
         return 1
     for key in config.unknown:

@@ -4,7 +4,8 @@ Theory of operation
 -------------------
 Every Kafka client is configured with one flat map of dotted names (``bootstrap.servers``, ``acks``,
 ``linger.ms``...). The Java client declares each name once in a ``ConfigDef`` -- its type, default, validator
-and importance -- and ``AbstractConfig`` parses the user's map against it: values given as strings are
+and importance -- and ``AbstractConfig`` parses the user's map against it (kafkalab's own
+:mod:`kafkalab.common.config` does the same for the broker, the topics and these clients): values given as strings are
 converted (``"5"`` -> 5, ``"true"`` -> True), out-of-range values raise ``ConfigException``, and names nobody
 declared are logged as "unused". kafkalab is stricter: an unknown name is an error, with the closest valid
 name suggested (``lingr.ms`` -> did you mean ``linger.ms``?), because a typo in a notebook should fail loudly.
@@ -15,7 +16,8 @@ requests in flight -- if the user *asked* for idempotence those are errors, othe
 switched off; ``delivery.timeout.ms`` must cover ``linger.ms + request.timeout.ms``.
 
 Not every declared name changes behaviour yet (security, metrics...); they are declared so configs written
-for the Java client load unchanged, and :data:`IGNORED` documents which ones kafkalab accepts but ignores.
+for the Java client load unchanged, marked ``inert`` in the tables, and :data:`IGNORED` lists them. Booleans
+may also be written ``yes``/``no`` or ``1``/``0`` (as librdkafka accepts them).
 
 Mirrors: ``clients/src/main/java/org/apache/kafka/common/config/{ConfigDef,AbstractConfig}.java``,
 ``clients/.../clients/{CommonClientConfigs,producer/ProducerConfig,consumer/ConsumerConfig,
@@ -23,240 +25,172 @@ admin/AdminClientConfig}.java``.
 """
 from __future__ import annotations
 
-import difflib
 import itertools
 from collections.abc import Mapping
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, Optional
+
+from kafkalab.common.config import (INT_MAX, CaseInsensitiveValidString, ConfigDef, ConfigException, ConfigKey,
+                                    Importance, NO_DEFAULT_VALUE, NonEmptyList, Password, Range, ValidList,
+                                    Type, suggest)
+
+T = Type
 
 __all__ = ["ConfigException", "ConfigKey", "ClientConfig", "PRODUCER_CONFIGS", "CONSUMER_CONFIGS",
-           "ADMIN_CONFIGS", "IGNORED", "producer_config", "consumer_config", "admin_config", "parse_config"]
+           "ADMIN_CONFIGS", "IGNORED", "producer_config", "consumer_config", "admin_config", "parse_config",
+           "suggest"]
 
-INT_MAX = 2**31 - 1
-
-
-class ConfigException(ValueError):
-    """A config name that does not exist, or a value of the wrong type or out of range (Java's name)."""
-
-
-class ConfigKey(NamedTuple):
-    name: str
-    type: str                 # "string", "int", "long", "boolean", "list", "double", "class", "password"
-    default: Any
-    validator: Optional[Callable[[str, Any], None]] = None
-    doc: str = ""
-
-
-# -- validators -----------------------------------------------------------------------------------------------------
-def at_least(low):
-    def check(name, value):
-        if value is not None and value < low:
-            raise ConfigException(f"Invalid value {value} for configuration {name}: Value must be at least {low}")
-    check.text = f"[{low},...]"
-    return check
-
-
-def between(low, high):
-    def check(name, value):
-        if value is not None and not low <= value <= high:
-            raise ConfigException(f"Invalid value {value} for configuration {name}: "
-                                  f"Value must be between {low} and {high}")
-    check.text = f"[{low},...,{high}]"
-    return check
-
-
-def one_of(*choices, case_insensitive: bool = True):
-    def check(name, value):
-        if value is None:
-            return
-        values = value if isinstance(value, list) else [value]
-        for v in values:
-            probe = v.lower() if case_insensitive and isinstance(v, str) else v
-            if probe not in choices:
-                raise ConfigException(f"Invalid value {v!r} for configuration {name}: "
-                                      f"String must be one of: {', '.join(map(str, choices))}")
-    check.text = "[" + ", ".join(map(str, choices)) + "]"
-    return check
-
-
-def _non_empty_list(name, value):
-    if not value:
-        raise ConfigException(f"Missing required configuration {name!r}: give a list of host:port")
+H, M, L = Importance.HIGH, Importance.MEDIUM, Importance.LOW
+at_least, between = Range.at_least, Range.between
+one_of = CaseInsensitiveValidString.in_
 
 
 # -- the definitions -------------------------------------------------------------------------------------------------
-def _k(name, type_, default, validator=None, doc=""):
-    return ConfigKey(name, type_, default, validator, doc)
+def _common() -> ConfigDef:
+    """``CommonClientConfigs``: the keys every client has."""
+    return (
+        ConfigDef(lenient_booleans=True)
+        .define("bootstrap.servers", T.LIST, NO_DEFAULT_VALUE,
+                NonEmptyList("Missing required configuration 'bootstrap.servers': give a list of host:port"), H,
+                "host:port pairs for the first connection; the cluster's metadata names the rest.")
+        .define("client.id", T.STRING, "", None, M, "A name sent with every request, for the broker's logs and "
+                "quotas (default: producer-N, consumer-N, adminclient-N).")
+        .define("client.dns.lookup", T.STRING, "use_all_dns_ips",
+                one_of("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only"), M,
+                "How host names are resolved.", inert=True)
+        .define("metadata.max.age.ms", T.LONG, 300_000, at_least(0), L, "Refresh metadata at least this often.")
+        .define("send.buffer.bytes", T.INT, 128 * 1024, at_least(-1), M, "SO_SNDBUF (-1: OS default).", inert=True)
+        .define("receive.buffer.bytes", T.INT, 64 * 1024, at_least(-1), M, "SO_RCVBUF (-1: OS default).",
+                inert=True)
+        .define("reconnect.backoff.ms", T.LONG, 50, at_least(0), L, "Wait before reconnecting to a broker.")
+        .define("reconnect.backoff.max.ms", T.LONG, 1000, at_least(0), L, "The reconnect backoff grows "
+                "exponentially up to this.")
+        .define("retry.backoff.ms", T.LONG, 100, at_least(0), L, "Wait before retrying a failed request.")
+        .define("retry.backoff.max.ms", T.LONG, 1000, at_least(0), L, "The retry backoff grows exponentially up "
+                "to this.")
+        .define("request.timeout.ms", T.INT, 30_000, at_least(0), M, "How long to wait for a response before "
+                "failing (or retrying) the request.")
+        .define("socket.connection.setup.timeout.ms", T.LONG, 10_000, at_least(0), M, "How long a connection "
+                "attempt may take.")
+        .define("socket.connection.setup.timeout.max.ms", T.LONG, 30_000, at_least(0), M, "The connection setup "
+                "timeout grows exponentially up to this.", inert=True)
+        .define("connections.max.idle.ms", T.LONG, 540_000, None, M, "Close connections idle for longer than "
+                "this.", inert=True)
+        .define("security.protocol", T.STRING, "PLAINTEXT", one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT",
+                                                                    "SASL_SSL"), M,
+                "Protocol used to talk to brokers.", inert=True)
+        .define("metrics.sample.window.ms", T.LONG, 30_000, at_least(0), L, "Metrics sample window.", inert=True)
+        .define("metrics.num.samples", T.INT, 2, at_least(1), L, "Samples kept per metric.", inert=True)
+        .define("metrics.recording.level", T.STRING, "INFO", one_of("INFO", "DEBUG", "TRACE"), L,
+                "Highest recording level of metrics.", inert=True)
+        .define("metric.reporters", T.LIST, [], None, L, "Metrics reporter classes.", inert=True)
+        .define("enable.metrics.push", T.BOOLEAN, True, None, L, "Push client metrics to the broker (KIP-714).",
+                inert=True)
+        .define("metadata.recovery.strategy", T.STRING, "none", one_of("none", "rebootstrap"), L,
+                "What to do when no known broker is reachable.", inert=True)
+    )
 
 
-_COMMON = [
-    _k("bootstrap.servers", "list", [], _non_empty_list, "host:port pairs for the first connection"),
-    _k("client.id", "string", ""),
-    _k("client.dns.lookup", "string", "use_all_dns_ips", one_of("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only")),
-    _k("metadata.max.age.ms", "long", 300_000, at_least(0), "refresh metadata at least this often"),
-    _k("send.buffer.bytes", "int", 128 * 1024, at_least(-1)),
-    _k("receive.buffer.bytes", "int", 64 * 1024, at_least(-1)),
-    _k("reconnect.backoff.ms", "long", 50, at_least(0)),
-    _k("reconnect.backoff.max.ms", "long", 1000, at_least(0)),
-    _k("retry.backoff.ms", "long", 100, at_least(0)),
-    _k("retry.backoff.max.ms", "long", 1000, at_least(0)),
-    _k("request.timeout.ms", "int", 30_000, at_least(0)),
-    _k("socket.connection.setup.timeout.ms", "long", 10_000, at_least(0)),
-    _k("socket.connection.setup.timeout.max.ms", "long", 30_000, at_least(0)),
-    _k("connections.max.idle.ms", "long", 540_000),
-    _k("security.protocol", "string", "PLAINTEXT", one_of("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")),
-    _k("metrics.sample.window.ms", "long", 30_000, at_least(0)),
-    _k("metrics.num.samples", "int", 2, at_least(1)),
-    _k("metrics.recording.level", "string", "INFO", one_of("info", "debug", "trace")),
-    _k("metric.reporters", "list", []),
-    _k("enable.metrics.push", "boolean", True),
-    _k("metadata.recovery.strategy", "string", "none", one_of("none", "rebootstrap")),
-]
+PRODUCER_CONFIGS = (
+    _common()
+    .define("acks", T.STRING, "all", one_of("all", "-1", "0", "1"), H, "Acknowledgements the leader waits for: "
+            "0 (none), 1 (the leader's own write), all/-1 (the whole ISR).")
+    .define("linger.ms", T.LONG, 5, at_least(0), M, "Wait this long for more records before sending a batch.")
+    .define("batch.size", T.INT, 16384, at_least(0), M, "Largest batch of records per partition, in bytes.")
+    .define("buffer.memory", T.LONG, 32 * 1024 * 1024, at_least(0), H, "Memory for records waiting to be sent.",
+            inert=True)
+    .define("compression.type", T.STRING, "none", one_of("none", "gzip", "snappy", "lz4", "zstd"), H,
+            "Codec of the batches the producer sends.")
+    .define("compression.gzip.level", T.INT, -1, between(-1, 9), L, "gzip level (-1: the codec's default).")
+    .define("compression.lz4.level", T.INT, 9, between(1, 17), L, "lz4 level.")
+    .define("compression.zstd.level", T.INT, 3, between(-131072, 22), L, "zstd level.")
+    .define("max.in.flight.requests.per.connection", T.INT, 5, at_least(1), L, "Unanswered requests per "
+            "connection (at most 5 with idempotence).")
+    .define("retries", T.INT, INT_MAX, between(0, INT_MAX), H, "How often a failed batch is retried (within "
+            "delivery.timeout.ms).")
+    .define("delivery.timeout.ms", T.INT, 120_000, at_least(0), M, "Upper bound on the time from send() to "
+            "success or failure.")
+    .define("max.block.ms", T.LONG, 60_000, at_least(0), M, "How long send() may block for metadata.")
+    .define("max.request.size", T.INT, 1024 * 1024, at_least(0), M, "Largest request the producer sends.")
+    .define("enable.idempotence", T.BOOLEAN, True, None, L, "Producer id and sequence numbers, so retries never "
+            "duplicate.")
+    .define("transactional.id", T.STRING, None, None, L, "Transactions (not implemented by kafkalab's producer).",
+            inert=True)
+    .define("transaction.timeout.ms", T.INT, 60_000, None, L, "Transaction timeout.", inert=True)
+    .define("partitioner", T.STRING, "murmur2_random",
+            one_of("murmur2_random", "murmur2", "consistent_random", "consistent", "random"), M,
+            "murmur2_random = the Java client's built-in partitioner; consistent_random = librdkafka's default")
+    .define("partitioner.class", T.CLASS, None, None, M, "A partitioner class.", inert=True)
+    .define("partitioner.ignore.keys", T.BOOLEAN, False, None, M, "Ignore keys when choosing partitions.")
+    .define("partitioner.adaptive.partitioning.enable", T.BOOLEAN, True, None, L, "Favour faster brokers.",
+            inert=True)
+    .define("partitioner.availability.timeout.ms", T.LONG, 0, at_least(0), L, "Avoid partitions whose leader "
+            "is slow for this long.", inert=True)
+    .define("metadata.max.idle.ms", T.LONG, 300_000, at_least(5000), L, "Forget the metadata of topics idle "
+            "this long.", inert=True)
+    .define("key.serializer", T.CLASS, None, None, H, "Serializer of keys (kafkalab sends bytes).", inert=True)
+    .define("value.serializer", T.CLASS, None, None, H, "Serializer of values (kafkalab sends bytes).",
+            inert=True)
+    .define("interceptor.classes", T.LIST, [], None, L, "Interceptor classes.", inert=True)
+)
 
-_PRODUCER = [
-    _k("acks", "string", "all", one_of("all", "-1", "0", "1")),
-    _k("linger.ms", "long", 5, at_least(0), "wait this long for more records before sending a batch"),
-    _k("batch.size", "int", 16384, at_least(0)),
-    _k("buffer.memory", "long", 32 * 1024 * 1024, at_least(0)),
-    _k("compression.type", "string", "none", one_of("none", "gzip", "snappy", "lz4", "zstd")),
-    _k("compression.gzip.level", "int", -1, between(-1, 9)),
-    _k("compression.lz4.level", "int", 9, between(1, 17)),
-    _k("compression.zstd.level", "int", 3, between(-131072, 22)),
-    _k("max.in.flight.requests.per.connection", "int", 5, at_least(1)),
-    _k("retries", "int", INT_MAX, between(0, INT_MAX)),
-    _k("delivery.timeout.ms", "int", 120_000, at_least(0)),
-    _k("max.block.ms", "long", 60_000, at_least(0)),
-    _k("max.request.size", "int", 1024 * 1024, at_least(0)),
-    _k("enable.idempotence", "boolean", True),
-    _k("transactional.id", "string", None),
-    _k("transaction.timeout.ms", "int", 60_000),
-    _k("partitioner", "string", "murmur2_random",
-       one_of("murmur2_random", "murmur2", "consistent_random", "consistent", "random"),
-       "murmur2_random = the Java client's built-in partitioner; consistent_random = librdkafka's default"),
-    _k("partitioner.class", "class", None),
-    _k("partitioner.ignore.keys", "boolean", False),
-    _k("partitioner.adaptive.partitioning.enable", "boolean", True),
-    _k("partitioner.availability.timeout.ms", "long", 0, at_least(0)),
-    _k("metadata.max.idle.ms", "long", 300_000, at_least(5000)),
-    _k("key.serializer", "class", None),
-    _k("value.serializer", "class", None),
-    _k("interceptor.classes", "list", []),
-]
+CONSUMER_CONFIGS = (
+    _common()
+    .define("group.id", T.STRING, None, None, H, "The consumer group; without one, no commits and no "
+            "subscribe().")
+    .define("group.instance.id", T.STRING, None, None, M, "Static membership (KIP-345).")
+    .define("group.protocol", T.STRING, "classic", one_of("classic", "consumer"), M, "Rebalance protocol.")
+    .define("group.remote.assignor", T.STRING, None, None, M, "Server-side assignor (consumer protocol).")
+    .define("session.timeout.ms", T.INT, 45_000, None, H, "A member silent this long leaves the group.")
+    .define("heartbeat.interval.ms", T.INT, 3_000, None, H, "How often the member heartbeats.")
+    .define("partition.assignment.strategy", T.LIST, ["range", "cooperative-sticky"],
+            ValidList.in_("range", "roundrobin", "sticky", "cooperative-sticky", case_insensitive=True), M,
+            "assignors by name: range, roundrobin, sticky, cooperative-sticky")
+    .define("enable.auto.commit", T.BOOLEAN, True, None, M, "Commit positions in the background.")
+    .define("auto.commit.interval.ms", T.INT, 5_000, at_least(0), L, "How often positions are committed.")
+    .define("auto.offset.reset", T.STRING, "latest", one_of("latest", "earliest", "none"), M, "Where to start "
+            "without a committed offset.")
+    .define("fetch.min.bytes", T.INT, 1, at_least(0), H, "The broker waits for this many bytes (or "
+            "fetch.max.wait.ms).")
+    .define("fetch.max.bytes", T.INT, 50 * 1024 * 1024, at_least(0), M, "Most bytes in one Fetch response.")
+    .define("fetch.max.wait.ms", T.INT, 500, at_least(0), L, "How long the broker may hold a Fetch.")
+    .define("max.partition.fetch.bytes", T.INT, 1024 * 1024, at_least(0), H, "Most bytes per partition in one "
+            "Fetch response.")
+    .define("max.poll.records", T.INT, 500, at_least(1), M, "Most records one poll() returns.")
+    .define("max.poll.interval.ms", T.INT, 300_000, at_least(1), M, "Longest time between polls before the "
+            "member leaves the group.")
+    .define("check.crcs", T.BOOLEAN, True, None, L, "Verify the CRC of fetched batches.")
+    .define("isolation.level", T.STRING, "read_uncommitted", one_of("read_uncommitted", "read_committed"), M,
+            "read_committed stops at the last stable offset.")
+    .define("exclude.internal.topics", T.BOOLEAN, True, None, M, "Pattern subscriptions skip internal topics.")
+    .define("allow.auto.create.topics", T.BOOLEAN, True, None, M, "Metadata requests may create topics.")
+    .define("client.rack", T.STRING, "", None, L, "This consumer's rack (fetch from the closest replica).")
+    .define("default.api.timeout.ms", T.INT, 60_000, at_least(0), M, "Timeout of blocking calls without one.")
+    .define("key.deserializer", T.CLASS, None, None, H, "Deserializer of keys (kafkalab returns bytes).",
+            inert=True)
+    .define("value.deserializer", T.CLASS, None, None, H, "Deserializer of values (kafkalab returns bytes).",
+            inert=True)
+    .define("interceptor.classes", T.LIST, [], None, L, "Interceptor classes.", inert=True)
+)
 
-_CONSUMER = [
-    _k("group.id", "string", None),
-    _k("group.instance.id", "string", None),
-    _k("group.protocol", "string", "classic", one_of("classic", "consumer")),
-    _k("group.remote.assignor", "string", None),
-    _k("session.timeout.ms", "int", 45_000),
-    _k("heartbeat.interval.ms", "int", 3_000),
-    _k("partition.assignment.strategy", "list", ["range", "cooperative-sticky"],
-       one_of("range", "roundrobin", "sticky", "cooperative-sticky"),
-       "assignors by name: range, roundrobin, sticky, cooperative-sticky"),
-    _k("enable.auto.commit", "boolean", True),
-    _k("auto.commit.interval.ms", "int", 5_000, at_least(0)),
-    _k("auto.offset.reset", "string", "latest", one_of("latest", "earliest", "none")),
-    _k("fetch.min.bytes", "int", 1, at_least(0)),
-    _k("fetch.max.bytes", "int", 50 * 1024 * 1024, at_least(0)),
-    _k("fetch.max.wait.ms", "int", 500, at_least(0)),
-    _k("max.partition.fetch.bytes", "int", 1024 * 1024, at_least(0)),
-    _k("max.poll.records", "int", 500, at_least(1)),
-    _k("max.poll.interval.ms", "int", 300_000, at_least(1)),
-    _k("check.crcs", "boolean", True),
-    _k("isolation.level", "string", "read_uncommitted", one_of("read_uncommitted", "read_committed")),
-    _k("exclude.internal.topics", "boolean", True),
-    _k("allow.auto.create.topics", "boolean", True),
-    _k("client.rack", "string", ""),
-    _k("default.api.timeout.ms", "int", 60_000, at_least(0)),
-    _k("key.deserializer", "class", None),
-    _k("value.deserializer", "class", None),
-    _k("interceptor.classes", "list", []),
-]
+ADMIN_CONFIGS = (
+    _common()
+    .define("retries", T.INT, INT_MAX, between(0, INT_MAX), L, "How often a failed call is retried.")
+    .define("default.api.timeout.ms", T.INT, 60_000, at_least(0), M, "Timeout of calls without one.")
+).with_default("connections.max.idle.ms", 300_000)
 
-_ADMIN = [
-    _k("retries", "int", INT_MAX, between(0, INT_MAX)),
-    _k("default.api.timeout.ms", "int", 60_000, at_least(0)),
-]
-
-
-def _table(*groups) -> dict[str, ConfigKey]:
-    out: dict[str, ConfigKey] = {}
-    for key in itertools.chain(*groups):
-        out[key.name] = key
-    return out
-
-
-#: name -> ConfigKey, per client type.
-PRODUCER_CONFIGS = _table(_COMMON, _PRODUCER)
-CONSUMER_CONFIGS = _table(_COMMON, _CONSUMER)
-ADMIN_CONFIGS = _table(_COMMON, _ADMIN)
-ADMIN_CONFIGS["connections.max.idle.ms"] = ADMIN_CONFIGS["connections.max.idle.ms"]._replace(default=300_000)
-CONSUMER_CONFIGS["request.timeout.ms"] = CONSUMER_CONFIGS["request.timeout.ms"]._replace(default=30_000)
-
-#: Declared (so Java configs load) but without effect in kafkalab's clients.
-IGNORED = frozenset({
-    "client.dns.lookup", "send.buffer.bytes", "receive.buffer.bytes", "security.protocol", "metrics.sample.window.ms",
-    "metrics.num.samples", "metrics.recording.level", "metric.reporters", "enable.metrics.push",
-    "metadata.recovery.strategy", "buffer.memory", "partitioner.class", "partitioner.adaptive.partitioning.enable",
-    "partitioner.availability.timeout.ms", "metadata.max.idle.ms", "key.serializer", "value.serializer",
-    "interceptor.classes", "key.deserializer", "value.deserializer", "connections.max.idle.ms",
-    "socket.connection.setup.timeout.max.ms", "transactional.id", "transaction.timeout.ms",
-})
+#: Declared (so Java configs load) but without effect in kafkalab's clients: the ``inert`` keys of the tables.
+IGNORED = PRODUCER_CONFIGS.inert_keys() | CONSUMER_CONFIGS.inert_keys() | ADMIN_CONFIGS.inert_keys()
 
 
 # -- parsing ---------------------------------------------------------------------------------------------------------
-_TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no"}
-
-
-def _convert(key: ConfigKey, value: Any) -> Any:
-    name, t = key.name, key.type
-    if value is None:
-        return None
-    try:
-        if t in ("int", "long"):
-            if isinstance(value, bool):
-                raise TypeError
-            if isinstance(value, str):
-                value = int(value.strip())
-            if not isinstance(value, int):
-                raise TypeError
-            return value
-        if t == "double":
-            return float(value)
-        if t == "boolean":
-            if isinstance(value, bool):
-                return value
-            if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
-                return value.strip().lower() in _TRUE
-            raise TypeError
-        if t == "list":
-            if isinstance(value, str):
-                return [v.strip() for v in value.split(",") if v.strip()]
-            return [str(v).strip() for v in value]
-        if t == "string":
-            if isinstance(value, bool):
-                return "true" if value else "false"
-            return str(value).strip()
-        return value
-    except (TypeError, ValueError):
-        raise ConfigException(f"Invalid value {value!r} for configuration {name}: "
-                              f"expected a value of type {t.upper()}") from None
-
-
-def suggest(name: str, valid) -> str:
-    """`` Did you mean 'linger.ms'?`` for the closest valid names, or ``""``."""
-    close = difflib.get_close_matches(name, list(valid), n=3, cutoff=0.6)
-    if not close:
-        return ""
-    return " Did you mean " + " or ".join(repr(c) for c in close) + "?"
-
-
 class ClientConfig(Mapping):
     """The parsed config: every declared name with its value (given or default); ``originals`` = what was given."""
 
-    def __init__(self, kind: str, values: dict, originals: dict):
+    def __init__(self, kind: str, values: dict, originals: dict, table: Optional[ConfigDef] = None):
         self.kind = kind
         self._values = values
         self.originals = originals
+        self.table = table
 
     def __getitem__(self, name: str) -> Any:
         return self._values[name]
@@ -271,28 +205,23 @@ class ClientConfig(Mapping):
         return name in self.originals
 
     def __repr__(self) -> str:
-        return f"{self.kind.capitalize()}Config({self.originals!r})"
+        def shown(name, value):   # a PASSWORD never shows
+            key = self.table.get(name) if self.table is not None else None
+            return Password(value) if key is not None and key.type is Type.PASSWORD else value
+        return f"{self.kind.capitalize()}Config({ {k: shown(k, v) for k, v in self.originals.items()}!r})"
 
 
-def parse_config(kind: str, table: dict[str, ConfigKey], config: Optional[Mapping]) -> ClientConfig:
+def parse_config(kind: str, table: ConfigDef, config: Optional[Mapping]) -> ClientConfig:
     """Check ``config`` against ``table``: reject unknown names (with a suggestion), convert and validate values."""
     if config is None:
         config = {}
     if not isinstance(config, Mapping):
         raise ConfigException(f"a {kind} takes one dict of Kafka config names, not {type(config).__name__}")
-    unknown = [n for n in config if n not in table]
+    unknown = table.unknown(config)
     if unknown:
-        lines = [f"Unknown {kind} configuration {n!r}.{suggest(str(n), table)}" for n in unknown]
+        lines = [f"Unknown {kind} configuration {n!r}.{table.suggest(n)}" for n in unknown]
         raise ConfigException("\n".join(lines))
-    values = {}
-    for name, key in table.items():
-        value = _convert(key, config[name]) if name in config else key.default
-        if isinstance(value, list):
-            value = list(value)
-        if key.validator is not None:
-            key.validator(name, value)
-        values[name] = value
-    return ClientConfig(kind, values, dict(config))
+    return ClientConfig(kind, table.parse(config), dict(config), table)
 
 
 _CLIENT_IDS = {"producer": itertools.count(1), "consumer": itertools.count(1), "adminclient": itertools.count(1)}

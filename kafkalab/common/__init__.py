@@ -1,4 +1,5 @@
-"""kafkalab.common -- the ground floor every room may stand on: clocks and schedulers.
+"""kafkalab.common -- the ground floor every room may stand on: clocks, schedulers, and the configuration
+definition (:mod:`kafkalab.common.config`, Kafka's ``ConfigDef``).
 
 Nothing here imports any other part of kafkalab.
 """

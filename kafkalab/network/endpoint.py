@@ -19,8 +19,10 @@ import ipaddress
 import re
 from typing import NamedTuple, Optional
 
+from kafkalab.common.config import ConfigException
+
 __all__ = ["EndPoint", "SECURITY_PROTOCOLS", "DEFAULT_SECURITY_PROTOCOL_MAP", "parse_listeners",
-           "parse_protocol_map", "ConfigError"]
+           "parse_protocol_map", "ConfigException", "ConfigError"]
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 DEFAULT_SECURITY_PROTOCOL_MAP = {p: p for p in SECURITY_PROTOCOLS}
@@ -28,8 +30,9 @@ DEFAULT_SECURITY_PROTOCOL_MAP = {p: p for p in SECURITY_PROTOCOLS}
 _LISTENER = re.compile(r"^(?P<name>[a-zA-Z][\w-]*)://(?P<host>\[[0-9a-fA-F:.]+\]|[^:\[\]]*):(?P<port>-?\d+)$")
 
 
-class ConfigError(ValueError):
-    """A configuration Kafka would reject at start-up (its ``ConfigException`` / ``IllegalArgumentException``)."""
+#: The old name of :class:`~kafkalab.common.config.ConfigException` (one class: a configuration Kafka would
+#: reject at start-up, its ``ConfigException`` / ``IllegalArgumentException``).
+ConfigError = ConfigException
 
 
 class EndPoint(NamedTuple):

@@ -27,6 +27,7 @@ The rooms, bottom up::
     cleaner           compaction (LogCleaner, cleaner-offset-checkpoint)
     log_manager       LogManager: log dirs, meta.properties, checkpoints, scheduled tasks
     log_config        topic configs, broker synonyms, DescribeConfigs
+    server_log_configs  the broker's log.* keys (topic-config defaults, log manager settings)
     checkpoints, log_file_utils, errors, fetch_data_info, log_append_info
 
 Public API (see each class)::

@@ -55,6 +55,7 @@ from kafkalab.storage.log_segments import LogSegments
 from kafkalab.storage.producer_state import ProducerStateManager, flush_file
 from kafkalab.storage.retention import RetentionMixin
 from kafkalab.storage.segment import RollParams, TimestampAndOffset
+from kafkalab.storage.server_log_configs import SERVER_LOG_CONFIGS
 from kafkalab.storage.validator import (analyze_and_validate_records, validate_messages_and_assign_offsets,
                                         writable_buffer)
 
@@ -89,7 +90,7 @@ class UnifiedLog(RetentionMixin):
 
     def __init__(self, directory, config, *, log_start_offset: int = 0, recovery_point: int = 0, scheduler=None,
                  time=None, had_clean_shutdown: bool = True, topic_id=None,
-                 producer_id_expiration_ms: int = 86400000):
+                 producer_id_expiration_ms: int = SERVER_LOG_CONFIGS.default("producer.id.expiration.ms")):
         self.time = time or SystemTime()
         self.scheduler = scheduler
         self._lock = threading.RLock()

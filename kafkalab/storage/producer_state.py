@@ -53,6 +53,7 @@ from kafkalab.storage import log_file_utils as names
 from kafkalab.storage.errors import (CorruptSnapshotError, InvalidProducerEpochError, InvalidTxnStateError,
                                      OutOfOrderSequenceError)
 from kafkalab.storage.log_append_info import AppendOrigin
+from kafkalab.storage.server_log_configs import SERVER_LOG_CONFIGS
 
 __all__ = ["ProducerStateManager", "ProducerStateEntry", "ProducerAppendInfo", "BatchMetadata", "CompletedTxn",
            "read_snapshot", "write_snapshot", "NUM_BATCHES_TO_RETAIN", "SNAPSHOT_VERSION"]
@@ -310,7 +311,8 @@ def read_snapshot(path: str) -> list:
 class ProducerStateManager:
     """Producer state of one partition, plus its snapshot files in the partition directory."""
 
-    def __init__(self, topic_partition, log_dir: str, *, producer_id_expiration_ms: int = 86400000, time=None):
+    def __init__(self, topic_partition, log_dir: str, *,
+                 producer_id_expiration_ms: int = SERVER_LOG_CONFIGS.default("producer.id.expiration.ms"), time=None):
         self.topic_partition = topic_partition
         self.log_dir = str(log_dir)
         self.producer_id_expiration_ms = producer_id_expiration_ms

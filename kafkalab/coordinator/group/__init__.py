@@ -7,6 +7,7 @@ Rooms, mirroring ``kafka/coordinator/group``:
 * :mod:`.group_metadata` -- one group: members, generation, protocol, leader, offsets (``GroupMetadata``).
 * :mod:`.records` -- the key/value formats of ``__consumer_offsets`` and loading them back
   (``GroupMetadataManager``'s serde and ``doLoadGroupsAndOffsets``).
+* :mod:`.coordinator_config` -- the ``group.*`` / ``offsets.*`` broker keys (``GroupCoordinatorConfig``).
 * :mod:`.coordinator` -- the request handling and timers (``GroupCoordinator``, ``DelayedJoin``,
   ``DelayedHeartbeat``, ``DelayedSync``).
 """

@@ -42,6 +42,7 @@ import collections
 import logging
 from typing import Any, Callable, Mapping, NamedTuple, Optional
 
+from kafkalab.coordinator.group.coordinator_config import GROUP_COORDINATOR_CONFIGS
 from kafkalab.coordinator.group.group_metadata import GroupMetadata
 from kafkalab.coordinator.group.group_metadata_manager import GroupMetadataManager
 from kafkalab.coordinator.group.member_metadata import MemberMetadata
@@ -61,15 +62,20 @@ JOIN, SYNC, HEARTBEAT, LEAVE, COMMIT, FETCH, DESCRIBE, DELETE = ("join", "sync",
                                                                  "fetch", "describe", "delete")
 
 
+_D = GROUP_COORDINATOR_CONFIGS.default
+
+
 class GroupConfig(NamedTuple):
-    group_min_session_timeout_ms: int = 6000
-    group_max_session_timeout_ms: int = 1800000
-    group_initial_rebalance_delay_ms: int = 3000
-    group_max_size: int = 2147483647
-    offsets_retention_minutes: int = 10080
-    offsets_retention_check_interval_ms: int = 600000
-    offset_metadata_max_bytes: int = 4096
-    offsets_topic_num_partitions: int = 50
+    """The coordinator's settings as attributes; defaults from :data:`GROUP_COORDINATOR_CONFIGS`."""
+
+    group_min_session_timeout_ms: int = _D("group.min.session.timeout.ms")
+    group_max_session_timeout_ms: int = _D("group.max.session.timeout.ms")
+    group_initial_rebalance_delay_ms: int = _D("group.initial.rebalance.delay.ms")
+    group_max_size: int = _D("group.max.size")
+    offsets_retention_minutes: int = _D("offsets.retention.minutes")
+    offsets_retention_check_interval_ms: int = _D("offsets.retention.check.interval.ms")
+    offset_metadata_max_bytes: int = _D("offset.metadata.max.bytes")
+    offsets_topic_num_partitions: int = _D("offsets.topic.num.partitions")
 
     @classmethod
     def from_broker(cls, config: Mapping[str, Any]) -> "GroupConfig":

@@ -42,6 +42,7 @@ import uuid
 from kafkalab.protocol import ApiKey, ErrorCode, response_class
 from kafkalab.server.admin_manager import INTERNAL_TOPICS, validate_topic_name
 from kafkalab.server.apis.base import handles
+from kafkalab.server.config import SERVER_CONFIGS
 from kafkalab.server.metadata_cache import NO_LEADER
 from kafkalab.server.partition import PartitionError
 
@@ -62,7 +63,7 @@ CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))   # CREATE 
 TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))   # READ WRITE CREATE DELETE ALTER DESCRIBE
 #                                                                        DESCRIBE_CONFIGS ALTER_CONFIGS
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
-DEFAULT_PARTITION_LIMIT = 2000                                          # max.request.partition.size.limit
+DEFAULT_PARTITION_LIMIT = SERVER_CONFIGS.default("max.request.partition.size.limit")
 
 
 # ---------------------------------------------------------------------------------------------- DescribeCluster

@@ -41,13 +41,14 @@ from __future__ import annotations
 
 import collections
 import re
-from typing import Any, Optional
+from typing import Optional
 
+from kafkalab.common.config import Dynamic, Type, to_string
 from kafkalab.protocol import ApiKey, ErrorCode, response_class
 from kafkalab.server.admin_manager import OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT, validate_topic_name
 from kafkalab.server.apis.base import handles
 from kafkalab.server.partition import PartitionError
-from kafkalab.storage.log_config import ConfigSource, ConfigType, LogConfig, LogManagerConfig, TOPIC_CONFIGS
+from kafkalab.storage.log_config import ConfigSource, ConfigType, LogConfig, TOPIC_CONFIGS
 
 __all__ = ["handle_describe_configs", "handle_incremental_alter_configs", "RESOURCE_TYPES"]
 
@@ -60,17 +61,8 @@ TOPIC, BROKER = 2, 4
 #: Would a live change of a broker config take effect? Not yet: every broker config is read-only.
 DYNAMIC_BROKER_CONFIGS_SUPPORTED = False
 
-_TYPES = {"boolean": ConfigType.BOOLEAN, "string": ConfigType.STRING, "int": ConfigType.INT,
-          "short": ConfigType.SHORT, "long": ConfigType.LONG, "double": ConfigType.DOUBLE, "list": ConfigType.LIST,
-          "class": ConfigType.CLASS, "password": ConfigType.PASSWORD}
 _INTEGER = re.compile(r"^[+-]?\d+$")
 _LISTENER_OVERRIDE = re.compile(r"^listener\.name\.[^.]*\.(.*)$")
-#: DynamicBrokerConfig.brokerConfigSynonyms: broker keys that stand for the same setting, most specific first.
-_SYNONYM_GROUPS = (
-    ("log.roll.ms", "log.roll.hours"),
-    ("log.roll.jitter.ms", "log.roll.jitter.hours"),
-    ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
-)
 
 
 def _resource(resource_type: int, name: str) -> str:
@@ -166,39 +158,12 @@ class _Synonym(collections.namedtuple("_Synonym", "name value source")):
     pass
 
 
-def _string(value: Any, type_name: Optional[str] = None) -> Optional[str]:
-    """``ConfigDef.convertToString``: how Kafka prints a typed value."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, tuple)):
-        return ",".join(str(v) for v in value)
-    if isinstance(value, float) or type_name == "double":
-        return repr(float(value))
-    return str(value)
-
-
-def _broker_keys(broker) -> dict:
-    """name -> (type name, typed value, built-in default, doc) for every broker config kafkalab knows: the
-    broker's own table, then the log manager's settings it does not list."""
-    cfg = broker.config
-    keys = {name: (key.type, cfg.values.get(name), key.default, key.doc) for name, key in cfg.definitions.items()}
-    defaults = LogManagerConfig()
-    for name, (attr, ctype, _validator) in LogManagerConfig.KEYS.items():
-        if name not in keys:
-            default = getattr(defaults, attr)
-            value = cfg.originals.get(name, default)
-            keys[name] = (ctype.name.lower(), value, default, None)
-    return keys
-
-
-def _synonym_names(name: str) -> list[str]:
-    if name == "log.flush.interval.ms":  # falls back to the flush scheduler's interval
-        return ["log.flush.interval.ms", "log.flush.scheduler.interval.ms"]
-    for group in _SYNONYM_GROUPS:
-        if name in group:
-            return list(group)
+def _synonym_names(definitions, name: str) -> list[str]:
+    """``DynamicBrokerConfig.brokerConfigSynonyms``: the key, then the keys the table lists as its synonyms
+    (``log.retention.ms``, ``log.retention.minutes``, ``log.retention.hours``); a per-listener override
+    (``listener.name.<l>.<key>``) is followed by its base key."""
+    if name in definitions:
+        return [name] + [syn.name for syn in definitions[name].synonyms]
     m = _LISTENER_OVERRIDE.match(name)
     if m:
         return [name, m.group(1)]
@@ -207,35 +172,37 @@ def _synonym_names(name: str) -> list[str]:
 
 def _describe_broker(broker, keys: Optional[set], synonyms: bool, documentation: bool) -> list:
     cfg = broker.config
-    known = _broker_keys(broker)
+    known = cfg.definitions
     names = list(known) + [n for n in cfg.originals if n not in known]
     out = []
     for name in names:
         if keys is not None and name not in keys:
             continue
-        type_name, value, _default, doc = known.get(name, (None, cfg.originals.get(name), None, None))
-        if type_name is None:
+        key = known.get(name)
+        value = cfg.values.get(name) if key is not None else cfg.originals.get(name)
+        type_ = key.type if key is not None else None
+        if type_ is None:
             m = _LISTENER_OVERRIDE.match(name)  # a listener override has the type of its base config
             if m and m.group(1) in known:
-                type_name = known[m.group(1)][0]
-        sensitive = type_name is None or type_name == "password"  # KafkaConfig.maybeSensitive
+                type_ = known[m.group(1)].type
+        sensitive = type_ is None or type_ is Type.PASSWORD  # KafkaConfig.maybeSensitive
         found = []
-        candidates = _synonym_names(name)
+        candidates = _synonym_names(known, name)
         for n in candidates:  # server.properties (dynamic broker configs would come first: kafkalab has none)
             if cfg.originals.get(n) is not None:
-                found.append(_Synonym(n, _string(cfg.originals[n]), ConfigSource.STATIC_BROKER_CONFIG))
+                found.append(_Synonym(n, to_string(cfg.originals[n]), ConfigSource.STATIC_BROKER_CONFIG))
         for n in candidates:  # Kafka's built-in defaults
-            if n in known and known[n][2] is not None:
-                found.append(_Synonym(n, _string(known[n][2], known[n][0]), ConfigSource.DEFAULT_CONFIG))
+            if n in known and known[n].default is not None:
+                found.append(_Synonym(n, to_string(known[n].default), ConfigSource.DEFAULT_CONFIG))
         while found and found[0].name != name:  # a base config does not list its listener overrides
             found.pop(0)
-        read_only = not (DYNAMIC_BROKER_CONFIGS_SUPPORTED and name in broker.config.definitions
-                         and broker.config.definitions[name].dynamic != "read-only")
+        read_only = not (DYNAMIC_BROKER_CONFIGS_SUPPORTED and key is not None and key.dynamic != Dynamic.READ_ONLY)
         out.append(_BrokerEntry(
-            name=name, value=None if sensitive else _string(value, type_name), read_only=read_only,
+            name=name, value=None if sensitive else to_string(value), read_only=read_only,
             config_source=found[0].source if found else ConfigSource.DEFAULT_CONFIG, is_sensitive=sensitive,
-            synonyms=tuple(found) if synonyms else (), config_type=_TYPES.get(type_name, ConfigType.UNKNOWN),
-            documentation=doc if documentation else None))
+            synonyms=tuple(found) if synonyms else (),
+            config_type=ConfigType(type_.id) if type_ is not None else ConfigType.UNKNOWN,
+            documentation=(key.documentation or None if key is not None else None) if documentation else None))
     return out
 
 
@@ -301,8 +268,8 @@ def _alter_broker(broker, name: str, changes: list) -> None:
         elif op == OP_DELETE:
             props.pop(key, None)
         elif op in (OP_APPEND, OP_SUBTRACT):
-            type_name = broker.config.definitions[key].type if key in broker.config.definitions else None
-            if type_name != "list":
+            type_ = broker.config.definitions[key].type if key in broker.config.definitions else None
+            if type_ is not Type.LIST:
                 verb = "append" if op == OP_APPEND else "subtract"
                 raise PartitionError(ErrorCode.INVALID_CONFIG,
                                      f"Config value {verb} is not allowed for config key: {key}")

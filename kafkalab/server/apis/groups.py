@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 
 from kafkalab.coordinator.group import JoinGroupResult, SyncGroupResult
+from kafkalab.coordinator.group.coordinator_config import GROUP_COORDINATOR_CONFIGS
 from kafkalab.coordinator.group.group_metadata import OffsetAndMetadata
 from kafkalab.coordinator.group.group_metadata_manager import OFFSETS_TOPIC
 from kafkalab.protocol import ApiKey, ErrorCode, response_class
@@ -62,7 +63,8 @@ class BrokerOffsetsLog:
     @property
     def commit_timeout_ms(self) -> int:
         """``offsets.commit.timeout.ms``: how long an append waits for the in-sync replicas."""
-        return int(self.broker.config.get("offsets.commit.timeout.ms", 5000) or 5000)
+        default = GROUP_COORDINATOR_CONFIGS.default("offsets.commit.timeout.ms")
+        return int(self.broker.config.get("offsets.commit.timeout.ms", default) or default)
 
     def append(self, partition: int, batch: bytes) -> int:
         """Local append only: the error code of the leader's append (use :meth:`append_async` to wait)."""
