@@ -6,13 +6,13 @@
 
 Mirrors ``core/src/main/scala/kafka/network/``. This room knows nothing about logs, partitions or clients.
 """
-from kafkalab.network.endpoint import ConfigError, EndPoint, parse_listeners, parse_protocol_map
+from kafkalab.network.endpoint import EndPoint, parse_listeners, parse_protocol_map
 from kafkalab.network.request_channel import (ANONYMOUS, CloseConnectionResponse, NetworkRequest, NoOpResponse,
                                               RequestChannel, RequestContext, RequestLog, RequestMetrics,
                                               RequestRecord, SendResponse)
 from kafkalab.network.socket_server import SENDFILE_THRESHOLD, FileRegion, RecordsSlices, SocketServer
 
-__all__ = ["ConfigError", "EndPoint", "parse_listeners", "parse_protocol_map", "ANONYMOUS", "RequestChannel",
+__all__ = ["EndPoint", "parse_listeners", "parse_protocol_map", "ANONYMOUS", "RequestChannel",
            "RequestContext", "NetworkRequest", "RequestLog", "RequestMetrics", "RequestRecord", "SendResponse",
            "NoOpResponse", "CloseConnectionResponse", "SocketServer", "FileRegion", "RecordsSlices",
            "SENDFILE_THRESHOLD"]

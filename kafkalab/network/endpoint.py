@@ -22,17 +22,12 @@ from typing import NamedTuple, Optional
 from kafkalab.common.config import ConfigException
 
 __all__ = ["EndPoint", "SECURITY_PROTOCOLS", "DEFAULT_SECURITY_PROTOCOL_MAP", "parse_listeners",
-           "parse_protocol_map", "ConfigException", "ConfigError"]
+           "parse_protocol_map"]
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 DEFAULT_SECURITY_PROTOCOL_MAP = {p: p for p in SECURITY_PROTOCOLS}
 
 _LISTENER = re.compile(r"^(?P<name>[a-zA-Z][\w-]*)://(?P<host>\[[0-9a-fA-F:.]+\]|[^:\[\]]*):(?P<port>-?\d+)$")
-
-
-#: The old name of :class:`~kafkalab.common.config.ConfigException` (one class: a configuration Kafka would
-#: reject at start-up, its ``ConfigException`` / ``IllegalArgumentException``).
-ConfigError = ConfigException
 
 
 class EndPoint(NamedTuple):
@@ -55,10 +50,10 @@ def parse_protocol_map(text: str) -> dict[str, str]:
     for item in filter(None, (s.strip() for s in text.split(","))):
         name, sep, proto = item.partition(":")
         if not sep or not name or not proto:
-            raise ConfigError(f"Invalid value {text} for configuration listener.security.protocol.map: Map "
+            raise ConfigException(f"Invalid value {text} for configuration listener.security.protocol.map: Map "
                               f"entry '{item}' is improperly formatted")
         if proto.upper() not in SECURITY_PROTOCOLS:
-            raise ConfigError(f"Invalid value {text} for configuration listener.security.protocol.map: No enum "
+            raise ConfigException(f"Invalid value {text} for configuration listener.security.protocol.map: No enum "
                               f"constant org.apache.kafka.common.security.auth.SecurityProtocol.{proto}")
         result[name.upper()] = proto.upper()
     return result
@@ -72,17 +67,17 @@ def parse_listeners(text: str, protocol_map: Optional[dict[str, str]] = None, *,
     for item in filter(None, (s.strip() for s in text.split(","))):
         m = _LISTENER.match(item)
         if not m:
-            raise ConfigError(f"Error creating broker listeners from '{text}': Unable to parse {item} to a broker "
+            raise ConfigException(f"Error creating broker listeners from '{text}': Unable to parse {item} to a broker "
                               f"endpoint")
         name = m.group("name").upper()
         if name not in protocol_map:
-            raise ConfigError(f"Error creating broker listeners from '{text}': No security protocol defined for "
+            raise ConfigException(f"Error creating broker listeners from '{text}': No security protocol defined for "
                               f"listener {name}")
         host = m.group("host").strip("[]")
         endpoints.append(EndPoint(name, host, int(m.group("port")), protocol_map[name]))
     names = [e.listener_name for e in endpoints]
     if len(set(names)) != len(names):
-        raise ConfigError(f"requirement failed: Each listener must have a different name, {config_name}: {text}")
+        raise ConfigException(f"requirement failed: Each listener must have a different name, {config_name}: {text}")
     if require_distinct_ports:
         _check_distinct_ports(endpoints, text, config_name)
     return endpoints
@@ -107,11 +102,11 @@ def _check_distinct_ports(endpoints: list[EndPoint], text: str, config_name: str
             continue
         versions = [_ip_version(e.host) for e in eps]
         if len(eps) > 2:
-            raise ConfigError(f"requirement failed: Each listener must have a different port unless exactly one "
+            raise ConfigException(f"requirement failed: Each listener must have a different port unless exactly one "
                               f"listener has an IPv4 address and the other IPv6 address, {config_name}: {text}, "
                               f"port: {port}")
         if None in versions:
-            raise ConfigError(f"requirement failed: Each listener must have a different port, {config_name}: {text}")
+            raise ConfigException(f"requirement failed: Each listener must have a different port, {config_name}: {text}")
         if sorted(versions) != [4, 6]:
-            raise ConfigError(f"requirement failed: If you have two listeners on the same port then one needs to be "
+            raise ConfigException(f"requirement failed: If you have two listeners on the same port then one needs to be "
                               f"IPv4 and the other IPv6, {config_name}: {text}, port: {port}")

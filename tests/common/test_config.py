@@ -228,8 +228,10 @@ def test_client_ignored_keys_are_the_inert_ones():
 
 def test_one_config_exception_everywhere():
     from kafkalab.clients import ConfigException as from_clients
-    from kafkalab.network.endpoint import ConfigError
-    assert from_clients is ConfigException and ConfigError is ConfigException
+    from kafkalab.network import endpoint
+    assert from_clients is ConfigException
+    with pytest.raises(ConfigException):
+        endpoint.parse_listeners("PLAINTEXT://:9092,PLAINTEXT://:9093", endpoint.DEFAULT_SECURITY_PROTOCOL_MAP)
 
 
 def test_broker_config_hides_passwords_in_its_repr(caplog):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalab.network.endpoint import (DEFAULT_SECURITY_PROTOCOL_MAP, ConfigError, EndPoint, parse_listeners,
+from kafkalab.common.config import ConfigException
+from kafkalab.network.endpoint import (DEFAULT_SECURITY_PROTOCOL_MAP, EndPoint, parse_listeners,
                                        parse_protocol_map)
 
 
@@ -42,27 +43,27 @@ def test_custom_listener_names_take_their_protocol_from_the_map():
 
 
 def test_listener_without_a_security_protocol_is_rejected():
-    with pytest.raises(ConfigError, match="No security protocol defined for listener CLIENT"):
+    with pytest.raises(ConfigException, match="No security protocol defined for listener CLIENT"):
         parse_listeners("CLIENT://h:9092")
 
 
 @pytest.mark.parametrize("text", ["localhost:9092", "PLAINTEXT://h", "PLAINTEXT://h:port", "PLAINTEXT//h:1",
                                   "://h:1"])
 def test_unparseable_listener(text):
-    with pytest.raises(ConfigError, match="Unable to parse .* to a broker endpoint"):
+    with pytest.raises(ConfigException, match="Unable to parse .* to a broker endpoint"):
         parse_listeners(text)
 
 
 def test_duplicate_names_are_rejected():
-    with pytest.raises(ConfigError, match="Each listener must have a different name, listeners: "):
+    with pytest.raises(ConfigException, match="Each listener must have a different name, listeners: "):
         parse_listeners("PLAINTEXT://a:1,PLAINTEXT://b:2")
 
 
 def test_duplicate_ports_are_rejected_for_listeners_but_not_for_advertised_listeners():
     text = "PLAINTEXT://a:9092,SSL://b:9092"
-    with pytest.raises(ConfigError, match="Each listener must have a different port, listeners: "):
+    with pytest.raises(ConfigException, match="Each listener must have a different port, listeners: "):
         parse_listeners(text)
-    with pytest.raises(ConfigError, match="advertised.listeners: "):
+    with pytest.raises(ConfigException, match="advertised.listeners: "):
         parse_listeners(text, config_name="advertised.listeners")
     assert len(parse_listeners(text, require_distinct_ports=False)) == 2
 
@@ -77,11 +78,11 @@ def test_same_port_on_an_ipv4_and_an_ipv6_address_is_allowed():
     any other repeat of a port is refused."""
     eps = parse_listeners("PLAINTEXT://127.0.0.1:9092,SSL://[::1]:9092")
     assert [e.port for e in eps] == [9092, 9092]
-    with pytest.raises(ConfigError, match="one needs to be IPv4 and the other IPv6"):
+    with pytest.raises(ConfigException, match="one needs to be IPv4 and the other IPv6"):
         parse_listeners("PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.2:9092")
-    with pytest.raises(ConfigError, match="different port"):
+    with pytest.raises(ConfigException, match="different port"):
         parse_listeners("PLAINTEXT://127.0.0.1:9092,SSL://[::1]:9092,SASL_SSL://[::2]:9092")
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigException):
         parse_listeners("PLAINTEXT://127.0.0.1:9092,SSL://[::1]:9092,SASL_SSL://host:9092")
 
 
@@ -92,10 +93,10 @@ def test_same_port_on_an_ipv4_and_an_ipv6_address_is_allowed():
     ("CLIENT:TLS", "No enum constant org.apache.kafka.common.security.auth.SecurityProtocol.TLS"),
 ])
 def test_bad_protocol_map(text, message):
-    with pytest.raises(ConfigError, match=message) as e:
+    with pytest.raises(ConfigException, match=message) as e:
         parse_protocol_map(text)
     assert str(e.value).startswith(f"Invalid value {text} for configuration listener.security.protocol.map")
 
 
 def test_config_error_is_a_value_error():
-    assert issubclass(ConfigError, ValueError)
+    assert issubclass(ConfigException, ValueError)

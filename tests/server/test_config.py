@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab.network.endpoint import ConfigError, EndPoint
+from kafkalab.common.config import ConfigException
+from kafkalab.network.endpoint import EndPoint
 from kafkalab.server.config import BROKER_CONFIGS, KafkaConfig, load_properties
 from kafkalab.storage.log_config import LogConfig
 
@@ -232,7 +233,7 @@ def test_retention_ms_beats_minutes_beats_hours(props, retention_ms):
      "replica.fetch.wait.max.ms should always be less than or equal to replica.lag.time.max.ms"),
 ])
 def test_invalid_values_stop_the_broker_with_kafkas_message(props, message):
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(ConfigException) as e:
         KafkaConfig(props)
     assert message in str(e.value)
 
