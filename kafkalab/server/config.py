@@ -37,7 +37,8 @@ from kafkalab.coordinator.group.coordinator_config import GROUP_COORDINATOR_CONF
 from kafkalab.network.endpoint import DEFAULT_SECURITY_PROTOCOL_MAP, EndPoint, parse_listeners, parse_protocol_map
 from kafkalab.storage.server_log_configs import SERVER_LOG_CONFIGS
 
-__all__ = ["ConfigKey", "KafkaConfig", "BROKER_CONFIGS", "SERVER_CONFIGS", "load_properties", "ConfigException"]
+__all__ = ["ConfigKey", "KafkaConfig", "BROKER_CONFIGS", "SERVER_CONFIGS", "load_properties", "ConfigException",
+           "server_setting"]
 
 H, M, L = Importance.HIGH, Importance.MEDIUM, Importance.LOW
 PB, CW = Dynamic.PER_BROKER, Dynamic.CLUSTER_WIDE
@@ -226,3 +227,10 @@ class KafkaConfig(AbstractConfig):
                                   "to replica.lag.time.max.ms to prevent frequent changes in ISR")
 
 DEFAULT_PROTOCOLS = DEFAULT_SECURITY_PROTOCOL_MAP
+
+
+def server_setting(config: Optional[Mapping[str, Any]], key: str) -> Any:
+    """``key`` from a broker's settings (a :class:`KafkaConfig` or a plain mapping, as unit tests pass), falling
+    back to the default declared in :data:`SERVER_CONFIGS`: components never repeat a default literal."""
+    value = config.get(key) if config is not None else None
+    return SERVER_CONFIGS.default(key) if value is None else value

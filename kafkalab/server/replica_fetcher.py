@@ -33,10 +33,12 @@ Mirrors: ``core/src/main/scala/kafka/server/ReplicaFetcherManager.scala``, ``Abs
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from typing import Callable, Optional
 
 from kafkalab.protocol import ApiKey, DecodeError, ErrorCode, request_class
+from kafkalab.server.config import server_setting
 
 __all__ = ["ReplicaFetcherManager", "ReplicaFetcherThread", "PartitionFetchState", "FETCH_VERSION",
            "OFFSET_FOR_LEADER_EPOCH_VERSION"]
@@ -78,13 +80,13 @@ class ReplicaFetcherThread:
         self.time = time or replica_manager.time
         self.name = f"ReplicaFetcherThread-{fetcher_id}-{source_broker_id}"
         self.client_id = f"broker-{broker_id}-fetcher-{fetcher_id}"
-        get = config.get if hasattr(config, "get") else (lambda k, d=None: config[k])
-        self.max_wait_ms = int(get("replica.fetch.wait.max.ms", 500))
-        self.min_bytes = int(get("replica.fetch.min.bytes", 1))
-        self.max_bytes = int(get("replica.fetch.response.max.bytes", 10485760))
-        self.partition_max_bytes = int(get("replica.fetch.max.bytes", 1048576))
-        self.backoff_ms = int(get("replica.fetch.backoff.ms", 1000))
-        timeout = max(int(get("replica.socket.timeout.ms", 30000)), self.max_wait_ms + 1000)
+        get = functools.partial(server_setting, config)
+        self.max_wait_ms = int(get("replica.fetch.wait.max.ms"))
+        self.min_bytes = int(get("replica.fetch.min.bytes"))
+        self.max_bytes = int(get("replica.fetch.response.max.bytes"))
+        self.partition_max_bytes = int(get("replica.fetch.max.bytes"))
+        self.backoff_ms = int(get("replica.fetch.backoff.ms"))
+        timeout = max(int(get("replica.socket.timeout.ms")), self.max_wait_ms + 1000)
         self.connection = connect(host, port, self.client_id, timeout)
         self.partitions: dict[tuple[str, int], PartitionFetchState] = {}
         self.fetches = 0

@@ -41,6 +41,7 @@ Mirrors: ``core/src/main/scala/kafka/server/ReplicaManager.scala`` (``appendReco
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
 from typing import Callable, Optional
@@ -49,6 +50,7 @@ from kafkalab.common.time import SYSTEM, MockTime
 from kafkalab.protocol import ErrorCode
 from kafkalab.purgatory import (DelayedFetch, DelayedOperationPurgatory, DelayedProduce, FetchPartitionStatus,
                                 ProducePartitionStatus, TopicPartitionOperationKey)
+from kafkalab.server.config import server_setting
 from kafkalab.server.partition import Partition, PartitionError
 from kafkalab.storage.fetch_data_info import FetchIsolation, LogOffsetMetadata
 from kafkalab.zk.paths import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
@@ -72,18 +74,18 @@ class ReplicaManager:
         self.time = time
         self.zk = zk
         self.scheduler = scheduler
-        get = (lambda k, d: config.get(k, d)) if config is not None else (lambda k, d: d)
-        self.replica_lag_time_max_ms = int(get("replica.lag.time.max.ms", 30000))
-        self.high_watermark_checkpoint_interval_ms = int(get("replica.high.watermark.checkpoint.interval.ms", 5000))
+        get = functools.partial(server_setting, config)
+        self.replica_lag_time_max_ms = int(get("replica.lag.time.max.ms"))
+        self.high_watermark_checkpoint_interval_ms = int(get("replica.high.watermark.checkpoint.interval.ms"))
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.controller_epoch = -1
         self._lock = threading.RLock()
         self.delayed_produce_purgatory = DelayedOperationPurgatory(
             "Produce", time=time, broker_id=broker_id,
-            purge_interval=int(get("producer.purgatory.purge.interval.requests", 1000)))
+            purge_interval=int(get("producer.purgatory.purge.interval.requests")))
         self.delayed_fetch_purgatory = DelayedOperationPurgatory(
             "Fetch", time=time, broker_id=broker_id,
-            purge_interval=int(get("fetch.purgatory.purge.interval.requests", 1000)))
+            purge_interval=int(get("fetch.purgatory.purge.interval.requests")))
         self.replica_fetcher_manager = None       # set by the broker (it needs the network)
         self.isr_change_set: set[tuple[str, int]] = set()
         self._propagation_scheduled = False
