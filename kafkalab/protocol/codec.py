@@ -66,10 +66,11 @@ _UV1 = [bytes((i,)) for i in range(128)]
 
 
 def _uv(n):
+    """Unsigned varint bytes of ``n``; a negative ``n`` is an EncodeError (it has no unsigned encoding)."""
     if n < 128:
+        if n < 0:
+            raise EncodeError(f"unsigned varint cannot hold {n}")
         return _UV1[n]
-    if n < 0:
-        raise EncodeError(f"unsigned varint cannot hold {n}")
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
