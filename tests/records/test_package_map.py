@@ -13,7 +13,7 @@ def _map() -> dict:
     for line in re.split(r"\n(?=\* )", records.__doc__):
         m = re.match(r"\* :mod:`\.(\w+)` -- (.*)", line, re.S)
         if m:
-            rooms[m.group(1)] = re.findall(r"``(\w+)``", m.group(2))
+            rooms[m.group(1)] = re.findall(r"``(\w+)``", m.group(2).split("\n\n")[0])
     return rooms
 
 
