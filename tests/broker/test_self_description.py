@@ -91,3 +91,18 @@ def test_refusals_quote_the_advertised_versions(cluster, caplog, api_key, versio
     for message in refused:
         assert f"advertised: {lo}-{hi}" in message, message
         assert schema not in message, message
+
+
+def test_the_dispatch_docstring_names_every_handler_in_its_module():
+    import kafkalab.server.apis as apis
+
+    table = apis.__doc__.split("::", 1)[1].split("Mirrors:", 1)[0]
+    documented, module = {}, None
+    for line in table.splitlines():
+        m = re.match(r"    (\w+)\s+(.*)", line)
+        if m:
+            module, line = m.group(1), m.group(2)
+        for name in re.findall(r"\b([A-Z]\w+)\b", line.split("(")[0]):
+            documented[name] = module
+    registered = {api_name(key): h.func.__module__.rsplit(".", 1)[-1] for key, h in apis.REGISTRY.items()}
+    assert documented == registered
