@@ -443,7 +443,8 @@ class SocketServer:
             return f"Received request for disabled api {api_name(key)} (key {key}) v{version}"
         lo, hi = self.enabled_apis[key]
         if lo <= version <= hi:  # advertised for old clients' feature checks, but gone since Kafka 4 (Produce v0-2)
-            return f"{api_name(key)} v{version} is not supported (advertised: {lo}-{hi}, but v{version} is refused)"
+            return (f"{api_name(key)} v{version} is not supported (advertised: {lo}-{hi}, but v{version} no longer "
+                    f"exists in Kafka's protocol)")
         return f"{api_name(key)} v{version} is not supported (advertised: {lo}-{hi})"
 
     async def _send_api_versions_fallback(self, writer, correlation_id: int) -> None:
