@@ -57,12 +57,10 @@ class TaggedFieldsOnWire(tuple):
     """The unknown tagged fields of a decoded struct (``(tag, bytes)`` pairs, as a tuple), plus ``present``:
     the tags of the known tagged fields that were on the wire, default-valued or not. Equality and hashing
     are the tuple's, so ``present`` never makes two messages differ; it only tells the writer which
-    default-valued tagged fields to write anyway."""
+    default-valued tagged fields to write anyway. It also prints as the tuple, so a decoded message looks
+    the same whichever peer wrote it."""
 
     present: frozenset
-
-    def __repr__(self) -> str:
-        return f"{tuple.__repr__(self)} (tags on the wire: {sorted(self.present)})"
 
 
 def tags_on_wire(unknown, present) -> TaggedFieldsOnWire:
