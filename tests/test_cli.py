@@ -38,3 +38,30 @@ def test_console_script_runs_from_stdin():
     out = subprocess.run([sys.executable, "-m", "kafkalab.cli", "decode", "-"], input=frame, capture_output=True,
                          check=True).stdout.decode()
     assert "MetadataRequest v12" in out
+
+
+def test_broker_started_line_names_the_bound_listener(tmp_path):
+    # With INFO hidden the command prints the started line itself; like Kafka's, it names the endpoints the
+    # broker listens on (listeners, with the port bound), not the advertised ones.
+    import os
+    import signal
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    proc = subprocess.Popen([sys.executable, "-m", "kafkalab.cli", "broker", "--log-level", "WARNING",
+                             "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+                             "--override", f"advertised.listeners=PLAINTEXT://localhost:{port}",
+                             "--override", f"log.dirs={tmp_path / 'kafka-logs'}"],
+                            cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+        while line and "started" not in line:
+            line = proc.stderr.readline()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    assert line.strip() == f"[KafkaServer id=0] started (listeners: PLAINTEXT://127.0.0.1:{port})"

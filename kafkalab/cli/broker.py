@@ -75,7 +75,7 @@ async def _serve(server) -> int:
     if not logging.getLogger("kafkalab.server.KafkaServer").isEnabledFor(logging.INFO):
         # the broker logs this line itself at INFO; keep it when the log level hides INFO
         print(f"[KafkaServer id={server.broker_id}] started (listeners: "
-              f"{', '.join(str(ep) for ep in server.bound_endpoints)})", file=sys.stderr, flush=True)
+              f"{', '.join(str(ep) for ep in server.socket_server.bound_endpoints())})", file=sys.stderr, flush=True)
     try:
         await stop.wait()
     finally:

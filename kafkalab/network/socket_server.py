@@ -403,14 +403,16 @@ class SocketServer:
                                   path="header.request_api_key", offset=0)
             lo, hi = self.enabled_apis[key]
             if not lo <= version <= hi:
-                raise UnsupportedVersionError(f"{api_name(key)} v{version} is not supported (lo {lo}, hi {hi})",
-                                              api_key=key, api_version=version, header=request.header)
+                raise UnsupportedVersionError(self._unsupported(key, version), api_key=key, api_version=version,
+                                              header=request.header)
         except UnsupportedVersionError as e:
             if e.api_key == ApiKey.API_VERSIONS and e.header is not None:
                 await self._send_api_versions_fallback(writer, e.header.correlation_id)
                 return None, software
-            log.warning("%s: closing %s: %s (client %s)", self.name, conn_id, e, _client(e.header))
-            return f"unsupported version: {e}", software
+            # The codec's message quotes the versions the schema knows; say what this broker advertises.
+            reason = self._unsupported(e.api_key, e.api_version)
+            log.warning("%s: closing %s: %s (client %s)", self.name, conn_id, reason, _client(e.header))
+            return f"unsupported version: {reason}", software
         except DecodeError as e:
             log.warning("%s: closing %s: error parsing request: %s", self.name, conn_id, e)
             return f"error parsing request: {e}", software
@@ -434,6 +436,16 @@ class SocketServer:
             self.channel.complete(net, 0, "closed", self.time.nanoseconds())
             return action.reason or "closed by the handler", software
         raise TypeError(f"unknown response action {action!r}")
+
+    def _unsupported(self, key: int, version: int) -> str:
+        """Why ``version`` of API ``key`` is refused, quoting the range this broker advertises in ApiVersions."""
+        if key not in self.enabled_apis:
+            return f"Received request for disabled api {api_name(key)} (key {key}) v{version}"
+        lo, hi = self.enabled_apis[key]
+        if lo <= version <= hi:  # advertised for old clients' feature checks, but gone since Kafka 4 (Produce v0-2)
+            return (f"{api_name(key)} v{version} is not supported (advertised: {lo}-{hi}, but v{version} no longer "
+                    f"exists in Kafka's protocol)")
+        return f"{api_name(key)} v{version} is not supported (advertised: {lo}-{hi})"
 
     async def _send_api_versions_fallback(self, writer, correlation_id: int) -> None:
         """The v0-format UNSUPPORTED_VERSION reply: header v0, error 35, [{18, min, max}], no throttle."""

@@ -22,6 +22,7 @@ from typing import Any, Callable, NamedTuple, Optional
 
 from kafkalab.protocol import primitives as P
 from kafkalab.protocol.errors import DecodeError
+from kafkalab.protocol.record_class import tags_on_wire
 from kafkalab.protocol.schema import Field, Message
 
 __all__ = ["Row", "annotate_message", "wire_type"]
@@ -103,6 +104,7 @@ class _Walker:
             raise
         self.rows.append(Row(tpath, start, pos, "TAG_BUFFER", count, depth))
         unknown = []
+        present = []   # known tags on the wire (written again on re-encoding, even with default values)
         for _ in range(count):
             try:
                 tag, pos = P.read_unsigned_varint(buf, pos)
@@ -125,9 +127,10 @@ class _Walker:
                 if after != end:
                     raise self.fail(DecodeError(f"tagged field {f.name} (tag {tag}) declares {size} bytes but "
                                                 f"its value used {after - pos}", offset=pos), fpath)
+                present.append(tag)
             pos = end
         self.rows[index] = Row(tpath, start, pos, "TAG_BUFFER", count, depth)
-        return tuple(unknown), pos
+        return (tags_on_wire(unknown, present) if present else tuple(unknown)), pos
 
     def value(self, f: Field, pos: int, path: str, depth: int):
         buf = self.buf

@@ -33,6 +33,7 @@ from typing import Callable
 
 from kafkalab.protocol.errors import DecodeError, EncodeError
 from kafkalab.protocol.framing import FrameBuffer
+from kafkalab.protocol.record_class import TaggedFieldsOnWire, tags_on_wire
 from kafkalab.protocol.schema import ZERO_UUID, Field, Message
 
 __all__ = ["reader", "writer", "decode", "encode", "encode_into", "source"]
@@ -66,10 +67,11 @@ _UV1 = [bytes((i,)) for i in range(128)]
 
 
 def _uv(n):
+    """Unsigned varint bytes of ``n``; a negative ``n`` is an EncodeError (it has no unsigned encoding)."""
     if n < 128:
+        if n < 0:
+            raise EncodeError(f"unsigned varint cannot hold {n}")
         return _UV1[n]
-    if n < 0:
-        raise EncodeError(f"unsigned varint cannot hold {n}")
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
@@ -126,6 +128,7 @@ def _write_tags(tags: list, out: list) -> None:
 _BASE_NS = {
     "_uvarint": _uvarint, "_uv": _uv, "_uuid": _to_uuid, "_records_view": _records_view, "_Bad": _Bad, "_tnew": tuple.__new__,
     "_arr": _arr, "_write_tags": _write_tags, "_EncodeError": EncodeError, "_bad": _bad,
+    "_WT": TaggedFieldsOnWire, "_wt": tags_on_wire, "_NOTAGS": frozenset(),
     "_h": struct.Struct(">h"), "_i": struct.Struct(">i"), "_b": struct.Struct(">b"),
 }
 
@@ -239,7 +242,7 @@ class _Gen:
             var = self.name("v")
             values[f.attr] = var
             lines.append(f"{ind}{var} = {self.const(self.message.default_value(f), 'dflt')}")
-        nt, ul, tag, size, end = (self.name(x) for x in ("nt", "ul", "tag", "size", "end"))
+        nt, ul, pl, tag, size, end = (self.name(x) for x in ("nt", "ul", "pl", "tag", "size", "end"))
         lines += [
             f"{ind}{unknown} = ()",
             f"{ind}b = d[p]",
@@ -247,6 +250,10 @@ class _Gen:
             f"{ind}else: {nt}, p = _uvarint(d, p)",
             f"{ind}if {nt}:",
             f"{ind}    {ul} = []",
+        ]
+        if tagged:  # the known tags seen, so that the writer can write default-valued ones again
+            lines.append(f"{ind}    {pl} = []")
+        lines += [
             f"{ind}    for _ in range({nt}):",
             f"{ind}        {tag}, p = _uvarint(d, p)",
             f"{ind}        {size}, p = _uvarint(d, p)",
@@ -258,13 +265,17 @@ class _Gen:
             lines.append(f"{ind}        {'if' if k == 0 else 'elif'} {tag} == {f.tag}:")
             self.read_value(f, values[f.attr], lines, inner)
             lines.append(f"{inner}if p != {end}: _bad('tagged field size mismatch')")
+            lines.append(f"{inner}{pl}.append({f.tag})")
         if tagged:
             lines.append(f"{ind}        else:")
             lines.append(f"{inner}{ul}.append(({tag}, bytes(d[p:{end}])))")
         else:
             lines.append(f"{ind}        {ul}.append(({tag}, bytes(d[p:{end}])))")
         lines.append(f"{ind}        p = {end}")
-        lines.append(f"{ind}    {unknown} = tuple({ul})")
+        if tagged:
+            lines.append(f"{ind}    {unknown} = _wt({ul}, {pl}) if {pl} else tuple({ul})")
+        else:
+            lines.append(f"{ind}    {unknown} = tuple({ul})")
 
     def read_length(self, f: Field, var: str, lines, ind: str, wide: bool):
         """Leaves the signed length (-1 = null) in ``var``."""
@@ -397,13 +408,15 @@ class _Gen:
             lines.append(f"{ind}if not {ut}: w(b'\\x00')")
             lines.append(f"{ind}else: _write_tags(list({ut}), out)")
             return
-        tf = self.name("tf")
+        tf, pt = self.name("tf"), self.name("pt")
         lines.append(f"{ind}{tf} = list({ut})")
+        # Tags a decoded struct had on the wire are written again, even with default values (byte-exact).
+        lines.append(f"{ind}{pt} = {ut}.present if {ut}.__class__ is _WT else _NOTAGS")
         for f in tagged:
             dflt = self.const(self.message.default_value(f), "dflt")
             saved = self.name("out")
             # A tagged value goes into its own buffer first: its size precedes it on the wire.
-            lines.append(f"{ind}if {local[f.attr]} != {dflt}:")
+            lines.append(f"{ind}if {local[f.attr]} != {dflt} or {f.tag} in {pt}:")
             lines.append(f"{ind}    {saved} = out; out = []; w = out.append")
             self.write_value(f, local[f.attr], lines, ind + "    ")
             lines.append(f"{ind}    {tf}.append(({f.tag}, b''.join(out)))")

@@ -23,16 +23,18 @@ buffer (read-only unless the reader is ``writable``; decoders slice ``records`` 
 A fresh buffer for every large frame would cost more than its allocation: the memory comes zero-filled, and
 on a virtual machine every page touched for the first time can also cost the host a page fault (measured here:
 4-16 us per 4 KiB page, up to 4 ms for a 1 MB Produce request). :class:`ReceiveBuffer` keeps the last large
-buffer of a connection and receives the next large frame into it again, but only once nothing refers to the
-previous frame any more (no view of it is alive, so nobody can see its bytes change). The JVM gets the same
-effect from its heap; Kafka's ``MemoryPool`` (``queued.max.request.bytes``) is the bounded form of it.
+buffer of a connection and receives the next large frame into it again, but only once no view of the previous
+frame is alive any more (so nobody can see its bytes change). Python itself keeps that count: a ``bytearray``
+refuses to change its size while any buffer export of it -- a ``memoryview``, or a slice of one -- exists
+(``BufferError``), so trying to shrink it by one byte is an exact, documented "is anyone looking?" test
+(a view's :meth:`memoryview.release` lifts it at once). The JVM gets the same effect from its heap; Kafka's
+``MemoryPool`` (``queued.max.request.bytes``) is the bounded form of it.
 
 Mirrors: ``clients/src/main/java/org/apache/kafka/common/network/NetworkReceive.java``.
 """
 from __future__ import annotations
 
 import struct
-import sys
 from typing import Optional
 
 from kafkalab.protocol.errors import DecodeError
@@ -82,24 +84,30 @@ class FrameBuffer(bytearray):
     __slots__ = ()
 
 
-def _reference_counts(items: list) -> list:
-    """``sys.getrefcount`` of each item, always counted by this one function, so that :data:`_FREE` (what it
-    reports for an object only the list refers to) stays right whatever the interpreter does with references
-    on its own stack (Python 3.14 borrows some and reports lower counts)."""
-    return [sys.getrefcount(item) for item in items]
+def _unexported(buf: bytearray) -> bool:
+    """True if no buffer export (``memoryview``) of ``buf`` is alive.
 
-
-#: The count :func:`_reference_counts` reports for an object nothing but its list refers to; a live view adds one.
-_FREE = _reference_counts([bytearray()])[0]
+    A bytearray with a live export raises BufferError on any resize; one without gives up its last byte and
+    takes it back without reallocating (shrinking by one byte keeps the allocation). The byte's value is lost,
+    which does not matter: the buffer is about to be received into.
+    """
+    try:
+        buf.pop()
+    except BufferError:
+        return False
+    except IndexError:   # empty: nothing to protect
+        return True
+    buf.append(0)
+    return True
 
 
 class ReceiveBuffer:
     """Hands out a writable buffer of exactly ``size`` bytes for the next large frame, reusing earlier ones.
 
-    A buffer is reused only when this object holds the last reference to it: every ``memoryview`` of an
-    earlier frame (its decoded ``records`` included) keeps its buffer referenced, so while any part of that
-    frame is still in use -- a request parked in a purgatory, a trace that kept the frame -- another buffer is
-    taken. The two most recent buffers are kept (a connection receives its next request while the previous one
+    A buffer is reused only when no view of it is alive: every ``memoryview`` of an earlier frame (its decoded
+    ``records`` included, and slices of them) is a buffer export of it, so while any part of that frame is still
+    in use -- a request parked in a purgatory, a trace that kept the frame -- another buffer is taken. (Hold a
+    view, not the bare ``view.obj``: a bytearray without exports counts as free.) The two most recent buffers are kept (a connection receives its next request while the previous one
     waits for its acknowledgements); buffers above :data:`SPARE_MAX_BYTES` are not kept.
 
     >>> rb = ReceiveBuffer()
@@ -120,8 +128,8 @@ class ReceiveBuffer:
 
     def take(self, size: int) -> memoryview:
         spares = self.spares
-        for buf, refs in zip(spares, _reference_counts(spares)):
-            if refs <= _FREE and len(buf) >= size:
+        for buf in spares:
+            if len(buf) >= size and _unexported(buf):
                 return memoryview(buf)[:size]
         buf = FrameBuffer(size)
         if size <= SPARE_MAX_BYTES:

@@ -237,6 +237,10 @@ def read_array_length(buf, pos: int, *, compact: bool = False, nullable: bool = 
 
 
 def write_array_length(count, *, compact: bool = False) -> bytes:
+    """An array's element count; ``None`` is the null array. A negative count has no encoding (``-1`` would
+    read back as null), so it is an EncodeError."""
     if count is None:
         return b"\x00" if compact else b"\xff\xff\xff\xff"
+    if count < 0:
+        raise EncodeError(f"an array cannot have {count} elements")
     return write_unsigned_varint(count + 1) if compact else _INT32.pack(count)

@@ -20,6 +20,18 @@ generated decoder (:mod:`kafkalab.protocol.codec`) creates each struct with a si
 Two objects are equal only if they have the same class and the same values. Unknown tagged fields that a
 newer peer sent are kept in ``unknown_tagged_fields`` as ``(tag, bytes)`` pairs, so re-encoding a message
 reproduces it byte for byte.
+
+Tagged fields on the wire
+-------------------------
+A tagged field that holds its default value is normally left off the wire (Kafka's encoder does that, and so
+does kafkalab's for messages built in Python). Some peers write such fields anyway -- an ApiVersions v3
+response with an explicit, empty ``supported_features``, a Fetch v16 response with an empty
+``node_endpoints``. So that a decoded message re-encodes to exactly the bytes received, a struct that had
+known tagged fields on the wire remembers which: its ``unknown_tagged_fields`` is then a
+:class:`TaggedFieldsOnWire`, still a tuple of the unknown ``(tag, bytes)`` pairs (so it compares equal to a
+plain tuple, and the struct to one built in Python), with ``present``, the tags of the known fields that
+were on the wire. The writer always writes those. A struct without tags on the wire costs nothing extra:
+its ``unknown_tagged_fields`` is the plain empty tuple.
 """
 from __future__ import annotations
 
@@ -32,12 +44,36 @@ except ImportError:  # pragma: no cover - other interpreters
     def _tuplegetter(index, doc):
         return property(itemgetter(index), doc=doc)
 
-__all__ = ["make_record_class", "UNKNOWN_TAGGED_FIELDS"]
+__all__ = ["make_record_class", "UNKNOWN_TAGGED_FIELDS", "TaggedFieldsOnWire", "tags_on_wire",
+           "present_tags"]
 
 #: The attribute holding tagged fields this schema does not know (last element of every struct).
 UNKNOWN_TAGGED_FIELDS = "unknown_tagged_fields"
 
 _tuple_new = tuple.__new__
+
+
+class TaggedFieldsOnWire(tuple):
+    """The unknown tagged fields of a decoded struct (``(tag, bytes)`` pairs, as a tuple), plus ``present``:
+    the tags of the known tagged fields that were on the wire, default-valued or not. Equality and hashing
+    are the tuple's, so ``present`` never makes two messages differ; it only tells the writer which
+    default-valued tagged fields to write anyway. It also prints as the tuple, so a decoded message looks
+    the same whichever peer wrote it."""
+
+    present: frozenset
+
+
+def tags_on_wire(unknown, present) -> TaggedFieldsOnWire:
+    """``unknown_tagged_fields`` for a struct that had the known tags ``present`` on the wire."""
+    t = TaggedFieldsOnWire(unknown)
+    t.present = frozenset(present)
+    return t
+
+
+def present_tags(obj) -> frozenset:
+    """The tags of known tagged fields that ``obj`` (a decoded struct) had on the wire; empty if built here."""
+    ut = obj[-1]
+    return ut.present if type(ut) is TaggedFieldsOnWire else frozenset()
 
 
 def _show(value) -> str:

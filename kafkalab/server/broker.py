@@ -166,7 +166,9 @@ class KafkaServer:
                                           inter_broker_listener=cfg.inter_broker_listener_name,
                                           unclean_election=self._unclean_election, name=f"Controller id={self.broker_id}")
         await self.controller.startup()
-        log.info("[%s] started (listeners: %s)", self.name, ", ".join(str(e) for e in self.bound_endpoints))
+        # Kafka logs the endpoints it listens on (``listeners``, ports bound), not the advertised ones.
+        log.info("[%s] started (listeners: %s)", self.name,
+                 ", ".join(str(e) for e in self.socket_server.bound_endpoints()))
         return self
 
     def _broker_info(self) -> BrokerInfo:

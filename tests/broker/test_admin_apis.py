@@ -18,6 +18,7 @@ import pytest
 
 from kafkalab.protocol import ApiKey, ErrorCode, request_class
 from kafkalab.cluster.cluster import Cluster
+from kafkalab.controller import EVENTS
 
 from ._admin_support import ApiSpy, confluent_results, describe_results, log_dir, partition_dirs, wire
 
@@ -495,7 +496,7 @@ def test_describe_log_dirs(cluster, broker, admin, kadmin, spy):
 
 # ---------------------------------------------------------------------------------------------- timeouts, controller
 
-def test_slow_controller_gives_request_timed_out_without_blocking_handlers():
+def test_slow_controller_gives_request_timed_out_without_blocking_handlers(monkeypatch):
     """With the controller's reactions switched off nothing completes: each request waits its timeout and answers
     REQUEST_TIMED_OUT -- while the broker's single request handler keeps serving others."""
     async def ignored(*args):
@@ -504,9 +505,8 @@ def test_slow_controller_gives_request_timed_out_without_blocking_handlers():
     with Cluster(overrides={"num.io.threads": 1}) as c:
         c.create_topic("existing")
         c.create_topic("growing")
-        controller = c.broker(0).controller
-        for event in ("topic_change", "topic_deletion", "partition_modifications"):
-            c.call(setattr, controller, f"_on_{event}", ignored)
+        for event in ("topic_change", "topic_deletion", "partition_modifications"):   # rows of the event table
+            monkeypatch.setitem(EVENTS, event, EVENTS[event]._replace(handler=ignored))
         admin = AdminClient({"bootstrap.servers": c.bootstrap_servers})
         started = time.monotonic()
         pending = admin.create_topics([NewTopic("stuck", 1, 1)], operation_timeout=1.5, request_timeout=T)

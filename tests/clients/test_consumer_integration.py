@@ -304,17 +304,18 @@ def test_confluent_producer_to_our_consumer_identical(broker):
     ck = pytest.importorskip("confluent_kafka")
     topic = make_topic(broker, 2)
     p = ck.Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5, "compression.type": "gzip"})
-    sent = []
     for i in range(40):
         p.produce(topic, b"c%d" % i, key=b"k%d" % i, partition=i % 2, headers=[("h", b"x")],
                   timestamp=1_700_000_000_000 + i)
-    p.flush(10)
+    assert p.flush(10) == 0, "confluent-kafka could not deliver every message"
     with consumer(broker, **{"auto.offset.reset": "earliest"}) as c:
         c.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])
         got = drain(c, 40)
+    assert len(got) == 40, f"consumed {len(got)} of the 40 records produced"
     per_partition = collections.defaultdict(list)
     for r in got:
         per_partition[r.partition].append((r.offset, r.key, r.value, r.headers, r.timestamp))
+    assert sorted(per_partition) == [0, 1]
     for part, rows in per_partition.items():
         assert [o for o, *_ in rows] == list(range(20))
         assert [(k, v) for _, k, v, _, _ in rows] == [(b"k%d" % i, b"c%d" % i) for i in range(part, 40, 2)]

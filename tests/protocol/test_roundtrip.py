@@ -133,3 +133,28 @@ def test_absent_field_with_a_value_cannot_be_encoded():
     import uuid
     body = Req(topics=(Req.MetadataRequestTopic(topic_id=uuid.uuid4(), name="t"),))
     assert codec.encode(api_keys.request_schema(3), 3, body) == b"\x00\x00\x00\x01\x00\x01t"
+
+
+@pytest.mark.parametrize("tag", [-1, -127, -200, -(2**40)])
+def test_negative_unsigned_varint_is_an_encode_error(tag):
+    # A tag is written as an UNSIGNED_VARINT, which has no encoding for a negative number: the generated
+    # writer used to emit a wrong byte (-1 -> 0x7f) or leak an IndexError.
+    Req = kp.request_class(18)
+    body = Req(client_software_name="a", client_software_version="b", unknown_tagged_fields=((tag, b"x"),))
+    with pytest.raises(kp.EncodeError, match="unsigned varint"):
+        codec.encode(api_keys.request_schema(18), 3, body)
+    with pytest.raises(kp.EncodeError):
+        codec._uv(tag)
+
+
+def test_primitive_writers_reject_negative_counts_and_varints():
+    from kafkalab.protocol import primitives as P
+
+    for compact in (False, True):
+        with pytest.raises(kp.EncodeError):  # -1 would read back as a null array
+            P.write_array_length(-1, compact=compact)
+        with pytest.raises(kp.EncodeError):
+            P.write_array_length(-5, compact=compact)
+    assert P.write_array_length(0, compact=True) == b"\x01" and P.write_array_length(None) == b"\xff" * 4
+    with pytest.raises(kp.EncodeError):
+        P.write_unsigned_varint(-1)

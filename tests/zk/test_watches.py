@@ -1,7 +1,9 @@
 """One-shot data and child watches, ZooKeeper's event types, delivery order and the lock."""
 import threading
 
-from kafkalab.zk import CreateOp, EventType, KeeperState, ZkStore
+import pytest
+
+from kafkalab.zk import CreateOp, EventType, KeeperState, NoNodeException, ZkStore
 
 
 def test_data_watch_fires_once_and_must_be_left_again(store, recorder):
@@ -26,10 +28,8 @@ def test_exists_watch_on_an_absent_znode_fires_on_create(store, recorder):
 
 def test_get_on_a_missing_znode_leaves_no_watch(store, recorder):
     w = recorder()
-    try:
+    with pytest.raises(NoNodeException):
         store.get("/nope", w)
-    except Exception:
-        pass
     store.create("/nope")
     assert w.events == [] and store.watches() == {"data": [], "child": []}
 

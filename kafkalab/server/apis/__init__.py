@@ -8,14 +8,15 @@ ApiVersions advertisement::
 
     api_versions   ApiVersions
     metadata       Metadata
-    produce        Produce, InitProducerId
+    produce        Produce
     fetch          Fetch
     offsets        ListOffsets, OffsetForLeaderEpoch, DeleteRecords
     topics         CreateTopics, DeleteTopics, CreatePartitions
     configs        DescribeConfigs, IncrementalAlterConfigs
     cluster        DescribeCluster, DescribeTopicPartitions, DescribeLogDirs
-    coordinators   FindCoordinator
-    controller_requests   LeaderAndIsr, StopReplica, UpdateMetadata (from the controller, inter-broker listener)
+    coordinators   FindCoordinator, InitProducerId
+    controller_requests   LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown (from the controller,
+                   inter-broker listener)
     groups         JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups,
                    DescribeGroups, DeleteGroups, OffsetDelete
 
