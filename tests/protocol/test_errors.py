@@ -64,7 +64,7 @@ def test_unknown_code():
     info = error_info(4242)
     assert info.code == 4242 and not info.retriable and "4242" in info.name
     err = kp.KafkaProtocolError(35)
-    assert "UNSUPPORTED_VERSION" in str(err) and err.code == 35 and not err.retriable
+    assert "UNSUPPORTED_VERSION" in str(err) and err.error_code == 35 and not err.retriable
 
 
 def test_error_hierarchy():

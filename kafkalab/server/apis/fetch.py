@@ -23,10 +23,9 @@ from __future__ import annotations
 import asyncio
 
 from kafkalab.network.socket_server import SENDFILE_THRESHOLD, FileRegion, RecordsSlices
-from kafkalab.protocol import ApiKey, ErrorCode, response_class
+from kafkalab.protocol import ApiException, ApiKey, ErrorCode, response_class
 from kafkalab.purgatory import FetchParams, FetchPartitionInfo
 from kafkalab.server.apis.base import Delayed, handles
-from kafkalab.server.partition import PartitionError
 
 Response = response_class(ApiKey.FETCH)
 TopicResponse = Response.FetchableTopicResponse
@@ -95,7 +94,7 @@ def _response(body, version: int, results, unknown, cache):
     by_topic: dict = {}
     aborted = () if body.isolation_level == 1 else None
     for (topic, partition), r in results:
-        if isinstance(r, PartitionError):
+        if isinstance(r, ApiException):
             part = PartitionData(partition_index=partition, error_code=r.error_code, high_watermark=-1,
                                  last_stable_offset=-1, log_start_offset=-1, records=b"")
         else:
