@@ -1,4 +1,4 @@
-"""Errors: Kafka's error-code table, and the exceptions the codec raises on bad input.
+"""Errors: Kafka's error-code table, ``ApiException`` (a code as an exception), and the codec's bad-input errors.
 
 Theory of operation
 -------------------
@@ -21,7 +21,7 @@ as a class attribute (as Kafka has one exception class per code).
 
 Separately, bytes that do not decode raise :class:`DecodeError` (a ``ValueError``) naming the field path and
 byte offset where decoding stopped; values that cannot be encoded raise :class:`EncodeError`. They are bad
-input, not error-coded answers, so they are not ``ApiException``\ s.
+input, not error-coded answers, so neither is an ``ApiException``.
 
 Mirrors: ``clients/src/main/java/org/apache/kafka/common/protocol/Errors.java`` and the exception classes in
 ``clients/src/main/java/org/apache/kafka/common/errors/`` (``ApiException`` is their base;

@@ -32,7 +32,7 @@ offset, no bytes are counted (as in Kafka) and the fetch waits for the next chec
 Interfaces (no import of the broker): ``get_partition_or_exception(tp)`` returns an object with
 ``fetch_offset_snapshot(current_leader_epoch, fetch_only_from_leader) -> LogOffsetSnapshot`` and
 ``last_offset_for_leader_epoch(current_leader_epoch, leader_epoch, fetch_only_from_leader) -> (epoch,
-end_offset)``; failures are :class:`~kafkalab.protocol.ApiException`\ s carrying ``error_code`` (as
+end_offset)``; failures raise a :class:`~kafkalab.protocol.ApiException` carrying ``error_code`` (as
 ``kafkalab.server``'s ``PartitionError``).
 Kafka completes on the error codes of cases A-E and lets others escape; kafkalab completes on any
 error-coded failure, so the error reaches the client in the response read at completion.

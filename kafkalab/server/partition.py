@@ -56,8 +56,8 @@ __all__ = ["Partition", "PartitionError", "LogReadResult", "Replica"]
 
 
 class PartitionError(ApiException):
-    """An error with a Kafka error code, raised for one partition (errors of a whole topic or request are
-    plain :class:`~kafkalab.protocol.ApiException`\ s)."""
+    """An error with a Kafka error code, raised for one partition (an error of a whole topic or request is a
+    plain :class:`~kafkalab.protocol.ApiException`)."""
 
     def __init__(self, error_code: int, message: Optional[str] = None):
         super().__init__(error_code, message)
