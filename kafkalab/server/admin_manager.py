@@ -88,6 +88,29 @@ def _validate_replica_assignment(assignment: dict[int, list[int]], replication_f
                            f"replication factors [{', '.join(str(n) for _, n in bad)}], respectively.")
 
 
+def _validate_assignment_shape(placed: dict[int, list[int]], brokers: list[int]) -> None:
+    """The shape checks of ``AdminZkClient.validateTopicCreate`` (INVALID_REPLICA_ASSIGNMENT)."""
+    if len({len(r) for r in placed.values()}) != 1:
+        raise ApiException(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                           "All partitions should have the same number of replicas")
+    for replicas in placed.values():
+        if len(set(replicas)) != len(replicas):
+            raise ApiException(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                               f"Duplicate replica assignment found: {placed}")
+    if sorted(placed) != list(range(len(placed))):
+        raise ApiException(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                           "partitions should be a consecutive 0-based integer sequence")
+    # kafkalab (like a KRaft controller, unlike a ZooKeeper-era broker) refuses replicas on unknown brokers
+    # up front instead of creating partitions that can never get a leader.
+    if any(not r for r in placed.values()):
+        raise ApiException(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                           "The manual partition assignment includes an empty replica list.")
+    missing = sorted({b for r in placed.values() for b in r if b not in brokers})
+    if missing:
+        raise ApiException(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                           f"Unknown broker(s) in replica assignment: {', '.join(map(str, missing))}.")
+
+
 class AdminManager:
     def __init__(self, broker):
         self.broker = broker
@@ -142,25 +165,7 @@ class AdminManager:
             if colliding:
                 raise ApiException(ErrorCode.INVALID_TOPIC_EXCEPTION,
                                    f"Topic '{name}' collides with existing topics: {', '.join(colliding)}")
-        if len({len(r) for r in placed.values()}) != 1:
-            raise ApiException(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                               "All partitions should have the same number of replicas")
-        for replicas in placed.values():
-            if len(set(replicas)) != len(replicas):
-                raise ApiException(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                   f"Duplicate replica assignment found: {placed}")
-        if sorted(placed) != list(range(len(placed))):
-            raise ApiException(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                               "partitions should be a consecutive 0-based integer sequence")
-        # kafkalab (like a KRaft controller, unlike a ZooKeeper-era broker) refuses replicas on unknown brokers
-        # up front instead of creating partitions that can never get a leader.
-        if any(not r for r in placed.values()):
-            raise ApiException(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                               "The manual partition assignment includes an empty replica list.")
-        missing = sorted({b for r in placed.values() for b in r if b not in brokers})
-        if missing:
-            raise ApiException(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                               f"Unknown broker(s) in replica assignment: {', '.join(map(str, missing))}.")
+        _validate_assignment_shape(placed, brokers)
         self._validate_topic_configs(configs)
         return placed
 

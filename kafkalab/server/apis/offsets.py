@@ -41,7 +41,7 @@ def _list_offsets_error(request, code, message):
 
 @handles(ApiKey.LIST_OFFSETS, versions=(1, 9), error_response=_list_offsets_error)
 def handle_list_offsets(broker, request):
-    body, version = request.body, request.context.api_version
+    body = request.body
     R = ListOffsetsResponse
     isolation = ISOLATION.get(body.isolation_level, "high_watermark") if body.replica_id == -1 else None
     rm = broker.replica_manager

@@ -65,25 +65,14 @@ def handle_produce(broker, request):
         for p in t.partition_data:
             tp = (name, p.index)
             names[tp] = (t.name, t.topic_id)
-            if acks not in (0, 1, -1):
-                errors[tp] = PartitionError(ErrorCode.INVALID_REQUIRED_ACKS)
-            elif name is None:
-                errors[tp] = PartitionError(ErrorCode.UNKNOWN_TOPIC_ID)
-            elif body.transactional_id is not None:
-                errors[tp] = PartitionError(ErrorCode.INVALID_TXN_STATE,
-                                            "this broker has no transaction coordinator: no transaction is open")
-            elif not cache.contains_topic(name):
-                errors[tp] = PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                if broker.config["auto.create.topics.enable"] and name not in to_create:
-                    to_create.append(name)
-            elif p.records is None:
-                errors[tp] = PartitionError(ErrorCode.INVALID_RECORD, "the records field is null")
-            elif version < 7 and _is_zstd(p.records):
-                errors[tp] = PartitionError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
-                                            f"Produce requests with version {version} are not allowed to use "
-                                            f"ZStandard compression")
-            else:
+            error = _partition_error(body, version, cache, name, p.records)
+            if error is None:
                 entries[tp] = p.records
+                continue
+            errors[tp] = error
+            if error.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and \
+                    broker.config["auto.create.topics.enable"] and name not in to_create:
+                to_create.append(name)
     if to_create:
         broker.admin.auto_create_topics(to_create)
     if not entries or acks != -1:
@@ -119,6 +108,25 @@ def handle_produce(broker, request):
     async def wait():
         return respond(await fut)
     return Delayed(wait())
+
+
+def _partition_error(body, version: int, cache, name, records):
+    """What a partition is answered before any append (``handleProduceRequest``'s checks), or None."""
+    if body.acks not in (0, 1, -1):
+        return PartitionError(ErrorCode.INVALID_REQUIRED_ACKS)
+    if name is None:
+        return PartitionError(ErrorCode.UNKNOWN_TOPIC_ID)
+    if body.transactional_id is not None:
+        return PartitionError(ErrorCode.INVALID_TXN_STATE,
+                              "this broker has no transaction coordinator: no transaction is open")
+    if not cache.contains_topic(name):
+        return PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if records is None:
+        return PartitionError(ErrorCode.INVALID_RECORD, "the records field is null")
+    if version < 7 and _is_zstd(records):
+        return PartitionError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+                              f"Produce requests with version {version} are not allowed to use ZStandard compression")
+    return None
 
 
 def _build(results: dict, names: dict):
