@@ -108,7 +108,7 @@ class AdminError(KafkaProtocolError):
         self.errors, self.results = errors, results
         first = next(iter(errors.values()))
         detail = "; ".join(f"{k}: {e}" for k, e in errors.items())
-        super().__init__(first.code, f"{operation} failed for {len(errors)} item(s): {detail}")
+        super().__init__(first.error_code, f"{operation} failed for {len(errors)} item(s): {detail}")
 
 
 def _error(code: int, message: Optional[str]) -> KafkaProtocolError:

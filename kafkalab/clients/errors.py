@@ -4,8 +4,9 @@ Theory of operation
 -------------------
 A broker answers with an ``int16`` error code, and the client decides what it means: *retriable* codes
 (``NOT_LEADER_OR_FOLLOWER``, ``REQUEST_TIMED_OUT``...) are retried, the others fail the operation. kafkalab's
-clients raise every broker error as :class:`~kafkalab.protocol.KafkaProtocolError`, which carries ``code``,
-``info`` (name, default message) and ``retriable`` straight from Kafka's error table. Failures that happen on
+clients raise every broker error as :class:`~kafkalab.protocol.KafkaProtocolError` (an
+:class:`~kafkalab.protocol.ApiException`, like the broker's own errors), which carries ``error_code``, ``info``
+(name, default message) and ``retriable`` straight from Kafka's error table. Failures that happen on
 the client's side of the wire are mapped to the codes Java maps them to, so one retry rule covers both:
 a lost connection is ``NETWORK_EXCEPTION`` (Java's ``NetworkException``), a request that got no answer within
 ``request.timeout.ms`` is ``REQUEST_TIMED_OUT``, and a record that could not be delivered within
@@ -26,23 +27,29 @@ __all__ = ["KafkaProtocolError", "NetworkException", "RequestTimedOut", "KafkaTi
 class NetworkException(KafkaProtocolError):
     """The connection broke before the response arrived (retriable)."""
 
+    error_code = ErrorCode.NETWORK_EXCEPTION
+
     def __init__(self, message: str):
-        super().__init__(ErrorCode.NETWORK_EXCEPTION, message)
+        super().__init__(self.error_code, message)
 
 
 class RequestTimedOut(KafkaProtocolError):
     """No response within ``request.timeout.ms``; the connection is closed (retriable)."""
 
+    error_code = ErrorCode.REQUEST_TIMED_OUT
+
     def __init__(self, message: str):
-        super().__init__(ErrorCode.REQUEST_TIMED_OUT, message)
+        super().__init__(self.error_code, message)
 
 
 class KafkaTimeoutError(KafkaProtocolError):
     """A client-side deadline passed (``delivery.timeout.ms``, ``max.block.ms``); not retried."""
 
+    error_code = ErrorCode.REQUEST_TIMED_OUT
+    retriable = False  # final, unlike the REQUEST_TIMED_OUT a broker answers
+
     def __init__(self, message: str):
-        super().__init__(ErrorCode.REQUEST_TIMED_OUT, message)
-        self.retriable = False
+        super().__init__(self.error_code, message)
 
 
 class ClientClosedError(RuntimeError):

@@ -37,7 +37,7 @@ from typing import Any, Iterator, Optional
 from kafkalab.protocol import codec
 from kafkalab.protocol.annotate import Row, annotate_message
 from kafkalab.protocol.api_keys import ALL_API_KEYS, ApiKey, api_name, messages_for, request_schema, response_schema
-from kafkalab.protocol.errors import (ERRORS, DecodeError, EncodeError, ErrorCode, KafkaProtocolError,
+from kafkalab.protocol.errors import (ERRORS, ApiException, DecodeError, EncodeError, ErrorCode, KafkaProtocolError,
                                       UnsupportedVersionError, error_info)
 from kafkalab.protocol.framing import (DEFAULT_MAX_FRAME_BYTES, LARGE_FRAME_BYTES, FrameBuffer, FrameReader,
                                       InvalidReceiveError, ReceiveBuffer, size_prefixed)
@@ -51,7 +51,7 @@ __all__ = [
     "ApiKey", "api_name", "ALL_API_KEYS", "request_schema", "response_schema", "messages_for",
     "RequestHeader", "ResponseHeader", "REQUEST_HEADER", "RESPONSE_HEADER", "request_header_version",
     "response_header_version",
-    "header_version_table", "ErrorCode", "ERRORS", "error_info", "DecodeError", "EncodeError",
+    "header_version_table", "ErrorCode", "ERRORS", "error_info", "ApiException", "DecodeError", "EncodeError",
     "UnsupportedVersionError", "InvalidReceiveError", "KafkaProtocolError", "FrameReader", "ReceiveBuffer",
     "FrameBuffer", "LARGE_FRAME_BYTES", "size_prefixed",
     "DEFAULT_MAX_FRAME_BYTES",

@@ -1,4 +1,4 @@
-"""Errors: Kafka's error-code table, and the exceptions the codec raises on bad input.
+"""Errors: Kafka's error-code table, ``ApiException`` (a code as an exception), and the codec's bad-input errors.
 
 Theory of operation
 -------------------
@@ -12,18 +12,27 @@ its metadata) can succeed.
 ``IntEnum`` over it, so ``ErrorCode(35).name == "UNSUPPORTED_VERSION"`` and
 ``ErrorCode.NOT_LEADER_OR_FOLLOWER.retriable``.
 
+An error that *is* one of these codes is an :class:`ApiException`: ``error_code`` (an :class:`ErrorCode`),
+a message (the table's when none is given) and ``retriable`` (from the table). It is the one base of every
+error-coded failure in kafkalab -- the log's ``StorageError`` family, the broker's ``PartitionError``, the
+clients' :class:`KafkaProtocolError` --, so a broker handler turns any of them into its response with one
+``except ApiException as e: ... e.error_code``. A class that always means the same code sets ``error_code``
+as a class attribute (as Kafka has one exception class per code).
+
 Separately, bytes that do not decode raise :class:`DecodeError` (a ``ValueError``) naming the field path and
-byte offset where decoding stopped; values that cannot be encoded raise :class:`EncodeError`.
+byte offset where decoding stopped; values that cannot be encoded raise :class:`EncodeError`. They are bad
+input, not error-coded answers, so neither is an ``ApiException``.
 
 Mirrors: ``clients/src/main/java/org/apache/kafka/common/protocol/Errors.java`` and the exception classes in
-``clients/src/main/java/org/apache/kafka/common/errors/`` (``RetriableException`` marks the retriable ones).
+``clients/src/main/java/org/apache/kafka/common/errors/`` (``ApiException`` is their base;
+``RetriableException`` marks the retriable ones).
 """
 from __future__ import annotations
 
 import enum
 from typing import NamedTuple, Optional
 
-__all__ = ["ErrorInfo", "ERRORS", "ErrorCode", "error_info", "DecodeError", "EncodeError",
+__all__ = ["ErrorInfo", "ERRORS", "ErrorCode", "error_info", "ApiException", "DecodeError", "EncodeError",
            "UnsupportedVersionError", "KafkaProtocolError"]
 
 
@@ -252,11 +261,46 @@ class EncodeError(ValueError):
     """A value that cannot be written at the requested version (wrong type, out of range, unsupported field)."""
 
 
-class KafkaProtocolError(Exception):
-    """An error code returned by a broker, as an exception (clients raise it)."""
+class ApiException(Exception):
+    """A failure that is one of Kafka's error codes: ``error_code`` (an :class:`ErrorCode`; a plain ``int`` for
+    a code the table does not know), ``message`` (the table's default unless given) and ``retriable``.
 
-    def __init__(self, code: int, message: Optional[str] = None):
-        self.code = code
-        self.info = error_info(code)
-        self.retriable = self.info.retriable
-        super().__init__(f"[Error {code}] {self.info.name}: {message or self.info.message}")
+    ``ApiException(ErrorCode.INVALID_REQUEST, "why")`` raises any code; a subclass that always means one code
+    sets ``error_code`` as a class attribute and may take just the message. ``str(e)`` is the message (what a
+    broker puts in a response's ``error_message``)."""
+
+    error_code: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
+
+    def __init__(self, error_code: Optional[int] = None, message: Optional[str] = None):
+        if error_code is not None:
+            self.error_code = _as_error_code(error_code)
+        self.message = message or error_info(self.error_code).message
+        super().__init__(self.message)
+
+    @property
+    def info(self) -> ErrorInfo:
+        """The table row of ``error_code``: name, retriable, default message."""
+        return error_info(self.error_code)
+
+    @property
+    def retriable(self) -> bool:
+        """Can trying again (usually after a metadata refresh) succeed? Kafka's ``RetriableException``."""
+        return self.info.retriable
+
+
+def _as_error_code(code: int):
+    try:
+        return ErrorCode(code)
+    except ValueError:  # a code this table does not know: keep the number
+        return int(code)
+
+
+class KafkaProtocolError(ApiException):
+    """An error code returned by a broker, as the exception a client raises. ``str(e)`` names the code:
+    ``[Error 35] UNSUPPORTED_VERSION: <message>``."""
+
+    def __init__(self, error_code: int, message: Optional[str] = None):
+        super().__init__(error_code, message)
+
+    def __str__(self) -> str:
+        return f"[Error {int(self.error_code)}] {self.info.name}: {self.message}"

@@ -32,7 +32,8 @@ offset, no bytes are counted (as in Kafka) and the fetch waits for the next chec
 Interfaces (no import of the broker): ``get_partition_or_exception(tp)`` returns an object with
 ``fetch_offset_snapshot(current_leader_epoch, fetch_only_from_leader) -> LogOffsetSnapshot`` and
 ``last_offset_for_leader_epoch(current_leader_epoch, leader_epoch, fetch_only_from_leader) -> (epoch,
-end_offset)``; failures are exceptions carrying ``error_code`` (as ``kafkalab.server``'s ``PartitionError``).
+end_offset)``; failures raise a :class:`~kafkalab.protocol.ApiException` carrying ``error_code`` (as
+``kafkalab.server``'s ``PartitionError``).
 Kafka completes on the error codes of cases A-E and lets others escape; kafkalab completes on any
 error-coded failure, so the error reaches the client in the response read at completion.
 
@@ -45,7 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, NamedTuple, Optional, Protocol, Sequence
 
-from kafkalab.protocol import ErrorCode
+from kafkalab.protocol import ApiException, ErrorCode
 from kafkalab.purgatory.delayed_operation import DelayedOperation
 
 __all__ = ["DelayedFetch", "FetchParams", "FetchPartitionInfo", "FetchPartitionStatus", "LogOffsetSnapshot",
@@ -217,19 +218,14 @@ class DelayedFetch(DelayedOperation):
                     try:
                         epoch, end_offset = partition.last_offset_for_leader_epoch(
                             info.current_leader_epoch, info.last_fetched_epoch, False)
-                    except Exception as e:  # noqa: BLE001
-                        if getattr(e, "error_code", None) is None:
-                            raise
+                    except ApiException:
                         return self._complete("H", tp)
                     if end_offset == UNDEFINED_EPOCH_OFFSET or epoch == UNDEFINED_EPOCH:
                         return self._complete("H", tp)
                     if epoch < info.last_fetched_epoch or end_offset < info.fetch_offset:
                         return self._complete("H", tp)
-            except Exception as e:  # noqa: BLE001 - only errors that carry a Kafka error code complete
-                code = getattr(e, "error_code", None)
-                if code is None:
-                    raise
-                return self._complete(_CASES.get(code, f"error {int(code)}"), tp)
+            except ApiException as e:  # only errors that carry a Kafka error code complete
+                return self._complete(_CASES.get(e.error_code, f"error {int(e.error_code)}"), tp)
         self.accumulated_bytes = accumulated
         if accumulated >= self.params.min_bytes:
             return self._complete("G", None)

@@ -27,7 +27,8 @@ the ISR is already too small; it never reaches the purgatory.)
 
 The operation never imports the broker: it gets a ``get_partition_or_error(topic_partition)`` callable that
 returns an object with ``check_enough_replicas_reach_offset(required_offset) -> (has_enough, error_code)``,
-or raises an exception carrying ``error_code`` (or returns an int error code, Kafka's ``Left``).
+or raises an :class:`~kafkalab.protocol.ApiException` carrying ``error_code`` (or returns an int error code,
+Kafka's ``Left``).
 :func:`check_enough_replicas_reach_offset` is Kafka's rule as a pure function for such a partition to call.
 
 Mirrors: ``core/src/main/scala/kafka/server/DelayedProduce.scala`` (``ProducePartitionStatus``,
@@ -39,7 +40,7 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, Hashable, Mapping, Optional, Protocol, Union
 
-from kafkalab.protocol import ErrorCode
+from kafkalab.protocol import ApiException, ErrorCode
 from kafkalab.purgatory.delayed_operation import DelayedOperation
 
 __all__ = ["DelayedProduce", "ProducePartitionStatus", "ProducePartition", "check_enough_replicas_reach_offset"]
@@ -117,20 +118,14 @@ class DelayedProduce(DelayedOperation):
     def _check_partition(self, tp: Hashable, status: ProducePartitionStatus) -> tuple[bool, int, str]:
         try:
             partition = self.get_partition_or_error(tp)
-        except Exception as e:  # noqa: BLE001 - only errors that carry a Kafka error code are answers
-            code = getattr(e, "error_code", None)
-            if code is None:
-                raise
-            return False, int(code), "A"
+        except ApiException as e:  # only errors that carry a Kafka error code are answers
+            return False, int(e.error_code), "A"
         if isinstance(partition, int):
             return False, partition, "A"
         try:
             has_enough, error = partition.check_enough_replicas_reach_offset(status.required_offset)
-        except Exception as e:  # noqa: BLE001
-            code = getattr(e, "error_code", None)
-            if code is None:
-                raise
-            return False, int(code), "C.1"
+        except ApiException as e:
+            return False, int(e.error_code), "C.1"
         error = int(error)
         if error == ErrorCode.NOT_LEADER_OR_FOLLOWER:
             return has_enough, error, "B"

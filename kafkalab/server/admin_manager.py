@@ -31,8 +31,7 @@ import re
 from typing import Callable, Optional
 
 from kafkalab.controller.election import AssignmentError, assign_replicas_to_brokers
-from kafkalab.protocol import ErrorCode
-from kafkalab.server.partition import PartitionError
+from kafkalab.protocol import ApiException, ErrorCode
 from kafkalab.storage.errors import InvalidConfigurationError
 from kafkalab.storage.log_config import TOPIC_CONFIGS, LogConfig
 from kafkalab.zk import NodeExistsException, NoNodeException, TopicExistsException
@@ -52,19 +51,19 @@ WAIT_POLL_S = 0.005
 
 
 def validate_topic_name(name: str) -> None:
-    """Kafka's ``Topic.validate``: raise PartitionError(INVALID_TOPIC_EXCEPTION) with Kafka's wording."""
+    """Kafka's ``Topic.validate``: raise ApiException(INVALID_TOPIC_EXCEPTION) with Kafka's wording."""
     if not name:
-        raise PartitionError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty")
+        raise ApiException(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty")
     if name in (".", ".."):
-        raise PartitionError(ErrorCode.INVALID_TOPIC_EXCEPTION, 'Topic name cannot be "." or ".."')
+        raise ApiException(ErrorCode.INVALID_TOPIC_EXCEPTION, 'Topic name cannot be "." or ".."')
     if len(name) > MAX_NAME_LENGTH:
-        raise PartitionError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                             f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, "
-                             f"topic name: {name}")
+        raise ApiException(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                           f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, "
+                           f"topic name: {name}")
     if not _LEGAL.match(name):
-        raise PartitionError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                             f'Topic name "{name}" is illegal, it contains a character other than ASCII '
-                             f"alphanumerics, '.', '_' and '-'")
+        raise ApiException(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                           f'Topic name "{name}" is illegal, it contains a character other than ASCII '
+                           f"alphanumerics, '.', '_' and '-'")
 
 
 def _collision_key(name: str) -> str:
@@ -75,42 +74,42 @@ def _validate_replica_assignment(assignment: dict[int, list[int]], replication_f
     """AdminZkClient.validateReplicaAssignment for the partitions CreatePartitions adds by hand."""
     for p, replicas in sorted(assignment.items()):
         if not replicas:
-            raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 f"Cannot have replication factor of 0 for partition id {p}.")
+            raise ApiException(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                               f"Cannot have replication factor of 0 for partition id {p}.")
         if len(set(replicas)) != len(replicas):
-            raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 f"Duplicate brokers not allowed in replica assignment: "
-                                 f"{', '.join(map(str, replicas))} for partition id {p}.")
+            raise ApiException(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                               f"Duplicate brokers not allowed in replica assignment: "
+                               f"{', '.join(map(str, replicas))} for partition id {p}.")
     bad = [(p, len(r)) for p, r in sorted(assignment.items()) if len(r) != replication_factor]
     if bad:
-        raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             f"Inconsistent replication factor between partitions, partition 0 has "
-                             f"{replication_factor} while partitions [{', '.join(str(p) for p, _ in bad)}] have "
-                             f"replication factors [{', '.join(str(n) for _, n in bad)}], respectively.")
+        raise ApiException(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                           f"Inconsistent replication factor between partitions, partition 0 has "
+                           f"{replication_factor} while partitions [{', '.join(str(p) for p, _ in bad)}] have "
+                           f"replication factors [{', '.join(str(n) for _, n in bad)}], respectively.")
 
 
 def _validate_assignment_shape(placed: dict[int, list[int]], brokers: list[int]) -> None:
     """The assignment's shape (AdminZkClient.validateTopicCreate): as many replicas everywhere, no duplicates,
     partitions 0..n-1; and every replica on a live broker."""
     if len({len(r) for r in placed.values()}) != 1:
-        raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             "All partitions should have the same number of replicas")
+        raise ApiException(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                           "All partitions should have the same number of replicas")
     for replicas in placed.values():
         if len(set(replicas)) != len(replicas):
-            raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 f"Duplicate replica assignment found: {placed}")
+            raise ApiException(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                               f"Duplicate replica assignment found: {placed}")
     if sorted(placed) != list(range(len(placed))):
-        raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             "partitions should be a consecutive 0-based integer sequence")
+        raise ApiException(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                           "partitions should be a consecutive 0-based integer sequence")
     # kafkalab (like a KRaft controller, unlike a ZooKeeper-era broker) refuses replicas on unknown brokers
     # up front instead of creating partitions that can never get a leader.
     if any(not r for r in placed.values()):
-        raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             "The manual partition assignment includes an empty replica list.")
+        raise ApiException(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                           "The manual partition assignment includes an empty replica list.")
     missing = sorted({b for r in placed.values() for b in r if b not in brokers})
     if missing:
-        raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             f"Unknown broker(s) in replica assignment: {', '.join(map(str, missing))}.")
+        raise ApiException(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                           f"Unknown broker(s) in replica assignment: {', '.join(map(str, missing))}.")
 
 
 class AdminManager:
@@ -125,33 +124,33 @@ class AdminManager:
     # ------------------------------------------------------------------------------------------ create
     def validate_new_topic(self, name: str, partitions: int, replication_factor: int, assignment: Optional[dict],
                            configs: dict) -> dict[int, list[int]]:
-        """Everything CreateTopics checks, in Kafka's order; returns the assignment to write. Raises PartitionError.
+        """Everything CreateTopics checks, in Kafka's order; returns the assignment to write. Raises ApiException.
 
         ``ZkAdminManager.createTopics`` first (already known, null config values, counts vs. manual assignment,
         placement), then ``AdminZkClient.validateTopicCreate`` (name, being deleted, exists, collisions, the
         shape of the assignment, the configs)."""
         if self.broker.metadata_cache.contains_topic(name):
-            raise PartitionError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+            raise ApiException(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         nulls = [k for k, v in configs.items() if v is None]
         if nulls:
-            raise PartitionError(ErrorCode.INVALID_CONFIG,
-                                 f"Null value not supported for topic configs: {','.join(nulls)}")
+            raise ApiException(ErrorCode.INVALID_CONFIG,
+                               f"Null value not supported for topic configs: {','.join(nulls)}")
         brokers = self._live_brokers()
         placed = self._place_new_topic(partitions, replication_factor, assignment, brokers)
         # AdminZkClient.validateTopicCreate
         validate_topic_name(name)
         if self.zk.is_topic_marked_for_deletion(name):
-            raise PartitionError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' is marked for deletion.")
+            raise ApiException(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' is marked for deletion.")
         if self.zk.topic_exists(name):
-            raise PartitionError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+            raise ApiException(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         if "." in name or "_" in name:
             existing = self.zk.get_all_topics_in_cluster()
             if name in existing:
-                raise PartitionError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+                raise ApiException(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
             colliding = [t for t in existing if _collision_key(t) == _collision_key(name)]
             if colliding:
-                raise PartitionError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                                     f"Topic '{name}' collides with existing topics: {', '.join(colliding)}")
+                raise ApiException(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                   f"Topic '{name}' collides with existing topics: {', '.join(colliding)}")
         _validate_assignment_shape(placed, brokers)
         self._validate_topic_configs(configs)
         return placed
@@ -161,30 +160,30 @@ class AdminManager:
         """The manual assignment as given, or counts (-1: the broker's defaults) placed on the live brokers."""
         if assignment:
             if partitions != -1 or replication_factor != -1:
-                raise PartitionError(ErrorCode.INVALID_REQUEST, "Both numPartitions or replicationFactor and "
-                                     "replicasAssignments were set. Both cannot be used at the same time.")
+                raise ApiException(ErrorCode.INVALID_REQUEST, "Both numPartitions or replicationFactor and "
+                                   "replicasAssignments were set. Both cannot be used at the same time.")
             return {int(p): [int(b) for b in r] for p, r in assignment.items()}
         if partitions == -1:
             partitions = self.config["num.partitions"]
         if replication_factor == -1:
             replication_factor = self.config["default.replication.factor"]
         if partitions <= 0:
-            raise PartitionError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+            raise ApiException(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
         try:
             return assign_replicas_to_brokers(partitions, replication_factor, brokers)
         except AssignmentError as e:
-            raise PartitionError(ErrorCode.INVALID_REPLICATION_FACTOR, str(e)) from None
+            raise ApiException(ErrorCode.INVALID_REPLICATION_FACTOR, str(e)) from None
 
     def _validate_topic_configs(self, configs: dict) -> LogConfig:
         """LogConfig.validate: the names first (InvalidConfigurationException), then the values against the
         broker's defaults (ConfigException). Both are INVALID_CONFIG; the message says which."""
         for key in configs:
             if key not in TOPIC_CONFIGS:
-                raise PartitionError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {key}")
+                raise ApiException(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {key}")
         try:
             return LogConfig.from_broker(self.config.originals, configs)
         except (ValueError, InvalidConfigurationError) as e:
-            raise PartitionError(ErrorCode.INVALID_CONFIG, str(e)) from None
+            raise ApiException(ErrorCode.INVALID_CONFIG, str(e)) from None
 
     def create_topic(self, name: str, partitions: int = -1, replication_factor: int = -1,
                      assignment: Optional[dict] = None, configs: Optional[dict] = None,
@@ -197,12 +196,12 @@ class AdminManager:
         try:
             topic_id = self.zk.create_topic(name, placed, configs)
         except TopicExistsException:
-            raise PartitionError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.") from None
+            raise ApiException(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.") from None
         log.info("broker %d: created topic %s with %d partition(s), replicas %s", self.broker.broker_id, name,
                  len(placed), placed)
         return placed, topic_id
 
-    def auto_create_topics(self, names: list[str]) -> dict[str, Optional[PartitionError]]:
+    def auto_create_topics(self, names: list[str]) -> dict[str, Optional[ApiException]]:
         """Metadata/Produce auto-creation with ``num.partitions`` and ``default.replication.factor``;
         ``__consumer_offsets`` uses the offsets topic settings (compacted)."""
         results = {}
@@ -212,17 +211,17 @@ class AdminManager:
                     brokers = len(self._live_brokers())
                     rf = self.config["offsets.topic.replication.factor"]
                     if brokers < rf:
-                        raise PartitionError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                                             f"Number of alive brokers '{brokers}' does not meet the required "
-                                             f"replication factor '{rf}' for the offsets topic (configured via "
-                                             f"'offsets.topic.replication.factor').")
+                        raise ApiException(ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                                           f"Number of alive brokers '{brokers}' does not meet the required "
+                                           f"replication factor '{rf}' for the offsets topic (configured via "
+                                           f"'offsets.topic.replication.factor').")
                     self.create_topic(name, self.config["offsets.topic.num.partitions"], rf,
                                       configs={"cleanup.policy": "compact", "compression.type": "producer",
                                                "segment.bytes": "104857600"})
                 else:
                     self.create_topic(name)
                 results[name] = None
-            except PartitionError as e:
+            except ApiException as e:
                 if e.error_code == ErrorCode.TOPIC_ALREADY_EXISTS:
                     results[name] = None  # somebody else created it first: fine
                 else:
@@ -234,9 +233,9 @@ class AdminManager:
         """AdminZkClient.deleteTopic: write the marker ``/admin/delete_topics/<topic>``; the controller does the
         rest. A topic already marked is fine (the caller still waits for it to go)."""
         if not self.config["delete.topic.enable"]:
-            raise PartitionError(ErrorCode.TOPIC_DELETION_DISABLED)
+            raise ApiException(ErrorCode.TOPIC_DELETION_DISABLED)
         if not self.zk.topic_exists(name):
-            raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic `{name}` to delete does not exist")
+            raise ApiException(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic `{name}` to delete does not exist")
         if not self.zk.is_topic_marked_for_deletion(name):
             try:
                 self.zk.create_delete_topic_path(name)
@@ -255,31 +254,31 @@ class AdminManager:
         or one replica list per new partition. Returns every partition the topic has afterwards."""
         found = self.zk.get_replica_assignment_and_topic_id(name)
         if found is None or not found.assignment:
-            raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+            raise ApiException(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
         existing = {p: list(ra.replicas) for p, ra in found.assignment.items()}
         current = len(existing)
         increment = count - current
         if increment < 0:
-            raise PartitionError(ErrorCode.INVALID_PARTITIONS,
-                                 f"Topic currently has {current} partitions, which is higher than the requested "
-                                 f"{count}.")
+            raise ApiException(ErrorCode.INVALID_PARTITIONS,
+                               f"Topic currently has {current} partitions, which is higher than the requested "
+                               f"{count}.")
         if increment == 0:
-            raise PartitionError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions.")
+            raise ApiException(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions.")
         brokers = self._live_brokers()
         first = existing.get(0)
         if first is None:
-            raise PartitionError(ErrorCode.UNKNOWN_SERVER_ERROR,
-                                 f"Unexpected existing replica assignment for topic '{name}', partition id 0 is "
-                                 f"missing. Assignment: {existing}")
+            raise ApiException(ErrorCode.UNKNOWN_SERVER_ERROR,
+                               f"Unexpected existing replica assignment for topic '{name}', partition id 0 is "
+                               f"missing. Assignment: {existing}")
         if assignment is not None:
             unknown = sorted({b for r in assignment for b in r} - set(brokers))
             if unknown:
-                raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                     f"Unknown broker(s) in replica assignment: {', '.join(map(str, unknown))}.")
+                raise ApiException(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                   f"Unknown broker(s) in replica assignment: {', '.join(map(str, unknown))}.")
             if len(assignment) != increment:
-                raise PartitionError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                     f"Increasing the number of partitions by {increment} but {len(assignment)} "
-                                     f"assignments provided.")
+                raise ApiException(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                   f"Increasing the number of partitions by {increment} but {len(assignment)} "
+                                   f"assignments provided.")
             new = {current + i: [int(b) for b in r] for i, r in enumerate(assignment)}
             _validate_replica_assignment(new, len(first))
         else:
@@ -289,7 +288,7 @@ class AdminManager:
                 new = assign_replicas_to_brokers(increment, len(first), brokers, start_partition=current,
                                                  start_index=start)
             except AssignmentError as e:
-                raise PartitionError(ErrorCode.INVALID_REPLICATION_FACTOR, str(e)) from None
+                raise ApiException(ErrorCode.INVALID_REPLICATION_FACTOR, str(e)) from None
         existing.update(new)
         if not validate_only:
             self.zk.set_topic_assignment(name, found.topic_id, existing)
@@ -313,7 +312,7 @@ class AdminManager:
         override), then check the topic exists and validate the result, then write it and the change
         notification every broker reacts to."""
         if not name:
-            raise PartitionError(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
+            raise ApiException(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
         overrides = dict(self.topic_overrides(name))
         for key, op, value in changes:
             if op == OP_SET:
@@ -324,10 +323,10 @@ class AdminManager:
                 verb = "append" if op == OP_APPEND else "subtract"
                 spec = TOPIC_CONFIGS.get(key)
                 if spec is None:
-                    raise PartitionError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {key}")
+                    raise ApiException(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {key}")
                 if spec.type.name != "LIST":
-                    raise PartitionError(ErrorCode.INVALID_CONFIG,
-                                         f"Config value {verb} is not allowed for config key: {key}")
+                    raise ApiException(ErrorCode.INVALID_CONFIG,
+                                       f"Config value {verb} is not allowed for config key: {key}")
                 current = overrides.get(key)
                 if current is None:
                     current = ",".join(spec.default) if spec.default else ""
@@ -341,17 +340,17 @@ class AdminManager:
                             items.remove(d)
                 overrides[key] = ",".join(items)
             else:
-                raise PartitionError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
+                raise ApiException(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
         if not self.broker.metadata_cache.contains_topic(name) or not self.zk.topic_exists(name):
-            raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+            raise ApiException(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
         validate_topic_name(name)
         try:
             self._validate_topic_configs(overrides)
-        except PartitionError as e:
+        except ApiException as e:
             message = str(e)
             if message.startswith("Invalid value"):  # a ConfigException: Kafka names the resource
                 message = f"Invalid config value for resource ConfigResource(type=TOPIC, name='{name}'): {message}"
-            raise PartitionError(ErrorCode.INVALID_CONFIG, message) from None
+            raise ApiException(ErrorCode.INVALID_CONFIG, message) from None
         if not validate_only:
             log.info("broker %d: updating topic %s with new configuration: %s", self.broker.broker_id, name,
                      overrides)

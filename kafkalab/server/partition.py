@@ -49,19 +49,19 @@ import uuid
 from typing import Any, NamedTuple, Optional
 
 from kafkalab.common.time import SYSTEM
-from kafkalab.protocol import ErrorCode
+from kafkalab.protocol import ApiException, ErrorCode
 from kafkalab.purgatory import LogOffsetSnapshot, check_enough_replicas_reach_offset
 from kafkalab.storage.fetch_data_info import FetchIsolation
 
 __all__ = ["Partition", "PartitionError", "LogReadResult", "Replica"]
 
 
-class PartitionError(Exception):
-    """An error with a Kafka error code, raised for one partition."""
+class PartitionError(ApiException):
+    """An error with a Kafka error code, raised for one partition (an error of a whole topic or request is a
+    plain :class:`~kafkalab.protocol.ApiException`)."""
 
     def __init__(self, error_code: int, message: Optional[str] = None):
-        self.error_code = ErrorCode(error_code)
-        super().__init__(message or self.error_code.message)
+        super().__init__(error_code, message)
 
 
 class LogReadResult(NamedTuple):

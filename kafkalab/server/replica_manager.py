@@ -47,7 +47,7 @@ import threading
 from typing import Callable, Optional
 
 from kafkalab.common.time import SYSTEM, MockTime
-from kafkalab.protocol import ErrorCode
+from kafkalab.protocol import ApiException, ErrorCode
 from kafkalab.purgatory import (DelayedFetch, DelayedOperationPurgatory, DelayedProduce, FetchPartitionStatus,
                                 ProducePartitionStatus, TopicPartitionOperationKey)
 from kafkalab.server.config import server_setting
@@ -306,7 +306,7 @@ class ReplicaManager:
     # ------------------------------------------------------------------------------------------ produce
     def append_records(self, entries: dict[tuple[str, int], object], *, required_acks: int, origin: str = "client",
                        timeout_ms: int = 30000, response_callback: Optional[Callable[[dict], None]] = None):
-        """Append each partition's records as leader. Returns {tp: LogAppendInfo or PartitionError} (the local
+        """Append each partition's records as leader. Returns {tp: LogAppendInfo or ApiException} (the local
         results). With ``response_callback``, it is called once with {tp: ProducePartitionStatus}: at once, or
         for ``acks=all`` when the in-sync replicas have the records (DelayedProduce) or ``timeout_ms`` passed."""
         results = {}
@@ -316,26 +316,23 @@ class ReplicaManager:
                 info, hw_moved = p.append_records_to_leader(records, origin=origin, required_acks=required_acks)
                 results[tp] = info
                 self.try_complete_delayed(tp, produce=hw_moved, fetch=True)
-            except PartitionError as e:
+            except ApiException as e:  # a PartitionError, or a storage error with its Kafka error code
                 results[tp] = e
-            except Exception as e:  # a storage error carries its Kafka error code
-                code = getattr(e, "error_code", None)
-                if code is None:
-                    log.exception("broker %s: append to %s-%s failed", self.broker_id, *tp)
-                    code = ErrorCode.UNKNOWN_SERVER_ERROR
-                results[tp] = PartitionError(code, str(e))
+            except Exception as e:
+                log.exception("broker %s: append to %s-%s failed", self.broker_id, *tp)
+                results[tp] = PartitionError(ErrorCode.UNKNOWN_SERVER_ERROR, str(e))
         if response_callback is None:
             return results
         status = {}
         for tp, r in results.items():
-            if isinstance(r, PartitionError):
+            if isinstance(r, ApiException):
                 status[tp] = ProducePartitionStatus(required_offset=-1, error_code=r.error_code,
                                                     error_message=str(r))
             else:
                 status[tp] = ProducePartitionStatus(required_offset=r.last_offset + 1, base_offset=r.first_offset,
                                                     log_append_time_ms=r.log_append_time,
                                                     log_start_offset=r.log_start_offset)
-        ok = [tp for tp, r in results.items() if not isinstance(r, PartitionError)]
+        ok = [tp for tp, r in results.items() if not isinstance(r, ApiException)]
         if required_acks == -1 and ok:
             op = DelayedProduce(timeout_ms, status, self._partition_by_key, response_callback)
             self.delayed_produce_purgatory.try_complete_else_watch(op, [_key(tp) for tp in entries])
@@ -347,14 +344,14 @@ class ReplicaManager:
     def fetch_messages(self, params, fetch_infos: list, response_callback: Callable[[list], None]) -> None:
         """Fetch for a consumer or a follower (``params``: :class:`~kafkalab.purgatory.FetchParams`;
         ``fetch_infos``: ``[(tp, FetchPartitionInfo)]``). ``response_callback([(tp, LogReadResult or
-        PartitionError)])`` is called once: at once when enough is there, else from the fetch purgatory."""
+        ApiException)])`` is called once: at once when enough is there, else from the fetch purgatory."""
         results = self.read_from_log(params, fetch_infos)
         if params.is_from_follower:
             self._update_follower_fetch_state(params.replica_id, fetch_infos, results)
         readable = 0
         error = False
         for _, r in results:
-            if isinstance(r, PartitionError):
+            if isinstance(r, ApiException):
                 error = True
             else:
                 readable += r.bytes
@@ -375,7 +372,7 @@ class ReplicaManager:
     def _update_follower_fetch_state(self, replica_id: int, fetch_infos: list, results: list) -> None:
         now = self.time.milliseconds()
         for (tp, info), (_, r) in zip(fetch_infos, results):
-            if isinstance(r, PartitionError):
+            if isinstance(r, ApiException):
                 continue
             p = self.partitions.get(tp)
             if p is not None and p.update_follower_fetch_state(replica_id, info.fetch_offset, info.log_start_offset,
@@ -392,7 +389,7 @@ class ReplicaManager:
     def read_from_local_log(self, reads: list, *, isolation: FetchIsolation, fetch_only_from_leader: bool, max_bytes: int,
                             min_one_message: bool = True) -> list:
         """``reads`` = [(topic, partition, fetch_offset, partition_max_bytes, current_leader_epoch)] ->
-        [(tp, LogReadResult or PartitionError)]. ``max_bytes`` caps the whole response; the first partition
+        [(tp, LogReadResult or ApiException)]. ``max_bytes`` caps the whole response; the first partition
         with data may exceed it by one batch (so a big batch can never block a consumer)."""
         out = []
         remaining = max_bytes
@@ -408,14 +405,11 @@ class ReplicaManager:
                 if result.bytes:
                     min_one_message = False
                 out.append((tp, result))
-            except PartitionError as e:
+            except ApiException as e:  # a PartitionError, or a storage error with its Kafka error code
                 out.append((tp, e))
             except Exception as e:
-                code = getattr(e, "error_code", None)
-                if code is None:
-                    log.exception("broker %s: read of %s-%s failed", self.broker_id, topic, partition)
-                    code = ErrorCode.UNKNOWN_SERVER_ERROR
-                out.append((tp, PartitionError(code, str(e))))
+                log.exception("broker %s: read of %s-%s failed", self.broker_id, topic, partition)
+                out.append((tp, PartitionError(ErrorCode.UNKNOWN_SERVER_ERROR, str(e))))
         return out
 
     # ------------------------------------------------------------------------------------------ checkpoints

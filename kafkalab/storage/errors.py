@@ -5,9 +5,10 @@ Theory of operation
 A broker answers a failed append or read with an ``int16`` error code per partition (see
 :mod:`kafkalab.protocol.errors`), and, for Produce v8+, an ``error_message`` and per-record ``record_errors``.
 The log layer therefore raises one family of exceptions, :class:`StorageError`, and every member knows its
-``error_code`` (an :class:`~kafkalab.protocol.errors.ErrorCode`). The broker's handler needs exactly one
-``except StorageError as e`` to build its response: ``e.error_code``, ``str(e)`` (Kafka's message) and
-``e.record_errors``.
+``error_code`` (an :class:`~kafkalab.protocol.errors.ErrorCode`). ``StorageError`` is an
+:class:`~kafkalab.protocol.errors.ApiException`, so the broker's handler needs exactly one
+``except ApiException as e`` to build its response: ``e.error_code``, ``str(e)`` (Kafka's message) and, for a
+``StorageError``, ``e.record_errors``.
 
 The subclasses are named after the Java exceptions Kafka throws at the same places, so a learner can grep
 Kafka's sources for them::
@@ -38,7 +39,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from kafkalab.protocol.errors import ErrorCode
+from kafkalab.protocol.errors import ApiException, ErrorCode
 
 __all__ = ["StorageError", "CorruptRecordError", "RecordTooLargeError", "RecordBatchTooLargeError",
            "InvalidRecordError", "InvalidTimestampError", "OffsetOutOfRangeError", "OutOfOrderSequenceError",
@@ -68,18 +69,13 @@ class RecordError(tuple):
         return f"RecordError(batchIndex={self[0]}, message='{self[1]}')"
 
 
-class StorageError(Exception):
-    """Base of every error the log layer raises on purpose. ``error_code`` is what the broker answers."""
-
-    error_code: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
+class StorageError(ApiException):
+    """Base of every error the log layer raises on purpose. ``error_code`` (a class attribute of each subclass;
+    UNKNOWN_SERVER_ERROR here) is what the broker answers; the constructor takes just the message."""
 
     def __init__(self, message: str = "", *, record_errors: Sequence[RecordError] = ()):
-        super().__init__(message or self.error_code.message)
+        super().__init__(None, message or None)
         self.record_errors = tuple(record_errors)
-
-    @property
-    def message(self) -> str:
-        return str(self)
 
 
 class CorruptRecordError(StorageError):

@@ -50,7 +50,7 @@ from kafkalab.cluster import BrokerLog
 from kafkalab.clients import Producer
 from kafkalab.common.time import MockTime
 from kafkalab.labs import lab07
-from kafkalab.protocol import ErrorCode
+from kafkalab.protocol import ApiException, ErrorCode
 from kafkalab.purgatory import FunctionTask, SystemTimer, TopicPartitionOperationKey
 
 broker_log = BrokerLog().install()          # the brokers' warnings: kept in a list, not on stderr
@@ -76,8 +76,10 @@ def produce(topic, values, acks="all", **extra):
         for f in futures:
             try:
                 out.append(f.result().offset)
+            except ApiException as e:  # the broker's error code (a KafkaProtocolError)
+                out.append(f"{e.error_code.name} ({e.error_code})")
             except Exception as e:
-                out.append(f"{ErrorCode(e.code).name} ({e.code})" if hasattr(e, "code") else type(e).__name__)
+                out.append(type(e).__name__)
     return out
 
 

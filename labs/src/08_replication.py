@@ -54,7 +54,7 @@ from kafkalab.cluster import BrokerLog
 from kafkalab.clients import Producer
 from kafkalab.labs import lab08
 from kafkalab.network.inter_broker_client import InterBrokerConnection
-from kafkalab.protocol import ApiKey, ErrorCode, request_class
+from kafkalab.protocol import ApiException, ApiKey, ErrorCode, request_class
 from kafkalab.purgatory import check_enough_replicas_reach_offset
 from kafkalab.records import decode_batches
 
@@ -92,8 +92,10 @@ def produce(values, acks="all"):
         for f in futures:
             try:
                 out.append(f.result().offset)
+            except ApiException as e:  # the broker's error code (a KafkaProtocolError)
+                out.append(f"{e.error_code.name} ({e.error_code})")
             except Exception as e:
-                out.append(f"{ErrorCode(e.code).name} ({e.code})" if hasattr(e, "code") else type(e).__name__)
+                out.append(type(e).__name__)
     return out
 
 

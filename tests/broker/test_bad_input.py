@@ -21,9 +21,10 @@ import tracemalloc
 import pytest
 
 from kafkalab import Cluster
-from kafkalab.protocol import ALL_API_KEYS, ApiKey, ErrorCode, decode_response, request_class
+from kafkalab.protocol import ALL_API_KEYS, ApiException, ApiKey, ErrorCode, decode_response, request_class
 from kafkalab.records import build_batch, crc32c
 from kafkalab.server.apis import enabled_apis
+from kafkalab.storage import CorruptRecordError, StorageError
 
 from ._raw_wire import Conn, frame_of, header_v1, header_v2, request_frame, uvarint
 
@@ -260,6 +261,19 @@ def test_corrupted_crc_is_corrupt_message_for_that_partition_only(port):
     assert result[0][0] == ErrorCode.NONE
     assert result[1] == (ErrorCode.CORRUPT_MESSAGE, -1)
     assert end_offset(port, 1) == before               # nothing appended
+
+
+def test_a_storage_error_is_an_api_exception_whose_code_is_the_answer(cluster, port):
+    """The type path behind the CRC test above: the log raises CorruptRecordError (a StorageError, so an
+    ApiException), the replica manager keeps it as the partition's result, the handler answers its code."""
+    bad = bytearray(batch(b"bad"))
+    bad[-1] ^= 0x01
+    rm = cluster.broker(0).replica_manager
+    result = cluster.call(lambda: rm.append_records({("bad-input", 1): bytes(bad)}, required_acks=1))
+    error = result[("bad-input", 1)]
+    assert isinstance(error, CorruptRecordError) and isinstance(error, StorageError)
+    assert isinstance(error, ApiException) and error.error_code == ErrorCode.CORRUPT_MESSAGE
+    assert produce(port, {1: bytes(bad)}) == {1: (error.error_code, -1)}
 
 
 def test_invalid_acks_is_invalid_required_acks_for_every_partition(port):

@@ -22,13 +22,13 @@ def test_create_describe_and_delete_topics(broker, admin):
     assert all(p.leader >= 0 and p.replicas for p in desc.partitions.values())
     with pytest.raises(AdminError) as e:
         admin.create_topics([(name, 1, 1)])
-    assert e.value.errors[name].code == ErrorCode.TOPIC_ALREADY_EXISTS
+    assert e.value.errors[name].error_code == ErrorCode.TOPIC_ALREADY_EXISTS
     assert name in admin.list_topics()
     broker.lacks("delete_topics")
     assert admin.delete_topics([name]) == {name: None}
     with pytest.raises(AdminError) as e:
         admin.describe_topics([name])
-    assert e.value.errors[name].code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert e.value.errors[name].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
 def test_validate_only_creates_nothing(broker, admin):
@@ -46,7 +46,7 @@ def test_create_partitions(broker, admin):
     assert admin.describe_topics([name])[name].partition_count == 4
     with pytest.raises(AdminError) as e:
         admin.create_partitions({name: 2})
-    assert e.value.errors[name].code == ErrorCode.INVALID_PARTITIONS
+    assert e.value.errors[name].error_code == ErrorCode.INVALID_PARTITIONS
 
 
 def test_describe_cluster(broker, admin):
@@ -72,7 +72,7 @@ def test_describe_unknown_topic_config_fails_clearly(broker, admin):
     res = ConfigResource("topic", unique("missing"))
     with pytest.raises(AdminError) as e:
         admin.describe_configs([res])
-    assert e.value.errors[res].code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert e.value.errors[res].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
 def test_list_offsets_and_delete_records(broker, admin):

@@ -117,7 +117,7 @@ def test_request_timeout_fails_the_request_and_the_connection():
             return results, conn.closed
         (results, closed), events = run_client(fb.bootstrap_servers, go)
     assert isinstance(results[0], RequestTimedOut) and results[0].retriable
-    assert isinstance(results[1], NetworkException) and results[1].code == ErrorCode.NETWORK_EXCEPTION
+    assert isinstance(results[1], NetworkException) and results[1].error_code == ErrorCode.NETWORK_EXCEPTION
     assert closed
     assert [e.error is not None for e in events] == [False, True, True]
 

@@ -247,7 +247,7 @@ def test_a_failed_batch_bumps_the_epoch_and_later_records_still_go_through(broke
         assert p.send(topic, b"small", partition=0).result(10).offset == 0
         with pytest.raises(Exception) as e:
             p.send(topic, b"x" * 5000, partition=0).result(10)
-        assert getattr(e.value, "code", None) in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE)
+        assert e.value.error_code in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE)
         after = p.send(topic, b"after", partition=0).result(10)
         inits = p.trace.of("InitProducerId")
         produces = p.trace.of("Produce")

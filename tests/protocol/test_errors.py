@@ -64,7 +64,7 @@ def test_unknown_code():
     info = error_info(4242)
     assert info.code == 4242 and not info.retriable and "4242" in info.name
     err = kp.KafkaProtocolError(35)
-    assert "UNSUPPORTED_VERSION" in str(err) and err.code == 35 and not err.retriable
+    assert "UNSUPPORTED_VERSION" in str(err) and err.error_code == 35 and not err.retriable
 
 
 def test_error_hierarchy():
@@ -74,6 +74,42 @@ def test_error_hierarchy():
     assert issubclass(kp.EncodeError, ValueError)
     e = kp.DecodeError("boom", path="body.topics[0]", offset=7)
     assert str(e) == "boom (field body.topics[0], byte 7)"
+
+
+
+def test_api_exception_carries_a_code_a_message_and_retriable():
+    e = kp.ApiException(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    assert e.error_code is ErrorCode.NOT_LEADER_OR_FOLLOWER and e.retriable
+    assert str(e) == e.message == ErrorCode.NOT_LEADER_OR_FOLLOWER.message  # the table's message by default
+    e = kp.ApiException(42, "why")
+    assert e.error_code is ErrorCode.INVALID_REQUEST and str(e) == "why" and not e.retriable
+    assert e.info.name == "INVALID_REQUEST"
+    default = kp.ApiException()
+    assert default.error_code is ErrorCode.UNKNOWN_SERVER_ERROR and str(default) == ErrorCode(-1).message
+    unknown = kp.ApiException(4242)
+    assert unknown.error_code == 4242 and not unknown.retriable and "4242" in unknown.info.name
+
+
+def test_a_subclass_per_code_sets_it_as_a_class_attribute():
+    class NotCoordinator(kp.ApiException):
+        error_code = ErrorCode.NOT_COORDINATOR
+
+    e = NotCoordinator(message="moved")
+    assert e.error_code is ErrorCode.NOT_COORDINATOR and e.retriable and str(e) == "moved"
+    assert NotCoordinator().message == ErrorCode.NOT_COORDINATOR.message
+
+
+def test_kafka_protocol_error_is_an_api_exception_that_names_its_code():
+    err = kp.KafkaProtocolError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "metadata for topic 't'")
+    assert isinstance(err, kp.ApiException) and err.error_code is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert err.retriable and err.message == "metadata for topic 't'"
+    assert str(err) == "[Error 3] UNKNOWN_TOPIC_OR_PARTITION: metadata for topic 't'"
+    assert str(kp.KafkaProtocolError(4242)) == "[Error 4242] UNKNOWN_ERROR_CODE_4242: Unexpected error code: 4242."
+
+
+def test_bad_bytes_are_not_api_exceptions():
+    for cls in (kp.DecodeError, kp.UnsupportedVersionError, kp.InvalidReceiveError, kp.EncodeError):
+        assert not issubclass(cls, kp.ApiException)
 
 
 # -------------------------------------------------------------------------------------------- API keys

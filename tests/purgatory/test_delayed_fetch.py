@@ -2,16 +2,15 @@
 import pytest
 
 from kafkalab.common.time import MockTime
-from kafkalab.protocol import ErrorCode
+from kafkalab.protocol import ApiException, ErrorCode
 from kafkalab.purgatory import (DelayedFetch, DelayedOperationPurgatory, FetchParams, FetchPartitionInfo,
                                 FetchPartitionStatus, LogOffsetSnapshot, TopicPartitionOperationKey)
 from kafkalab.storage import LogOffsetMetadata
 
 
-class PartitionError(Exception):
+class PartitionError(ApiException):
     def __init__(self, code):
-        super().__init__(code.name)
-        self.error_code = code
+        super().__init__(code, code.name)
 
 
 def at(offset, segment=0, position=None):

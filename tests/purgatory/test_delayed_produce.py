@@ -2,15 +2,14 @@
 import pytest
 
 from kafkalab.common.time import MockTime
-from kafkalab.protocol import ErrorCode
+from kafkalab.protocol import ApiException, ErrorCode
 from kafkalab.purgatory import (DelayedOperationPurgatory, DelayedProduce, ProducePartitionStatus,
                                 TopicPartitionOperationKey, check_enough_replicas_reach_offset)
 
 
-class PartitionError(Exception):
+class PartitionError(ApiException):
     def __init__(self, code):
-        super().__init__(code.name)
-        self.error_code = code
+        super().__init__(code, code.name)
 
 
 class FakePartition:

@@ -137,7 +137,7 @@ class AbstractCoordinator:
                 return
             except (NetworkException, KafkaProtocolError) as e:
                 if isinstance(e, KafkaProtocolError) and not e.retriable and \
-                        e.code not in _COORDINATOR_ERRORS:
+                        e.error_code not in _COORDINATOR_ERRORS:
                     raise
                 if self.client.now_ms() >= deadline:
                     raise KafkaTimeoutError(f"Timeout while finding the coordinator of group {self.group_id!r}: "

@@ -49,11 +49,12 @@ __all__ = ["ConsumerCoordinator", "CommitFailedError"]
 class CommitFailedError(KafkaProtocolError):
     """The group rebalanced (or threw us out) before the commit: the partitions may belong to someone else."""
 
+    retriable = False
+
     def __init__(self, code: int):
         super().__init__(code, "Commit cannot be completed since the group has already rebalanced and assigned "
                                "the partitions to another member. The poll loop took longer than "
                                "max.poll.interval.ms, or the member was fenced.")
-        self.retriable = False
 
 
 _FATAL_COMMIT = {ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION, ErrorCode.FENCED_INSTANCE_ID,
@@ -168,7 +169,7 @@ class ConsumerCoordinator(AbstractCoordinator):
                 return
             except (NetworkException, KafkaProtocolError) as e:
                 if isinstance(e, CommitFailedError) or (isinstance(e, KafkaProtocolError)
-                                                         and e.code not in _RETRY and not e.retriable):
+                                                         and e.error_code not in _RETRY and not e.retriable):
                     raise
                 if self.client.now_ms() >= deadline:
                     raise KafkaTimeoutError(f"Timeout of {timeout_ms:.0f} ms expired before offsets could be "
@@ -266,7 +267,7 @@ class ConsumerCoordinator(AbstractCoordinator):
                 await self.ensure_coordinator_ready(max(0.0, deadline - self.client.now_ms()))
                 return await self._offset_fetch_once(partitions)
             except (NetworkException, KafkaProtocolError) as e:
-                if isinstance(e, KafkaProtocolError) and e.code not in _RETRY and not e.retriable:
+                if isinstance(e, KafkaProtocolError) and e.error_code not in _RETRY and not e.retriable:
                     raise
                 if self.client.now_ms() >= deadline:
                     raise KafkaTimeoutError(f"Timeout of {timeout_ms:.0f} ms expired before the committed "

@@ -57,10 +57,11 @@ _RETRY_QUIETLY = {ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.UNKNOWN_SERVER_ERROR
 class OffsetOutOfRangeError(KafkaProtocolError):
     """``OFFSET_OUT_OF_RANGE`` with ``auto.offset.reset=none``: ``offsets`` = {partition: the position}."""
 
+    error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+
     def __init__(self, offsets: dict):
         self.offsets = offsets
-        super().__init__(ErrorCode.OFFSET_OUT_OF_RANGE,
-                         f"Fetch position out of range and no reset policy for partitions: {offsets}")
+        super().__init__(self.error_code, f"Fetch position out of range and no reset policy for partitions: {offsets}")
 
 
 class Fetcher:

@@ -179,7 +179,7 @@ class Sender:
             resp = await conn.send(body, version, expect_response=self.acks != 0)
         except KafkaProtocolError as e:
             for b in batches:
-                self._handle(b, e.code, -1, -1, str(e), e)
+                self._handle(b, e.error_code, -1, -1, str(e), e)
         except UnsupportedVersionError as e:
             for b in batches:
                 self.accumulator.sent_done(b)

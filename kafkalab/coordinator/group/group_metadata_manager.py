@@ -38,7 +38,7 @@ from kafkalab.coordinator.group.records import (GroupMetadataValue, MemberRecord
                                                 group_metadata_value, load_records, offset_commit_key,
                                                 offset_commit_value)
 from kafkalab.coordinator.group.state import GroupState
-from kafkalab.protocol import ErrorCode
+from kafkalab.protocol import ApiException, ErrorCode
 from kafkalab.records import SimpleRecord, build_batch, decode_batches
 
 __all__ = ["GroupMetadataManager", "OffsetsLog", "MemoryOffsetsLog", "java_string_hash", "partition_for",
@@ -190,8 +190,10 @@ class GroupMetadataManager:
                 append_async(self.partition_for(group_id), batch, done)
             else:
                 done(self.log.append(self.partition_for(group_id), batch))
-        except Exception as e:  # the broker's append raised: answer like a failed append
-            done(getattr(e, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR))
+        except ApiException as e:  # the broker's append raised: answer like a failed append
+            done(e.error_code)
+        except Exception:  # noqa: BLE001 - no Kafka error code: UNKNOWN_SERVER_ERROR
+            done(ErrorCode.UNKNOWN_SERVER_ERROR)
         return result[0] if result else None
 
     def store_group(self, group: GroupMetadata, assignment: dict[str, bytes],

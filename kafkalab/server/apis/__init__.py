@@ -30,7 +30,7 @@ import logging
 
 from kafkalab.network.request_channel import (CloseConnectionResponse, NetworkRequest, NoOpResponse,
                                               SendResponse)
-from kafkalab.protocol import ErrorCode, api_name
+from kafkalab.protocol import ApiException, ErrorCode, api_name
 from kafkalab.server.apis.base import REGISTRY, Delayed, Handler
 
 # Importing the handler modules fills REGISTRY.
@@ -81,13 +81,11 @@ class KafkaApis:
         self.channel.send_response(request, _action(result))
 
     def _error(self, handler: Handler, request: NetworkRequest, e: Exception):
-        code = getattr(e, "error_code", None)
-        if code is None:
-            log.exception("%s: error handling %r", getattr(self.broker, "name", "broker"), request)
-            code = ErrorCode.UNKNOWN_SERVER_ERROR
-            message = None
+        if isinstance(e, ApiException):
+            code, message = e.error_code, str(e)
         else:
-            message = str(e)
+            log.exception("%s: error handling %r", getattr(self.broker, "name", "broker"), request)
+            code, message = ErrorCode.UNKNOWN_SERVER_ERROR, None
         request.error = f"{ErrorCode(code).name}: {message}" if message else ErrorCode(code).name
         if handler.error_response is None:
             return CloseConnectionResponse(f"{api_name(handler.api_key)} failed: {request.error}")

@@ -24,7 +24,7 @@ from typing import Any, Awaitable, Callable, NamedTuple, Optional
 
 from kafkalab.protocol import response_class
 
-__all__ = ["Handler", "handles", "REGISTRY", "Delayed", "error_with_code", "top_level_error"]
+__all__ = ["Handler", "handles", "REGISTRY", "Delayed", "top_level_error"]
 
 
 class Handler(NamedTuple):
@@ -50,12 +50,6 @@ class Delayed(NamedTuple):
     """A response that is produced later: the awaitable yields the body (or an action)."""
 
     awaitable: Awaitable[Any]
-
-
-def error_with_code(code: int, message: Optional[str] = None) -> Exception:
-    from kafkalab.server.partition import PartitionError
-
-    return PartitionError(code, message)
 
 
 def top_level_error(api_key: int):

@@ -39,12 +39,11 @@ import os
 import shutil
 import uuid
 
-from kafkalab.protocol import ApiKey, ErrorCode, response_class
+from kafkalab.protocol import ApiException, ApiKey, ErrorCode, response_class
 from kafkalab.server.admin_manager import INTERNAL_TOPICS, validate_topic_name
 from kafkalab.server.apis.base import handles
 from kafkalab.server.config import SERVER_CONFIGS
 from kafkalab.server.metadata_cache import NO_LEADER
-from kafkalab.server.partition import PartitionError
 
 __all__ = ["handle_describe_cluster", "handle_describe_topic_partitions", "handle_describe_log_dirs"]
 
@@ -122,11 +121,11 @@ def handle_describe_topic_partitions(broker, request):
     candidates = cache.topics() if all_topics else [t.name for t in body.topics]
     names = sorted({n for n in candidates if n >= cursor_topic})
     if not all_topics and cursor is not None and cursor.topic_name not in names:
-        raise PartitionError(ErrorCode.INVALID_REQUEST, f"DescribeTopicPartitionsRequest topic list should contain "
-                                                        f"the cursor topic: {cursor.topic_name}")
+        raise ApiException(ErrorCode.INVALID_REQUEST, f"DescribeTopicPartitionsRequest topic list should contain "
+                                                      f"the cursor topic: {cursor.topic_name}")
     if cursor is not None and cursor.partition_index < 0:
-        raise PartitionError(ErrorCode.INVALID_REQUEST, f"DescribeTopicPartitionsRequest cursor partition must be "
-                                                        f"valid: {cursor}")
+        raise ApiException(ErrorCode.INVALID_REQUEST, f"DescribeTopicPartitionsRequest cursor partition must be "
+                                                      f"valid: {cursor}")
     limit = int(broker.config.get("max.request.partition.size.limit", DEFAULT_PARTITION_LIMIT))
     remaining = max(min(limit, body.response_partition_limit), 1)
     topics, next_cursor = [], None
@@ -140,7 +139,7 @@ def handle_describe_topic_partitions(broker, request):
                 try:
                     validate_topic_name(name)
                     code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                except PartitionError:
+                except ApiException:
                     code = ErrorCode.INVALID_TOPIC_EXCEPTION
                 topics.append(R.DescribeTopicPartitionsResponseTopic(
                     error_code=code, name=name, topic_id=ZERO_UUID, is_internal=name in INTERNAL_TOPICS,

@@ -44,10 +44,9 @@ import re
 from typing import Optional
 
 from kafkalab.common.config import Dynamic, Type, to_string
-from kafkalab.protocol import ApiKey, ErrorCode, response_class
+from kafkalab.protocol import ApiException, ApiKey, ErrorCode, response_class
 from kafkalab.server.admin_manager import OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT, validate_topic_name
 from kafkalab.server.apis.base import handles
-from kafkalab.server.partition import PartitionError
 from kafkalab.storage.log_config import ConfigSource, ConfigType, LogConfig, TOPIC_CONFIGS
 
 __all__ = ["handle_describe_configs", "handle_incremental_alter_configs", "RESOURCE_TYPES"]
@@ -70,16 +69,15 @@ def _resource(resource_type: int, name: str) -> str:
 
 
 def _failure(e: Exception) -> tuple[int, Optional[str]]:
-    code = getattr(e, "error_code", None)
-    if code is None:
+    if not isinstance(e, ApiException):
         return ErrorCode.UNKNOWN_SERVER_ERROR, None
     message = str(e)
-    return ErrorCode(code), (None if message == ErrorCode(code).message else message)
+    return e.error_code, (None if message == e.info.message else message)
 
 
 def _broker_id(text: str, what: str) -> int:
     if not _INTEGER.match(text or ""):
-        raise PartitionError(ErrorCode.INVALID_REQUEST, f"{what} must be an integer, but it is: {text}")
+        raise ApiException(ErrorCode.INVALID_REQUEST, f"{what} must be an integer, but it is: {text}")
     return int(text)
 
 
@@ -117,7 +115,7 @@ def _describe(broker, resource_type: int, name: str, keys: Optional[set], synony
     if resource_type == TOPIC:
         validate_topic_name(name)
         if not broker.metadata_cache.contains_topic(name):
-            raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION.message)
+            raise ApiException(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION.message)
         config = LogConfig.from_broker(broker.config.originals, broker.admin.topic_overrides(name))
         names = [n for n in TOPIC_CONFIGS if keys is None or n in keys]
         return [_entry(c) for c in config.describe(names, include_synonyms=synonyms,
@@ -126,11 +124,11 @@ def _describe(broker, resource_type: int, name: str, keys: Optional[set], synony
         if not name:
             return []  # the cluster-wide dynamic defaults: kafkalab has none
         if _broker_id(name, "Broker id") != broker.broker_id:
-            raise PartitionError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker.broker_id} or "
-                                                            f"empty string, but received {name}")
+            raise ApiException(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker.broker_id} or "
+                                                          f"empty string, but received {name}")
         return [_entry(c) for c in _describe_broker(broker, keys, synonyms, documentation)]
-    raise PartitionError(ErrorCode.INVALID_REQUEST,
-                         f"Unsupported resource type: {RESOURCE_TYPES.get(resource_type, resource_type)}")
+    raise ApiException(ErrorCode.INVALID_REQUEST,
+                       f"Unsupported resource type: {RESOURCE_TYPES.get(resource_type, resource_type)}")
 
 
 def _entry(c):
@@ -236,31 +234,31 @@ def handle_incremental_alter_configs(broker, request):
 def _alter(broker, res, duplicated: bool, validate_only: bool) -> None:
     """``ConfigAdminManager.preprocess`` checks, then the change itself."""
     if duplicated:
-        raise PartitionError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
+        raise ApiException(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
     names = [c.name for c in res.configs]
     if len(set(names)) != len(names):
-        raise PartitionError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+        raise ApiException(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
     nulls = [c.name for c in res.configs if c.config_operation != OP_DELETE and c.value is None]
     if nulls:
-        raise PartitionError(ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls))
+        raise ApiException(ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls))
     changes = [(c.name, c.config_operation, c.value) for c in res.configs]
     if res.resource_type == TOPIC:
         broker.admin.alter_topic_config(res.resource_name, changes, validate_only)
     elif res.resource_type == BROKER:
         _alter_broker(broker, res.resource_name, changes)
     elif res.resource_type in RESOURCE_TYPES and res.resource_type != 0:
-        raise PartitionError(ErrorCode.INVALID_REQUEST, f"AlterConfigs is only supported for topics and brokers, "
-                                                        f"but resource type is {RESOURCE_TYPES[res.resource_type]}")
+        raise ApiException(ErrorCode.INVALID_REQUEST, f"AlterConfigs is only supported for topics and brokers, "
+                                                      f"but resource type is {RESOURCE_TYPES[res.resource_type]}")
     else:
-        raise PartitionError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {res.resource_type}")
+        raise ApiException(ErrorCode.INVALID_REQUEST, f"Unknown resource type {res.resource_type}")
 
 
 def _alter_broker(broker, name: str, changes: list) -> None:
     """Dynamic broker configs: the resulting set of dynamic keys must be empty, since kafkalab cannot apply any
     (``DynamicBrokerConfig.validateConfigs`` rejects read-only keys with this message)."""
     if name and _broker_id(name, "Node id") != broker.broker_id:
-        raise PartitionError(ErrorCode.INVALID_REQUEST,
-                             f"Unexpected broker id, expected {broker.broker_id}, but received {name}")
+        raise ApiException(ErrorCode.INVALID_REQUEST,
+                           f"Unexpected broker id, expected {broker.broker_id}, but received {name}")
     props: dict[str, str] = {}  # the stored dynamic configs of this broker (or of the cluster): none
     for key, op, value in changes:
         if op == OP_SET:
@@ -271,11 +269,11 @@ def _alter_broker(broker, name: str, changes: list) -> None:
             type_ = broker.config.definitions[key].type if key in broker.config.definitions else None
             if type_ is not Type.LIST:
                 verb = "append" if op == OP_APPEND else "subtract"
-                raise PartitionError(ErrorCode.INVALID_CONFIG,
-                                     f"Config value {verb} is not allowed for config key: {key}")
+                raise ApiException(ErrorCode.INVALID_CONFIG,
+                                   f"Config value {verb} is not allowed for config key: {key}")
             props[key] = value
         else:
-            raise PartitionError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
+            raise ApiException(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
     if props and not DYNAMIC_BROKER_CONFIGS_SUPPORTED:
-        raise PartitionError(ErrorCode.INVALID_REQUEST,
-                             f"Cannot update these configs dynamically: Set({', '.join(sorted(props))})")
+        raise ApiException(ErrorCode.INVALID_REQUEST,
+                           f"Cannot update these configs dynamically: Set({', '.join(sorted(props))})")

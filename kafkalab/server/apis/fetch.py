@@ -23,10 +23,9 @@ from __future__ import annotations
 import asyncio
 
 from kafkalab.network.socket_server import SENDFILE_THRESHOLD, FileRegion, RecordsSlices
-from kafkalab.protocol import ApiKey, ErrorCode, response_class
+from kafkalab.protocol import ApiException, ApiKey, ErrorCode, response_class
 from kafkalab.purgatory import FetchParams, FetchPartitionInfo
 from kafkalab.server.apis.base import Delayed, handles
-from kafkalab.server.partition import PartitionError
 from kafkalab.storage import FetchIsolation
 
 Response = response_class(ApiKey.FETCH)
@@ -94,7 +93,7 @@ def _response(body, version: int, results, unknown, cache, isolation: FetchIsola
     by_topic: dict = {}
     aborted = () if isolation is FetchIsolation.TXN_COMMITTED else None
     for (topic, partition), r in results:
-        if isinstance(r, PartitionError):
+        if isinstance(r, ApiException):
             part = PartitionData(partition_index=partition, error_code=r.error_code, high_watermark=-1,
                                  last_stable_offset=-1, log_start_offset=-1, records=b"")
         else:

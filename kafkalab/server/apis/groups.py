@@ -32,10 +32,9 @@ from kafkalab.coordinator.group import JoinGroupResult, SyncGroupResult
 from kafkalab.coordinator.group.coordinator_config import GROUP_COORDINATOR_CONFIGS
 from kafkalab.coordinator.group.group_metadata import OffsetAndMetadata
 from kafkalab.coordinator.group.group_metadata_manager import OFFSETS_TOPIC
-from kafkalab.protocol import ApiKey, ErrorCode, response_class
+from kafkalab.protocol import ApiException, ApiKey, ErrorCode, response_class
 from kafkalab.records import decode_batches
 from kafkalab.server.apis.base import Delayed, handles, top_level_error
-from kafkalab.server.partition import PartitionError
 from kafkalab.storage import FetchIsolation
 
 __all__ = ["BrokerOffsetsLog"]
@@ -70,7 +69,7 @@ class BrokerOffsetsLog:
         """Local append only: the error code of the leader's append (use :meth:`append_async` to wait)."""
         tp = (OFFSETS_TOPIC, partition)
         result = self.broker.replica_manager.append_records({tp: batch}, required_acks=-1, origin="coordinator")[tp]
-        return int(result.error_code) if isinstance(result, PartitionError) else int(ErrorCode.NONE)
+        return int(result.error_code) if isinstance(result, ApiException) else int(ErrorCode.NONE)
 
     def append_async(self, partition: int, batch: bytes, callback) -> None:
         """Append with ``acks=all`` as a producer's would: ``callback(error code)`` once the high watermark

@@ -21,7 +21,7 @@ Mirrors: ``KafkaApis.handleListOffsetRequest``, ``handleOffsetForLeaderEpochRequ
 """
 from __future__ import annotations
 
-from kafkalab.protocol import ApiKey, ErrorCode, response_class
+from kafkalab.protocol import ApiException, ApiKey, ErrorCode, response_class
 from kafkalab.server.apis.base import handles
 from kafkalab.server.partition import PartitionError
 from kafkalab.storage import FetchIsolation
@@ -125,12 +125,11 @@ def handle_delete_records(broker, request):
                 low = partition.delete_records_on_leader(p.offset)
                 parts.append(R.DeleteRecordsPartitionResult(partition_index=p.partition_index, low_watermark=low,
                                                             error_code=ErrorCode.NONE))
-            except PartitionError as e:
+            except ApiException as e:  # a PartitionError, or a storage error with its Kafka error code
                 parts.append(R.DeleteRecordsPartitionResult(partition_index=p.partition_index, low_watermark=-1,
                                                             error_code=e.error_code))
-            except Exception as e:
-                code = getattr(e, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR)
+            except Exception:  # any other failure: UNKNOWN_SERVER_ERROR
                 parts.append(R.DeleteRecordsPartitionResult(partition_index=p.partition_index, low_watermark=-1,
-                                                            error_code=code))
+                                                            error_code=ErrorCode.UNKNOWN_SERVER_ERROR))
         topics.append(R.DeleteRecordsTopicResult(name=t.name, partitions=tuple(parts)))
     return R(throttle_time_ms=0, topics=tuple(topics))

@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 
 from kafkalab.network.request_channel import CloseConnectionResponse
-from kafkalab.protocol import ApiKey, ErrorCode, response_class
+from kafkalab.protocol import ApiException, ApiKey, ErrorCode, response_class
 from kafkalab.purgatory import ProducePartitionStatus
 from kafkalab.server.apis.base import Delayed, handles
 from kafkalab.server.partition import PartitionError
@@ -79,7 +79,7 @@ def handle_produce(broker, request):
         results = broker.replica_manager.append_records(entries, required_acks=acks) if entries else {}
         results.update(errors)
         if acks == 0:
-            failed = [tp for tp, r in results.items() if isinstance(r, PartitionError)]
+            failed = [tp for tp, r in results.items() if isinstance(r, ApiException)]
             if failed:
                 return CloseConnectionResponse(f"acks=0 produce failed for {len(failed)} partition(s): "
                                                f"{results[failed[0]].error_code.name}")
@@ -99,7 +99,7 @@ def handle_produce(broker, request):
         results = dict(errors)
         for tp, st in status.items():
             r = local.get(tp)
-            results[tp] = r if isinstance(r, PartitionError) else st
+            results[tp] = r if isinstance(r, ApiException) else st
         return _build(results, names)
 
     if fut.done():
@@ -145,7 +145,7 @@ def _is_zstd(records) -> bool:
 
 
 def _partition_response(index: int, result):
-    if isinstance(result, PartitionError):
+    if isinstance(result, ApiException):
         record_errors = ()
         batch_index = getattr(result, "batch_index", None)
         if batch_index is not None:

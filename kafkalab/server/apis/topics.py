@@ -49,10 +49,9 @@ import uuid
 from typing import Optional
 
 from kafkalab.controller.channel import topic_uuid
-from kafkalab.protocol import ApiKey, ErrorCode, response_class
+from kafkalab.protocol import ApiException, ApiKey, ErrorCode, response_class
 from kafkalab.server.apis.base import Delayed, handles
 from kafkalab.server.metadata_cache import NO_LEADER
-from kafkalab.server.partition import PartitionError
 from kafkalab.storage.log_config import LogConfig
 
 __all__ = ["handle_create_topics", "handle_delete_topics", "handle_create_partitions"]
@@ -77,12 +76,11 @@ def _is_active_controller(broker) -> bool:
 def _failure(e: Exception) -> tuple[int, Optional[str]]:
     """(error code, message) of an exception, as ``ApiError.fromThrowable``; no message when there is nothing
     beyond the error's default text."""
-    code = getattr(e, "error_code", None)
-    if code is None:
+    if not isinstance(e, ApiException):
         log.exception("unexpected error in an admin request")
         return ErrorCode.UNKNOWN_SERVER_ERROR, None
     message = str(e)
-    return ErrorCode(code), (None if message == ErrorCode(code).message else message)
+    return e.error_code, (None if message == e.info.message else message)
 
 
 def _missing_leaders(broker, topic: str, partitions) -> int:
@@ -206,7 +204,7 @@ def handle_delete_topics(broker, request):
         return answer([(name, tid, code) for name, tid in wanted])
     for name, tid in wanted:
         if name is not None and tid != ZERO_UUID:
-            raise PartitionError(ErrorCode.INVALID_REQUEST, "Topic name and topic ID can not both be specified.")
+            raise ApiException(ErrorCode.INVALID_REQUEST, "Topic name and topic ID can not both be specified.")
     cache = broker.metadata_cache
     rows: list[list] = []
     accepted: list[str] = []
