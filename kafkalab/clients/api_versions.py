@@ -29,7 +29,8 @@ from typing import Optional
 
 from kafkalab.protocol import ApiKey, api_name, request_schema
 
-__all__ = ["CLIENT_RANGES", "NodeApiVersions", "UnsupportedVersionError", "client_range"]
+__all__ = ["CLIENT_RANGES", "NodeApiVersions", "UnsupportedVersionError", "client_range", "latest_common_version",
+           "version_span"]
 
 #: (min, max) overrides of the codec's ranges, where the client's code relies on a version's semantics.
 CLIENT_RANGES: dict[int, tuple[int, int]] = {
@@ -45,6 +46,21 @@ CLIENT_RANGES: dict[int, tuple[int, int]] = {
 
 class UnsupportedVersionError(RuntimeError):
     """No version of an API is usable with a broker (Java's ``UnsupportedVersionException``)."""
+
+
+def latest_common_version(client_range: tuple[int, int],
+                          broker_range: Optional[tuple[int, int]]) -> Optional[int]:
+    """The rule itself: the highest version inside both ranges, or None when they do not overlap (or the broker
+    does not serve the API at all)."""
+    if broker_range is None:
+        return None
+    low, high = max(client_range[0], broker_range[0]), min(client_range[1], broker_range[1])
+    return high if low <= high else None
+
+
+def version_span(versions: tuple[int, int]) -> str:
+    """``(3, 9)`` -> ``"3-9"``, ``(4, 4)`` -> ``"4"``: a range as Kafka's docs and tools write it."""
+    return f"{versions[0]}" if versions[0] == versions[1] else f"{versions[0]}-{versions[1]}"
 
 
 def client_range(api_key: int) -> tuple[int, int]:
@@ -80,8 +96,8 @@ class NodeApiVersions:
         if api_key not in self.ranges:
             raise UnsupportedVersionError(f"The {self.node} does not support {name} (API key {api_key})")
         bmin, bmax = self.ranges[api_key]
-        usable = min(cmax, bmax)
-        if usable < max(cmin, bmin):
+        usable = latest_common_version((cmin, cmax), (bmin, bmax))
+        if usable is None:
             raise UnsupportedVersionError(
                 f"The {self.node} supports {name} v{bmin}-{bmax} but kafkalab's client needs "
                 f"{name} v{cmin}-{cmax}: no common version")

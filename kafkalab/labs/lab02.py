@@ -34,6 +34,7 @@ import subprocess
 from typing import Any, Iterable, Mapping, NamedTuple, Optional
 
 from kafkalab.labs import CheckResult, Part, check, check_equal, check_parts, is_unanswered
+from kafkalab.clients.api_versions import latest_common_version, version_span
 from kafkalab.protocol import ApiKey, api_name
 from kafkalab.trace import ClientNotAvailable, ScriptedReplies, capture, client_version
 from kafkalab.trace import drivers
@@ -189,21 +190,13 @@ class NoCommonVersion(Exception):
 
     def __init__(self, api_key: int, client_range: tuple[int, int], broker_range: Optional[tuple[int, int]]):
         self.api_key, self.client_range, self.broker_range = int(api_key), client_range, broker_range
-        theirs = "does not serve it at all" if broker_range is None else f"serves v{_span(broker_range)}"
+        theirs = "does not serve it at all" if broker_range is None else f"serves v{version_span(broker_range)}"
         super().__init__(f"no version of {api_name(api_key)} that both sides support: the client sends "
-                         f"v{_span(client_range)}, the broker {theirs}")
+                         f"v{version_span(client_range)}, the broker {theirs}")
 
 
-def _span(r: tuple[int, int]) -> str:
-    return f"{r[0]}" if r[0] == r[1] else f"{r[0]}-{r[1]}"
-
-
-def negotiate(client_range: tuple[int, int], broker_range: Optional[tuple[int, int]]) -> Optional[int]:
-    """The highest version inside both ranges, or None when they do not overlap (or the broker lacks the API)."""
-    if broker_range is None:
-        return None
-    low, high = max(client_range[0], broker_range[0]), min(client_range[1], broker_range[1])
-    return high if low <= high else None
+#: The rule itself (``NodeApiVersions.latestUsableVersion``), as kafkalab's clients apply it.
+negotiate = latest_common_version
 
 
 def pick_versions(client: Mapping[int, tuple[int, int]], broker: Mapping[int, tuple[int, int]], *,
@@ -236,7 +229,7 @@ def check_versions_for(answers: Any, client: str, advertisement: Mapping[int, tu
         if not isinstance(got, int):
             return "give an int (or None when there is no common version)"
         if b is not None and got == b[1] and got > c[1]:
-            return f"that is the broker's highest; can {client} send it? (its range: v{_span(c)})"
+            return f"that is the broker's highest; can {client} send it? (its range: v{version_span(c)})"
         if got == c[1] and b is not None and got > b[1]:
             return "that is the client's highest; does the broker serve it?"
         if b is not None and got in (b[0], c[0]):
@@ -261,7 +254,7 @@ def check_negotiate(func: Any) -> CheckResult:
     parts, right = [], 0
     for c, b in _NEGOTIATE_CASES:
         want = negotiate(c, b)
-        label = f"client {_span(c)}, broker {_span(b) if b else 'none'}"
+        label = f"client {version_span(c)}, broker {version_span(b) if b else 'none'}"
         try:
             got = func(c, b)
         except Exception as e:  # noqa: BLE001 -- a learner's bug is reported, not raised

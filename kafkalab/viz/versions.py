@@ -22,21 +22,10 @@ from __future__ import annotations
 import html
 from typing import Iterable, Mapping, Optional
 
+from kafkalab.clients.api_versions import latest_common_version, version_span
 from kafkalab.protocol import ApiKey, api_name, request_schema
 
 __all__ = ["RangeChart", "CompatGrid", "ApiFamilies", "FAMILIES"]
-
-
-def _span(r: tuple[int, int]) -> str:
-    return f"{r[0]}" if r[0] == r[1] else f"{r[0]}-{r[1]}"
-
-
-def _chosen(client_range: tuple[int, int], broker_range: Optional[tuple[int, int]]) -> Optional[int]:
-    """The highest version inside both ranges, or None (the rule; lab 02 asks learners to write it)."""
-    if broker_range is None:
-        return None
-    low, high = max(client_range[0], broker_range[0]), min(client_range[1], broker_range[1])
-    return high if low <= high else None
 
 
 _FONT = "font:13px/1.4 system-ui,-apple-system,&quot;Segoe UI&quot;,Roboto,sans-serif;color:#1f2328"
@@ -71,8 +60,8 @@ class RangeChart:
         out = []
         for k in self.keys:
             c, b = self.client.get(k), self.broker.get(k)
-            out.append({"api_key": k, "api": api_name(k), "client": _span(c) if c else "—",
-                        "broker": _span(b) if b else "—", "chosen": _chosen(c, b) if c else None})
+            out.append({"api_key": k, "api": api_name(k), "client": version_span(c) if c else "—",
+                        "broker": version_span(b) if b else "—", "chosen": latest_common_version(c, b) if c else None})
         return out
 
     def _repr_html_(self) -> str:
@@ -204,7 +193,7 @@ class ApiFamilies:
                 served = self.served.get(k)
                 border = "2px solid #1f2328" if served else "1px solid rgba(0,0,0,.12)"
                 versions = f"v{spec.text}" if spec.lo <= spec.hi else "no versions left"
-                extra = f'<div style="font-weight:700">serves v{_span(served)}</div>' if served else ""
+                extra = f'<div style="font-weight:700">serves v{version_span(served)}</div>' if served else ""
                 dot = ('<span title="a client in this lab sent it" style="float:right;color:#e8590c">●</span>'
                        if name in self.used else "")
                 tiles.append(f'<div title="{_e(name)} (key {k}), Kafka 4.3: {versions}" style="background:'
