@@ -1,8 +1,10 @@
-"""kafkalab.common -- the ground floor every room may stand on: clocks and schedulers.
+"""kafkalab.common -- the ground floor every room may stand on: clocks, schedulers and the event-loop thread.
 
 Nothing here imports any other part of kafkalab.
 """
+from kafkalab.common.loop_thread import LoopThread
 from kafkalab.common.scheduler import MockScheduler, Scheduler, ScheduledTask, ThreadScheduler
 from kafkalab.common.time import MockTime, SystemTime, Time
 
-__all__ = ["Time", "SystemTime", "MockTime", "Scheduler", "ScheduledTask", "ThreadScheduler", "MockScheduler"]
+__all__ = ["Time", "SystemTime", "MockTime", "Scheduler", "ScheduledTask", "ThreadScheduler", "MockScheduler",
+           "LoopThread"]
