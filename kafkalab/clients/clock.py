@@ -153,3 +153,7 @@ class ClientClock:
     def close(self) -> None:
         """Stop listening to a mock clock's advances."""
         self._closed = True
+        if self._loop is not None:
+            remove = getattr(self.time, "remove_listener", None)
+            if remove is not None:
+                remove(self._advanced)

@@ -14,7 +14,7 @@ from kafkalab import Cluster
 from kafkalab.clients import Consumer, Producer
 from kafkalab.clients.clock import ClientClock
 from kafkalab.clients.config import admin_config
-from kafkalab.clients.errors import KafkaTimeoutError, RequestTimedOut
+from kafkalab.clients.errors import KafkaTimeoutError, NetworkException, RequestTimedOut
 from kafkalab.clients.network_client import NetworkClient
 from kafkalab.common import LoopThread, MockTime
 from kafkalab.protocol import ApiKey, request_class, response_class
@@ -177,3 +177,55 @@ def test_max_poll_interval_ms_on_the_consumers_clock_makes_it_leave_the_group():
         finally:
             with ticking(mock):
                 consumer.close()
+
+
+def test_metadata_max_age_ms_and_reconnect_backoff_follow_the_injected_clock():
+    def handler(key, version, request):
+        if key == ApiKey.API_VERSIONS:
+            return api_versions({ApiKey.API_VERSIONS: (0, 3), ApiKey.METADATA: (0, 9)})
+        if key == ApiKey.METADATA:
+            return M(brokers=(M.MetadataResponseBroker(node_id=0, host="127.0.0.1", port=fb.port),),
+                     controller_id=0, topics=(M.MetadataResponseTopic(name="t", partitions=(
+                         M.MetadataResponsePartition(partition_index=0, leader_id=0),)),))
+        return None
+
+    def metadata_requests() -> int:
+        return sum(1 for key, _, _ in fb.requests if key == ApiKey.METADATA)
+
+    mock = MockTime()
+    io = LoopThread("test-metadata-age")
+    with FakeBroker(handler) as fb:
+        cfg = admin_config({"bootstrap.servers": fb.bootstrap_servers, "metadata.max.age.ms": 5000,
+                            "reconnect.backoff.ms": 1000, "reconnect.backoff.max.ms": 1000})
+        client = io.call(lambda: NetworkClient(cfg, time=mock))
+        try:
+            def start():
+                client.metadata.add_topics("t")
+                client.start_metadata_updater()
+            io.call(start)
+            deadline = time.monotonic() + 10
+            while metadata_requests() < 1:
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            time.sleep(0.3)
+            assert metadata_requests() == 1            # fresh for 5 s of the client's clock
+            mock.advance(4999)
+            time.sleep(0.2)
+            assert metadata_requests() == 1
+            mock.advance(1)
+            while metadata_requests() < 2:
+                assert time.monotonic() < deadline, "metadata.max.age.ms did not trigger a refresh"
+                time.sleep(0.01)
+
+            # a failed connection backs off reconnect.backoff.ms (±20 % jitter) on the same clock
+            client.bootstrap.append(("127.0.0.1", 1))      # nothing listens on port 1
+            with pytest.raises(NetworkException):
+                io.run(client.connection(-2), 10)
+            assert 800 <= io.call(client.backoff_remaining_ms, -2) <= 1200
+            time.sleep(0.2)
+            assert io.call(client.backoff_remaining_ms, -2) >= 800 - 1
+            mock.advance(1200)
+            assert io.call(client.backoff_remaining_ms, -2) == 0
+        finally:
+            io.run(client.close(), 10)
+            io.stop()
