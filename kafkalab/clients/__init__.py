@@ -12,9 +12,10 @@ They behave like Kafka's Java clients and take the same config names, one dict p
 
 Rooms: :mod:`.config` (names, defaults, validation), :mod:`.network_client` (one connection per broker,
 pipelining, correlation ids, timeouts, reconnect backoff), :mod:`.api_versions` (version negotiation),
-:mod:`.metadata` (the cluster cache), :mod:`.tracing` (the trace hook), :mod:`.io_thread` (the sync facade's
-background loop), :mod:`.producer` (KafkaProducer, RecordAccumulator, Sender, idempotence), :mod:`.admin`
-(KafkaAdminClient), :mod:`.consumer` (KafkaConsumer, its fetcher, coordinator and assignors).
+:mod:`.metadata` (the cluster cache), :mod:`.tracing` (the trace hook), :mod:`.producer` (KafkaProducer,
+RecordAccumulator, Sender, idempotence), :mod:`.admin` (KafkaAdminClient), :mod:`.consumer` (KafkaConsumer, its
+fetcher, coordinator and assignors). Each client runs its network I/O on a
+:class:`~kafkalab.common.loop_thread.LoopThread` of its own (the sync facade's background loop).
 
 Layering: clients import only ``protocol``, ``records`` and ``common`` below them; the broker never imports
 them. Mirrors ``clients/src/main/java/org/apache/kafka/clients/``.

@@ -40,11 +40,12 @@ from typing import Any, Mapping, NamedTuple, Optional, Union
 from kafkalab.clients.admin_groups import ConsumerGroupOperations
 from kafkalab.clients.config import admin_config
 from kafkalab.clients.errors import KafkaProtocolError, KafkaTimeoutError
-from kafkalab.clients.io_thread import IOThread
 from kafkalab.clients.metadata import STALE_METADATA_ERRORS, ClusterView, TopicInfo
 from kafkalab.clients.network_client import NetworkClient
 from kafkalab.clients.producer.accumulator import TopicPartition
 from kafkalab.clients.tracing import make_tracer
+from kafkalab.common.loop_thread import LoopThread
+from kafkalab.common.time import SYSTEM, Time
 from kafkalab.protocol import ApiKey, ErrorCode, error_info, request_class
 
 __all__ = ["Admin", "AdminError", "NewTopic", "NewPartitions", "ConfigResource", "OffsetSpec", "ListOffsetsResult",
@@ -124,26 +125,28 @@ def _check(operation: str, results: dict, errors: dict) -> dict:
 class Admin(ConsumerGroupOperations):
     """``Admin({"bootstrap.servers": ...})``: blocking admin operations (an asyncio core underneath)."""
 
-    def __init__(self, config: Optional[Mapping[str, Any]] = None, *, trace=None):
+    def __init__(self, config: Optional[Mapping[str, Any]] = None, *, trace=None, time: Optional[Time] = None):
         self.config = cfg = admin_config(config)
         self.client_id = cfg["client.id"]
+        self.time: Time = time if time is not None else SYSTEM    # decides every timeout and backoff
         self._hook, self.trace = make_tracer(trace)
-        self._io = IOThread(f"kafka-admin-client-thread | {self.client_id}")
+        self._io = LoopThread(f"kafka-admin-client-thread | {self.client_id}")
         self.client: NetworkClient = self._io.run(self._make_client(), 30)
         self._closed = False
 
     async def _make_client(self) -> NetworkClient:
-        return NetworkClient(self.config, tracer=self._hook, allow_auto_topic_creation=False)
+        return NetworkClient(self.config, tracer=self._hook, allow_auto_topic_creation=False, time=self.time)
 
     def _run(self, coro, timeout_ms: Optional[float] = None):
         if self._closed:
             coro.close()
             raise RuntimeError("the admin client is closed")
-        t = (timeout_ms or self.config["default.api.timeout.ms"]) / 1000
+        t_ms = timeout_ms or self.config["default.api.timeout.ms"]
+        waits = self.client.waits               # the deadline is on the admin's Time; a real one only backs it up
         try:
-            return self._io.run(asyncio.wait_for(coro, t), t + 5)
+            return self._io.run(waits.wait_for(coro, t_ms), waits.real_timeout(t_ms / 1000 + 5))
         except asyncio.TimeoutError:
-            raise KafkaTimeoutError(f"the admin operation did not complete within {t:.1f} s") from None
+            raise KafkaTimeoutError(f"the admin operation did not complete within {t_ms / 1000:.1f} s") from None
 
     # -- plumbing ---------------------------------------------------------------------------------------------
     async def _metadata(self, topics: Optional[list[str]] = None) -> ClusterView:
@@ -156,7 +159,7 @@ class Admin(ConsumerGroupOperations):
 
     async def _retrying(self, attempt):
         """Run ``attempt()`` (which returns (results, errors, retriable_items)) until nothing is retriable."""
-        backoff = self.config["retry.backoff.ms"] / 1000
+        backoff_ms = self.config["retry.backoff.ms"]
         tries = 0
         while True:
             try:
@@ -169,7 +172,7 @@ class Admin(ConsumerGroupOperations):
             if not retry or tries >= self.config["retries"]:
                 return results, errors
             tries += 1
-            await asyncio.sleep(min(backoff * 2 ** (tries - 1), self.config["retry.backoff.max.ms"] / 1000))
+            await self.client.waits.sleep(min(backoff_ms * 2 ** (tries - 1), self.config["retry.backoff.max.ms"]))
 
     @staticmethod
     def _classify(code: int) -> str:

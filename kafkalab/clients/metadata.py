@@ -111,7 +111,7 @@ class ClusterView:
 
 
 class Metadata:
-    """The cache plus its refresh policy. Times are milliseconds from any monotonic clock."""
+    """The cache plus its refresh policy. Times are milliseconds on the client's clock (its injected Time)."""
 
     def __init__(self, *, metadata_max_age_ms: int = 300_000, retry_backoff_ms: int = 100):
         self.metadata_max_age_ms = metadata_max_age_ms

@@ -24,6 +24,10 @@ Per connection:
 * **Reconnect backoff.** After a failed connection the next attempt waits ``reconnect.backoff.ms``, doubling
   per consecutive failure up to ``reconnect.backoff.max.ms`` (with ±20 % jitter, as Java does).
 
+Every one of these deadlines is decided by the client's injected ``Time`` (``NetworkClient(config,
+time=MockTime())``) through a :class:`~.clock.ClientClock` (``client.waits``): with a mock clock a request
+times out when the clock is advanced past ``request.timeout.ms``, not when the wall clock gets there.
+
 Across connections, the client owns the :class:`~.metadata.Metadata` cache: it bootstraps from
 ``bootstrap.servers`` (bootstrap addresses get negative node ids, -1, -2..., until the real ids are known),
 refreshes every ``metadata.max.age.ms``, whenever someone calls ``request_metadata_update()`` after a
@@ -44,10 +48,11 @@ import collections
 import importlib.metadata
 import random
 import struct
-import time
+from time import perf_counter
 from typing import Callable, Optional
 
 from kafkalab.clients.api_versions import NodeApiVersions, client_range
+from kafkalab.clients.clock import ClientClock
 from kafkalab.clients.errors import ClientClosedError, NetworkException, RequestTimedOut
 from kafkalab.clients.metadata import BrokerInfo, ClusterView, Metadata
 from kafkalab.clients.tracing import TraceEvent
@@ -123,13 +128,14 @@ class BrokerConnection:
         return f"BrokerConnection(node {self.node_id} {self.address}, in flight {len(self.in_flight)})"
 
     # -- opening ----------------------------------------------------------------------------------------------
-    async def open(self, setup_timeout_s: float) -> None:
+    async def open(self, setup_timeout_ms: float) -> None:
         try:
-            self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port), setup_timeout_s)
+            self._reader, self._writer = await self.client.waits.wait_for(
+                asyncio.open_connection(self.host, self.port), setup_timeout_ms)
         except (OSError, asyncio.TimeoutError) as e:
             self.closed = True
-            raise NetworkException(f"cannot connect to node {self.node_id} at {self.address}: {e or 'timeout'}") from e
+            raise NetworkException(f"cannot connect to node {self.node_id} at {self.address}: "
+                                   f"{e or 'timeout'}") from e
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
         await self._negotiate()
 
@@ -186,13 +192,11 @@ class BrokerConnection:
             self.in_flight.append(_InFlight(corr, api_key, api_version, fut, sent_at, request, frame))
             if self._writer.transport.get_write_buffer_size() > 1 << 20:
                 await self._writer.drain()
-            timeout = (self.client.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
-            try:
-                return await asyncio.wait_for(asyncio.shield(fut), timeout)
-            except asyncio.TimeoutError:
-                self.close(f"request {request.api_name} corr={corr} timed out after {timeout * 1000:.0f} ms",
+            timeout = self.client.request_timeout_ms if timeout_ms is None else timeout_ms
+            if not await self.client.waits.done(fut, timeout):      # decided by the client's Time
+                self.close(f"request {request.api_name} corr={corr} timed out after {timeout:.0f} ms",
                            timed_out=corr)
-                return await fut          # raises the RequestTimedOut set by close()
+            return await fut          # the answer, or the RequestTimedOut / NetworkException set by close()
         finally:
             if not released:
                 self._slots.release()
@@ -265,15 +269,18 @@ class NetworkClient:
     """Connections, metadata and the trace hook of one client. All methods run on the client's event loop."""
 
     def __init__(self, config, *, tracer: Optional[Callable[[TraceEvent], None]] = None,
-                 max_in_flight: Optional[int] = None, allow_auto_topic_creation: bool = True):
+                 max_in_flight: Optional[int] = None, allow_auto_topic_creation: bool = True, time=None):
         self.config = config
+        #: the injected clock (``SystemTime`` unless given) and the waits that obey it
+        self.waits = ClientClock(time)
+        self.time = self.waits.time
         self.client_id: str = config["client.id"]
         self.bootstrap = parse_bootstrap(config["bootstrap.servers"])
         self.max_in_flight = max_in_flight or config.get("max.in.flight.requests.per.connection", 5)
         self.request_timeout_ms = config["request.timeout.ms"]
         self.reconnect_backoff_ms = config["reconnect.backoff.ms"]
         self.reconnect_backoff_max_ms = config["reconnect.backoff.max.ms"]
-        self.setup_timeout_s = config["socket.connection.setup.timeout.ms"] / 1000
+        self.setup_timeout_ms = config["socket.connection.setup.timeout.ms"]
         self.allow_auto_topic_creation = allow_auto_topic_creation
         self.metadata = Metadata(metadata_max_age_ms=config["metadata.max.age.ms"],
                                  retry_backoff_ms=config["retry.backoff.ms"])
@@ -281,7 +288,7 @@ class NetworkClient:
         self._connecting: dict[int, asyncio.Future] = {}
         self._failures: dict[int, tuple[int, float]] = {}     # node -> (consecutive failures, last failure ms)
         self._tracer = tracer
-        self._t0 = time.perf_counter()
+        self._t0 = perf_counter()
         self._metadata_task: Optional[asyncio.Future] = None
         self._metadata_wakeup: Optional[asyncio.Event] = None
         self._loop_task: Optional[asyncio.Task] = None
@@ -293,10 +300,12 @@ class NetworkClient:
 
     # -- time and tracing -------------------------------------------------------------------------------------
     def clock(self) -> float:
-        return time.perf_counter() - self._t0
+        """Seconds since the client started, on the real clock: trace timings measure, they never decide."""
+        return perf_counter() - self._t0
 
     def now_ms(self) -> float:
-        return time.monotonic() * 1000
+        """The injected Time, in ms: every deadline of the client is compared with this."""
+        return self.time.milliseconds()
 
     def trace(self, event: TraceEvent) -> None:
         if self._tracer is None:
@@ -368,13 +377,13 @@ class NetworkClient:
     async def _connect(self, node_id: int) -> BrokerConnection:
         wait = self.backoff_remaining_ms(node_id)
         if wait > 0:
-            await asyncio.sleep(wait / 1000)
+            await self.waits.sleep(wait)
         address = self.node_address(node_id)
         if address is None:
             raise NetworkException(f"node {node_id} is not in the metadata")
         conn = BrokerConnection(self, node_id, *address)
         try:
-            await conn.open(self.setup_timeout_s)
+            await conn.open(self.setup_timeout_ms)
         except Exception:
             conn.close("connection setup failed")
             failures, _ = self._failures.get(node_id, (0, 0.0))
@@ -478,10 +487,7 @@ class NetworkClient:
             wait = self.metadata.time_to_next_update(self.now_ms())
             if wait > 0:
                 self._metadata_wakeup.clear()
-                try:
-                    await asyncio.wait_for(self._metadata_wakeup.wait(), wait / 1000)
-                except asyncio.TimeoutError:
-                    pass
+                await self.waits.event(self._metadata_wakeup, wait)
                 continue
             if not self.metadata.topics and not self.metadata.all_topics:
                 self.metadata.last_refresh_ms = self.now_ms()
@@ -510,7 +516,7 @@ class NetworkClient:
             if remaining <= 0:
                 raise KafkaTimeoutError(f"Topic {topic} not present in metadata after {timeout_ms:.0f} ms.")
             if not first:
-                await asyncio.sleep(min(self.metadata.retry_backoff_ms, remaining) / 1000)
+                await self.waits.sleep(min(self.metadata.retry_backoff_ms, remaining))
             first = False
             try:
                 await self.update_metadata(self.metadata.request_topics())
@@ -522,6 +528,7 @@ class NetworkClient:
 
     async def close(self) -> None:
         self.closed = True
+        self.waits.close()
         if self._loop_task is not None:
             self._loop_task.cancel()
         for conn in list(self.connections.values()):

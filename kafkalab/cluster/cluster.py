@@ -4,9 +4,10 @@ Theory of operation
 -------------------
 A notebook cannot block on a server, and a Jupyter kernel already runs an asyncio event loop of its own, so
 ``asyncio.run`` is off limits there. ``Cluster`` therefore starts **one background thread with its own event
-loop** and runs every broker of the cluster on it (plus the embedded coordination store they share). The
-notebook's code talks to that loop through ``asyncio.run_coroutine_threadsafe``: every public method here is
-an ordinary blocking call that works the same in a script, under pytest and inside a kernel.
+loop** (a :class:`~kafkalab.common.loop_thread.LoopThread`, the same kind each client runs on) and runs every
+broker of the cluster on it (plus the embedded coordination store they share). The notebook's code talks to
+that loop through ``asyncio.run_coroutine_threadsafe``: every public method here is an ordinary blocking call
+that works the same in a script, under pytest and inside a kernel.
 
 Brokers listen on free ports of 127.0.0.1 by default (``listeners=PLAINTEXT://127.0.0.1:0``); a restarted
 broker gets its old port back, so clients keep their bootstrap list. Data lives in a temporary directory that
@@ -31,10 +32,10 @@ from __future__ import annotations
 import asyncio
 import json
 import tempfile
-import threading
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
+from kafkalab.common.loop_thread import LoopThread
 from kafkalab.common.scheduler import ThreadScheduler
 from kafkalab.common.time import SYSTEM, MockTime, Time
 from kafkalab.server.broker import KafkaServer
@@ -42,46 +43,6 @@ from kafkalab.cluster.faults import FaultInjection
 from kafkalab.zk import ZkStore
 
 __all__ = ["Cluster"]
-
-
-class _LoopThread:
-    """A daemon thread running an event loop forever; ``run(coro)`` executes on it and waits."""
-
-    def __init__(self, name: str):
-        self.loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self.thread = threading.Thread(target=self._main, name=name, daemon=True)
-        self.thread.start()
-        self._ready.wait()
-
-    def _main(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.loop.call_soon(self._ready.set)
-        self.loop.run_forever()
-        pending = asyncio.all_tasks(self.loop)
-        for task in pending:
-            task.cancel()
-        if pending:
-            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-        self.loop.close()
-
-    def run(self, coro, timeout: Optional[float] = 60.0):
-        if threading.current_thread() is self.thread:
-            raise RuntimeError("Cluster methods must not be called from the cluster's own event loop")
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
-
-    def call(self, fn, *args, timeout: Optional[float] = 30.0):
-        if threading.current_thread() is self.thread:  # already on the loop (a wait_until condition)
-            return fn(*args)
-
-        async def wrapper():
-            return fn(*args)
-        return self.run(wrapper(), timeout)
-
-    def stop(self) -> None:
-        if self.loop.is_running():
-            self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(timeout=10)
 
 
 class Cluster(FaultInjection):
@@ -108,7 +69,7 @@ class Cluster(FaultInjection):
         self.brokers: dict[int, KafkaServer] = {}
         self._ports: dict[int, int] = {i: base_port + i for i in range(brokers)} if base_port else {}
         self.zk_store: Optional[ZkStore] = None
-        self._loop: Optional[_LoopThread] = None
+        self._loop: Optional[LoopThread] = None
         self.zk_tick_time_ms = zk_tick_time_ms
         self._zk_scheduler: Optional[ThreadScheduler] = None
         self._init_faults()
@@ -127,13 +88,12 @@ class Cluster(FaultInjection):
             self._tmp = tempfile.TemporaryDirectory(prefix="kafkalab-")
             self.base_dir = Path(self._tmp.name)
         self.base_dir.mkdir(parents=True, exist_ok=True)
-        self._loop = _LoopThread("kafkalab-cluster")
+        self._loop = LoopThread("kafkalab-cluster")
         if not isinstance(self.time, MockTime):
             self._zk_scheduler = ThreadScheduler(self.time, executor=self._loop.loop.call_soon_threadsafe,
                                                  name="zk-session-expiry")
-        self.zk_store = self._loop.call(lambda: ZkStore(str(self.base_dir / "zookeeper"), time=self.time,
-                                                        scheduler=self._zk_scheduler,
-                                                        tick_time_ms=self.zk_tick_time_ms))
+        self.zk_store = self.call(lambda: ZkStore(str(self.base_dir / "zookeeper"), time=self.time,
+                                                  scheduler=self._zk_scheduler, tick_time_ms=self.zk_tick_time_ms))
         for broker_id in range(self.num_brokers):
             self.start_broker(broker_id)
         self.wait_for_controller()
@@ -155,7 +115,7 @@ class Cluster(FaultInjection):
         self._install_link_filter(server, broker_id)
         self._forget_faults_of(broker_id)
         self.brokers[broker_id] = server
-        self._loop.run(server.startup())
+        self.run(server.startup())
         if server.bound_endpoints:
             self._ports.setdefault(broker_id, server.bound_endpoints[0].port)
         self.call(self._apply_session_faults)   # a restarted broker is still behind any cut link
@@ -166,7 +126,7 @@ class Cluster(FaultInjection):
         controller to move its leaderships away (ControlledShutdown), then flushes and leaves."""
         server = self.brokers.get(broker_id)
         if server is not None:
-            self._loop.run(server.shutdown(controlled=controlled))
+            self.run(server.shutdown(controlled=controlled))
 
     def kill(self, broker_id: int, *, expire_session: bool = True, lose_unflushed: bool = False) -> None:
         """Kill a broker abruptly: its sockets drop, nothing is flushed or checkpointed (the OS page cache
@@ -176,7 +136,7 @@ class Cluster(FaultInjection):
         timeout has passed) and only the leaders notice, after ``replica.lag.time.max.ms``."""
         server = self.brokers.get(broker_id)
         if server is not None:
-            self._loop.run(server.kill(expire_session=expire_session, lose_unflushed=lose_unflushed))
+            self.run(server.kill(expire_session=expire_session, lose_unflushed=lose_unflushed))
         self.paused.discard(broker_id)
 
     def restart(self, broker_id: int) -> KafkaServer:
@@ -185,7 +145,7 @@ class Cluster(FaultInjection):
         self.stop_broker(broker_id)
         old = self.brokers.get(broker_id)
         if old is not None and old.zk is not None:  # a killed broker's lingering session ends as it comes back
-            self._loop.call(self.zk_store.expire_session, old.zk.session)
+            self.call(self.zk_store.expire_session, old.zk.session)
         return self.start_broker(broker_id)
 
     def stop(self) -> None:
@@ -196,11 +156,11 @@ class Cluster(FaultInjection):
             # the last brokers have nowhere to move them), so brokers stop without ControlledShutdown.
             for broker_id in sorted(self.brokers, reverse=True):
                 try:
-                    self._loop.run(self.brokers[broker_id].shutdown(controlled=False))
+                    self.run(self.brokers[broker_id].shutdown(controlled=False))
                 except Exception:
                     pass
             if self.zk_store is not None:
-                self._loop.call(self.zk_store.close)
+                self.call(self.zk_store.close)
             if self._zk_scheduler is not None:
                 self._zk_scheduler.shutdown()
                 self._zk_scheduler = None
@@ -240,6 +200,7 @@ class Cluster(FaultInjection):
         return self._loop.call(fn, *args, timeout=timeout)
 
     def run(self, coro, timeout: float = 60.0):
+        """Run ``coro`` on the cluster's event loop and wait for its result (its exception is raised here)."""
         return self._loop.run(coro, timeout)
 
     def wait_for_controller(self, timeout: float = 10.0) -> int:
@@ -256,7 +217,7 @@ class Cluster(FaultInjection):
                     raise TimeoutError(message)
                 await asyncio.sleep(0.01)
             return True
-        return self._loop.run(poll(), timeout + 5)
+        return self.run(poll(), timeout + 5)
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
                      config: Optional[dict] = None, timeout: float = 10.0, *,

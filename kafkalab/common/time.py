@@ -96,5 +96,10 @@ class MockTime:
     def on_advance(self, listener: Callable[[], None]) -> None:
         self._listeners.append(listener)
 
+    def remove_listener(self, listener: Callable[[], None]) -> None:
+        """Stop calling ``listener`` (a closed client's clock, say); unknown listeners are ignored."""
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
     def __repr__(self) -> str:
         return f"MockTime(ms={self._ms})"

@@ -53,7 +53,7 @@ from kafkalab.storage.log_append_info import AppendOrigin, LogAppendInfo
 from kafkalab.storage.log_loader import LogLoader, rebuild_producer_state
 from kafkalab.storage.log_segments import LogSegments
 from kafkalab.storage.producer_state import ProducerStateManager, flush_file
-from kafkalab.storage.retention import RetentionMixin
+from kafkalab.storage.retention import LogRetention
 from kafkalab.storage.segment import RollParams, TimestampAndOffset
 from kafkalab.storage.server_log_configs import SERVER_LOG_CONFIGS
 from kafkalab.storage.validator import (analyze_and_validate_records, validate_messages_and_assign_offsets,
@@ -81,7 +81,7 @@ def _storage_errors(what: str, log_):
         raise KafkaStorageError(f"Error while {what} for {log_.topic_partition} in dir {log_.parent_dir}: {e}") from e
 
 
-class UnifiedLog(RetentionMixin):
+class UnifiedLog:
     """The log of one partition replica in ``<log dir>/<topic>-<partition>``.
 
     ``had_clean_shutdown=False`` runs recovery from ``recovery_point``; ``log_start_offset`` and
@@ -114,6 +114,8 @@ class UnifiedLog(RetentionMixin):
                                scheduler, self.time, self.topic_partition)
         self._log_start_offset = loaded.log_start_offset
         self._high_watermark = loaded.log_start_offset
+        #: deletes old segments (retention.ms, retention.bytes, log start offset); see :mod:`.retention`
+        self.retention = LogRetention(self, self._local, self._lock)
         self._topic_id = None
         self._init_topic_id(topic_id)
 
@@ -224,6 +226,28 @@ class UnifiedLog(RetentionMixin):
         if cached is None or cached.message_offset != self._high_watermark:
             cached = self._hw_metadata = self.offset_metadata(self._high_watermark)
         return cached
+
+    def maybe_increment_log_start_offset(self, new_log_start_offset: int, reason: str = "ClientRecordDeletion") -> bool:
+        """Move the log start offset forward (DeleteRecords, or segments deleted by retention). Segments
+        entirely below it go at the next retention check. OFFSET_OUT_OF_RANGE if above the high watermark."""
+        with self._lock:
+            if new_log_start_offset > self._high_watermark:
+                raise OffsetOutOfRangeError(f"Cannot increment the log start offset to {new_log_start_offset} of "
+                                            f"partition {self.topic_partition} since it is larger than the high "
+                                            f"watermark {self._high_watermark}")
+            self._local.check_open()
+            if new_log_start_offset <= self._log_start_offset:
+                return False
+            self._log_start_offset = new_log_start_offset
+            log.info("[%s] Incremented log start offset to %d due to %s", self.topic_partition, new_log_start_offset,
+                     reason)
+            self.leader_epoch_cache.truncate_from_start(new_log_start_offset)
+            self.producer_state_manager.on_log_start_offset_incremented(new_log_start_offset)
+            return True
+
+    def delete_old_segments(self) -> int:
+        """Apply retention (:class:`~.retention.LogRetention`); returns how many segments were deleted."""
+        return self.retention.delete_old_segments()
 
     def maybe_increment_high_watermark(self, offset: int) -> bool:
         """Move the high watermark forward only (the leader's rule); True if it moved."""

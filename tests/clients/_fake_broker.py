@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import asyncio
 import struct
-import threading
 
+from kafkalab.common.loop_thread import LoopThread
 from kafkalab.protocol import decode_request, encode_response, make_response
 
 _SIZE = struct.Struct(">i")
@@ -14,24 +14,17 @@ class FakeBroker:
     def __init__(self, handler):
         self.handler = handler
         self.requests = []
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._io = None
 
     def __enter__(self):
-        self.thread.start()
-        self.server = asyncio.run_coroutine_threadsafe(
-            asyncio.start_server(self._serve, "127.0.0.1", 0), self.loop).result(5)
+        self._io = LoopThread("fake-broker")
+        self.server = self._io.run(asyncio.start_server(self._serve, "127.0.0.1", 0), 5)
         self.port = self.server.sockets[0].getsockname()[1]
         return self
 
     def __exit__(self, *exc):
-        async def stop():
-            self.server.close()
-            for t in [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]:
-                t.cancel()
-        asyncio.run_coroutine_threadsafe(stop(), self.loop).result(5)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
+        self._io.call(self.server.close, timeout=5)
+        self._io.stop(5)           # cancels the connections still being served
 
     @property
     def bootstrap_servers(self) -> str:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import struct
-import threading
 
+from kafkalab.common.loop_thread import LoopThread
 from kafkalab.protocol import ApiKey, decode_response, encode_response
 
 _SIZE = struct.Struct(">i")
@@ -30,25 +30,18 @@ class KafkaProxy:
         self.policy = policy or (lambda *a: None)
         self.counts: collections.Counter = collections.Counter()
         self.requests: list[tuple[int, int]] = []       # (api_key, api_version) in arrival order
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._io = None
         self.port = None
 
     def __enter__(self):
-        self.thread.start()
-        self.server = asyncio.run_coroutine_threadsafe(
-            asyncio.start_server(self._serve, "127.0.0.1", 0), self.loop).result(5)
+        self._io = LoopThread("kafka-proxy")
+        self.server = self._io.run(asyncio.start_server(self._serve, "127.0.0.1", 0), 5)
         self.port = self.server.sockets[0].getsockname()[1]
         return self
 
     def __exit__(self, *exc):
-        async def stop():
-            self.server.close()
-            for task in [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]:
-                task.cancel()
-        asyncio.run_coroutine_threadsafe(stop(), self.loop).result(5)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
+        self._io.call(self.server.close, timeout=5)
+        self._io.stop(5)           # cancels the connections still being proxied
 
     @property
     def bootstrap_servers(self) -> str:

@@ -10,8 +10,8 @@ from kafkalab.clients import Admin, Producer
 from kafkalab.clients.api_versions import NodeApiVersions, UnsupportedVersionError
 from kafkalab.clients.config import admin_config
 from kafkalab.clients.errors import NetworkException, RequestTimedOut
-from kafkalab.clients.io_thread import IOThread
 from kafkalab.clients.network_client import NetworkClient
+from kafkalab.common.loop_thread import LoopThread
 from kafkalab.protocol import ApiKey, ErrorCode, request_class, response_class
 
 from ._fake_broker import FakeBroker
@@ -26,7 +26,7 @@ def api_versions(ranges, error=0):
 
 def run_client(bootstrap, coro_fn, **config):
     """Run ``coro_fn(client)`` on a fresh NetworkClient's own I/O thread."""
-    io = IOThread("test-network-client")
+    io = LoopThread("test-network-client")
     cfg = admin_config({"bootstrap.servers": bootstrap, "reconnect.backoff.ms": 50, **config})
     events = []
 

@@ -142,7 +142,7 @@ class AbstractCoordinator:
                 if self.client.now_ms() >= deadline:
                     raise KafkaTimeoutError(f"Timeout while finding the coordinator of group {self.group_id!r}: "
                                             f"{e}") from None
-                await asyncio.sleep(self.retry_backoff_s)
+                await self.client.waits.sleep(self.retry_backoff_s * 1000)
 
     async def _find_coordinator(self) -> None:
         cls = request_class(ApiKey.FIND_COORDINATOR)
@@ -281,7 +281,7 @@ class AbstractCoordinator:
     async def _heartbeat_loop(self) -> None:
         cls = request_class(ApiKey.HEARTBEAT)
         while self.state is MemberState.STABLE:
-            await asyncio.sleep(self.heartbeat_interval_ms / 1000)
+            await self.client.waits.sleep(self.heartbeat_interval_ms)      # on the client's Time
             if self.state is not MemberState.STABLE:
                 return
             now = self.client.now_ms()

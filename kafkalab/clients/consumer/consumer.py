@@ -22,17 +22,21 @@ The rebalance listener is any object with ``on_partitions_revoked(partitions)``,
 ``on_partitions_assigned(partitions)`` and optionally ``on_partitions_lost(partitions)`` (default: the revoked
 callback, as in Java). It is called on the thread that called ``poll()``, so it may call ``commit()``.
 
-Threads: the consumer's network I/O runs on its own asyncio loop (:mod:`..io_thread`), so the blocking API works
-in scripts and inside Jupyter alike. Like Java's, a consumer is meant to be used from one thread at a time.
+Time: ``Consumer(config, time=MockTime())`` injects the clock every client-side deadline reads -- ``poll(timeout)``,
+``max.poll.interval.ms``, ``heartbeat.interval.ms``, ``session.timeout.ms``, ``auto.commit.interval.ms``,
+``request.timeout.ms``, ``default.api.timeout.ms``, backoffs and the metadata age (:mod:`kafkalab.clients.clock`);
+with a mock clock they pass only when the lab advances it.
+
+Threads: the consumer's network I/O runs on its own asyncio loop (:mod:`kafkalab.common.loop_thread`), so the
+blocking API works in scripts and inside Jupyter alike. Like Java's, a consumer is meant to be used from one
+thread at a time.
 
 Mirrors ``clients/src/main/java/org/apache/kafka/clients/consumer/KafkaConsumer.java`` (the classic protocol
 path, ``internals/LegacyKafkaConsumer.java`` in Kafka 3.7+) and ``ConsumerRebalanceListener.java``.
 """
 from __future__ import annotations
 
-import asyncio
 import re
-import time
 from typing import Any, Mapping, Optional
 
 from kafkalab.clients.config import ConfigException, consumer_config
@@ -43,9 +47,10 @@ from kafkalab.clients.consumer.fetcher import Fetcher
 from kafkalab.clients.consumer.offset_fetcher import EARLIEST, LATEST, OffsetFetcher
 from kafkalab.clients.consumer.subscription_state import IllegalStateError, OffsetAndMetadata, SubscriptionState
 from kafkalab.clients.errors import ClientClosedError, KafkaProtocolError, KafkaTimeoutError
-from kafkalab.clients.io_thread import IOThread
 from kafkalab.clients.network_client import NetworkClient
 from kafkalab.clients.tracing import make_tracer
+from kafkalab.common.loop_thread import LoopThread
+from kafkalab.common.time import SYSTEM, Time
 
 __all__ = ["Consumer"]
 
@@ -57,12 +62,13 @@ def _tp(tp) -> TopicPartition:
 class Consumer:
     """A Kafka consumer configured with Kafka's names: ``Consumer({"bootstrap.servers": ..., "group.id": ...})``."""
 
-    def __init__(self, config: Optional[Mapping[str, Any]] = None, *, trace=None):
+    def __init__(self, config: Optional[Mapping[str, Any]] = None, *, trace=None, time: Optional[Time] = None):
         self.config = cfg = consumer_config(config)
         self.client_id = cfg["client.id"]
+        self.time: Time = time if time is not None else SYSTEM
         self.group_id = cfg["group.id"]
         self._hook, self.trace = make_tracer(trace)
-        self._io = IOThread(f"kafka-consumer-network-thread | {self.client_id}")
+        self._io = LoopThread(f"kafka-consumer-network-thread | {self.client_id}")
         self._closed = False
         self._join_prepared = False
         self.api_timeout_ms = cfg["default.api.timeout.ms"]
@@ -75,7 +81,7 @@ class Consumer:
     async def _start(self) -> None:
         cfg = self.config
         self.client = NetworkClient(cfg, tracer=self._hook, max_in_flight=5,
-                                    allow_auto_topic_creation=cfg["allow.auto.create.topics"])
+                                    allow_auto_topic_creation=cfg["allow.auto.create.topics"], time=self.time)
         self.subscriptions = SubscriptionState(cfg["auto.offset.reset"].lower())
         self.fetcher = Fetcher(self.client, self.subscriptions, cfg)
         self.offset_fetcher = OffsetFetcher(self.client, self.subscriptions, cfg)
@@ -163,21 +169,21 @@ class Consumer:
         (None: until there are records)."""
         if self.subscriptions.type.value == "none":
             raise IllegalStateError("Consumer is not subscribed to any topics or assigned any partitions")
-        start = time.monotonic()
-        deadline = None if timeout is None else start + max(0.0, timeout)
+        now = self.time.milliseconds
+        deadline = None if timeout is None else now() + max(0.0, timeout) * 1000    # ms on the consumer's Time
         if self.coordinator is not None:
             self._call(self.coordinator.record_poll)
         while True:
             self._update_assignment_metadata(deadline)
-            remaining = 60.0 if deadline is None else max(0.0, deadline - time.monotonic())
-            records = self._run(self._poll_for_fetches(remaining * 1000))
+            remaining_ms = 60_000.0 if deadline is None else max(0.0, deadline - now())
+            records = self._run(self._poll_for_fetches(remaining_ms))
             if records:
                 return records
-            if deadline is not None and time.monotonic() >= deadline:
+            if deadline is not None and now() >= deadline:
                 return []
 
     def _remaining_ms(self, deadline) -> float:
-        return self.api_timeout_ms if deadline is None else max(0.0, (deadline - time.monotonic()) * 1000)
+        return self.api_timeout_ms if deadline is None else max(0.0, deadline - self.time.milliseconds())
 
     def _update_assignment_metadata(self, deadline) -> None:
         coord = self.coordinator
@@ -228,8 +234,8 @@ class Consumer:
         try:
             generation, protocol, data = self._run(coord.join_group(self._remaining_ms(deadline)))
         except RebalanceNeeded:
-            time.sleep(coord.retry_backoff_s)
-            return deadline is None or time.monotonic() < deadline
+            self._run(self.client.waits.sleep(coord.retry_backoff_s * 1000))
+            return deadline is None or self.time.milliseconds() < deadline
         except KafkaTimeoutError:
             return False
         self._join_prepared = False
@@ -289,10 +295,7 @@ class Consumer:
         if not sent and not fetcher.in_flight:
             wait = min(wait, self.config["retry.backoff.ms"])     # nothing to fetch yet: look again soon
         if wait > 0 and not fetcher.has_buffered():
-            try:
-                await asyncio.wait_for(fetcher.arrived.wait(), wait / 1000)
-            except asyncio.TimeoutError:
-                pass
+            await self.client.waits.event(fetcher.arrived, wait)
         records = fetcher.collect()
         if records:
             fetcher.send_fetches()
@@ -384,7 +387,7 @@ class Consumer:
                 return offsets
             if self._closed:
                 raise ClientClosedError("This consumer has already been closed.")
-            return asyncio.run_coroutine_threadsafe(go(), self._io.loop)
+            return self._io.submit(go())
         self._run(self.coordinator.commit_offsets(offsets, self._timeout_ms(timeout)))
         return offsets
 
@@ -421,13 +424,13 @@ class Consumer:
                         self._run(coord.commit_offsets(consumed, timeout_ms))
                     except (KafkaProtocolError, KafkaTimeoutError):
                         pass
-                self._run(coord.flush_commits(), timeout_ms / 1000)
+                self._run(self.client.waits.wait_for(coord.flush_commits(), timeout_ms))
                 if self.subscriptions.has_auto_assigned_partitions():
                     owned = self._call(self.subscriptions.assigned_partitions)
                     lost = coord.generation.generation_id < 0
                     if owned:
                         self._listener_call("on_partitions_lost" if lost else "on_partitions_revoked", owned)
-                self._run(coord.close(), timeout_ms / 1000)
+                self._run(self.client.waits.wait_for(coord.close(), timeout_ms))
             self._run(self.client.close(), 10)
             self._run(self.fetcher.close(), 5)
         finally:

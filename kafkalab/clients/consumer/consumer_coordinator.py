@@ -174,7 +174,7 @@ class ConsumerCoordinator(AbstractCoordinator):
                 if self.client.now_ms() >= deadline:
                     raise KafkaTimeoutError(f"Timeout of {timeout_ms:.0f} ms expired before offsets could be "
                                             f"committed: {e}") from None
-                await asyncio.sleep(self.retry_backoff_s)
+                await self.client.waits.sleep(self.retry_backoff_s * 1000)
 
     async def _commit_once(self, offsets: dict) -> None:
         cls = request_class(ApiKey.OFFSET_COMMIT)
@@ -272,7 +272,7 @@ class ConsumerCoordinator(AbstractCoordinator):
                 if self.client.now_ms() >= deadline:
                     raise KafkaTimeoutError(f"Timeout of {timeout_ms:.0f} ms expired before the committed "
                                             f"offsets of {partitions} could be fetched: {e}") from None
-                await asyncio.sleep(self.retry_backoff_s)
+                await self.client.waits.sleep(self.retry_backoff_s * 1000)
 
     async def _offset_fetch_once(self, partitions: list) -> dict:
         cls = request_class(ApiKey.OFFSET_FETCH)

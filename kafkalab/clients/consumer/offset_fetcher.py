@@ -21,7 +21,6 @@ Mirrors ``clients/src/main/java/org/apache/kafka/clients/consumer/internals/Offs
 """
 from __future__ import annotations
 
-import asyncio
 from typing import NamedTuple, Optional
 
 from kafkalab.clients.consumer.assignors.protocol import TopicPartition
@@ -86,7 +85,7 @@ class OffsetFetcher:
             if self.client.now_ms() >= deadline:
                 raise KafkaTimeoutError(f"Failed to get offsets by times in {timeout_ms:.0f} ms for {sorted(todo)}")
             if retry:
-                await asyncio.sleep(self.retry_backoff_s)
+                await self.client.waits.sleep(self.retry_backoff_s * 1000)
                 try:
                     await self.client.update_metadata(self.client.metadata.request_topics())
                 except NetworkException:

@@ -300,6 +300,12 @@ class RecordAccumulator:
                 out.append(dq.popleft())
         return out
 
+    def next_expiry_ms(self, now_ms: float) -> float:
+        """How long until the oldest queued batch reaches ``delivery.timeout.ms`` (Java's ``nextExpiryTimeMs``):
+        the sender wakes no later than that, so a batch fails when its time is up, not at the next wake-up."""
+        oldest = min((dq[0].created_ms for dq in self.batches.values() if dq), default=None)
+        return float("inf") if oldest is None else max(0.0, oldest + self.delivery_timeout_ms - now_ms)
+
     def reset_sequences(self) -> None:
         """After a producer id/epoch change: queued batches get new sequences when drained."""
         for dq in self.batches.values():

@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 ``Producer.send(topic, value, key=...)`` does the cheap part on the caller's thread -- turn ``str`` into UTF-8
 bytes, stamp the timestamp (now, in ms, unless given), create a small future (:mod:`.future`) -- and hands the
-record to the producer's I/O thread (:mod:`kafkalab.clients.io_thread`). There, in the order ``send()`` was
+record to the producer's I/O thread (:mod:`kafkalab.common.loop_thread`). There, in the order ``send()`` was
 called:
 
 1. the topic's metadata is looked up (the first send to a topic waits up to ``max.block.ms`` for it, as
@@ -19,6 +19,11 @@ metadata)`` is called too, on the I/O thread (keep it short; never call blocking
 ``flush()`` makes every batch sendable at once and waits for all outstanding records; ``close()`` flushes, then
 stops the I/O thread. The producer is a context manager.
 
+``time=`` injects the clock (:class:`~kafkalab.common.time.Time`, ``SystemTime`` by default) that decides
+``linger.ms``, ``delivery.timeout.ms``, ``request.timeout.ms``, retry and reconnect backoffs, the metadata age,
+``flush(timeout)`` and the records' default timestamps: with a ``MockTime`` a lab moves them by hand
+(:mod:`kafkalab.clients.clock`).
+
 ``trace=True`` keeps every request and response (:class:`~kafkalab.clients.tracing.ClientTrace`,
 ``producer.trace``); ``trace=callable`` calls it with each :class:`~kafkalab.clients.tracing.TraceEvent`.
 
@@ -30,12 +35,10 @@ import asyncio
 import collections
 import concurrent.futures
 import threading
-import time
 from typing import Any, Callable, Mapping, Optional
 
 from kafkalab.clients.config import producer_config
 from kafkalab.clients.errors import ClientClosedError, KafkaProtocolError, KafkaTimeoutError
-from kafkalab.clients.io_thread import IOThread
 from kafkalab.clients.network_client import NetworkClient
 from kafkalab.clients.producer.accumulator import (RecordAccumulator, RecordMetadata, TopicPartition,
                                                    estimate_size)
@@ -44,6 +47,8 @@ from kafkalab.clients.producer.partitioner import Partitioner
 from kafkalab.clients.producer.sender import Sender
 from kafkalab.clients.producer.transaction_manager import TransactionManager
 from kafkalab.clients.tracing import make_tracer
+from kafkalab.common.loop_thread import LoopThread
+from kafkalab.common.time import SYSTEM, Time
 from kafkalab.protocol import ErrorCode
 from kafkalab.records import SimpleRecord
 
@@ -75,12 +80,13 @@ def _headers(headers) -> tuple:
 class Producer:
     """A Kafka producer configured with Kafka's names: ``Producer({"bootstrap.servers": ..., "acks": "all"})``."""
 
-    def __init__(self, config: Optional[Mapping[str, Any]] = None, *, trace=None):
+    def __init__(self, config: Optional[Mapping[str, Any]] = None, *, trace=None, time: Optional[Time] = None):
         self.config = cfg = producer_config(config)
         self.client_id = cfg["client.id"]
+        self.time: Time = time if time is not None else SYSTEM
         self._max_request_size = cfg["max.request.size"]      # read once: _append runs for every record
         self._hook, self.trace = make_tracer(trace)
-        self._io = IOThread(f"kafka-producer-network-thread | {self.client_id}")
+        self._io = LoopThread(f"kafka-producer-network-thread | {self.client_id}")
         self._incoming: collections.deque = collections.deque()
         self._lock = threading.Lock()
         self._scheduled = False
@@ -94,7 +100,7 @@ class Producer:
 
     async def _start(self) -> None:
         cfg = self.config
-        self.client = NetworkClient(cfg, tracer=self._hook, allow_auto_topic_creation=True)
+        self.client = NetworkClient(cfg, tracer=self._hook, allow_auto_topic_creation=True, time=self.time)
         idempotent = cfg["enable.idempotence"]
         self.accumulator = RecordAccumulator(
             batch_size=cfg["batch.size"], linger_ms=cfg["linger.ms"], delivery_timeout_ms=cfg["delivery.timeout.ms"],
@@ -118,7 +124,7 @@ class Producer:
         if partition is not None and (not isinstance(partition, int) or partition < 0):
             raise ValueError(f"Invalid partition {partition!r}")
         if timestamp is None:
-            timestamp = time.time_ns() // 1_000_000
+            timestamp = self.time.milliseconds()
         elif not isinstance(timestamp, int) or timestamp < 0:
             raise ValueError(f"Invalid timestamp: {timestamp!r}. Timestamp should always be non-negative or None.")
         record = SimpleRecord(_to_bytes("key", key), _to_bytes("value", value), _headers(headers), timestamp)
@@ -223,13 +229,17 @@ class Producer:
         finally:
             acc.flushes_in_progress -= 1
 
+    def _flush_within(self, timeout: Optional[float]):
+        """The flush, bounded by ``timeout`` seconds of the producer's clock (None: unbounded)."""
+        return self._flush() if timeout is None else self.client.waits.wait_for(self._flush(), timeout * 1000)
+
     def flush(self, timeout: Optional[float] = None) -> None:
         """Send everything queued now (ignoring ``linger.ms``) and wait until every record is acknowledged or
         failed. ``timeout`` in seconds (None = wait as long as it takes); raises ``KafkaTimeoutError`` on expiry."""
         if self._closed:
             return
         try:
-            self._io.run(self._flush(), timeout)
+            self._io.run(self._flush_within(timeout))
         except (TimeoutError, concurrent.futures.TimeoutError):
             raise KafkaTimeoutError(f"Failed to flush accumulated records within {timeout} s") from None
 
@@ -252,7 +262,7 @@ class Producer:
         try:
             if timeout is None or timeout > 0:
                 try:
-                    self._io.run(self._flush(), timeout)
+                    self._io.run(self._flush_within(timeout))
                 except (TimeoutError, concurrent.futures.TimeoutError):
                     pass
             self._io.run(self._shutdown(), 10)

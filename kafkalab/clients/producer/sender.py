@@ -79,10 +79,7 @@ class Sender:
             if not self.running:
                 break
             self.wakeup.clear()
-            try:
-                await asyncio.wait_for(self.wakeup.wait(), max(wait_ms, 0) / 1000)
-            except asyncio.TimeoutError:
-                pass
+            await self.client.waits.event(self.wakeup, max(wait_ms, 0))   # linger/backoff on the client's Time
 
     async def run_once(self) -> float:
         acc, now = self.accumulator, self.client.now_ms()
@@ -126,7 +123,7 @@ class Sender:
                 task.add_done_callback(self._tasks.discard)
         if acc.has_undrained() and next_ms == float("inf"):
             next_ms = 50                        # waiting for a connection slot or an answer; woken earlier
-        return min(next_ms, 1000)
+        return min(next_ms, acc.next_expiry_ms(now), 1000)
 
     async def _notify(self) -> None:
         async with self.progress:

@@ -10,6 +10,8 @@ Rooms, mirroring ``kafka/coordinator/group``:
 * :mod:`.coordinator_config` -- the ``group.*`` / ``offsets.*`` broker keys (``GroupCoordinatorConfig``).
 * :mod:`.coordinator` -- the request handling and timers (``GroupCoordinator``, ``DelayedJoin``,
   ``DelayedHeartbeat``, ``DelayedSync``).
+* :mod:`.offsets_and_admin` -- OffsetCommit/OffsetFetch and the admin views, a collaborator the coordinator
+  owns and forwards to (``GroupCoordinator.handleCommitOffsets`` ... ``handleDeleteOffsets``).
 """
 from kafkalab.coordinator.group.coordinator import (GroupConfig, GroupCoordinator, JoinGroupResult,  # noqa: F401
                                                     SyncGroupResult)

@@ -117,7 +117,7 @@ class _Join(NamedTuple):
     remaining_ms: int
 
 
-class GroupCoordinator(GroupOffsetsAndAdmin):
+class GroupCoordinator:
     """``scheduler.schedule(name, fn, delay_ms)`` -> task with ``cancel()``; ``time.milliseconds()``."""
 
     def __init__(self, config: GroupConfig, time, scheduler, offsets_log, *, broker_id: int = 0):
@@ -134,6 +134,12 @@ class GroupCoordinator(GroupOffsetsAndAdmin):
         #: (time ms, group id, event) -- what happened, for the lab's rebalance timeline; only the most recent
         #: EVENTS_KEPT, so a long-running broker does not grow without bound
         self.events: collections.deque[tuple[int, str, str]] = collections.deque(maxlen=EVENTS_KEPT)
+        #: OffsetCommit/OffsetFetch and the admin views (:mod:`.offsets_and_admin`); the handle_* below forward
+        self.offsets = GroupOffsetsAndAdmin(
+            self.manager, time, is_active=lambda: self.is_active, validate_group_status=self._validate_group_status,
+            validate_current_member=self._validate_current_member,
+            restart_session=lambda group, member: self._schedule_heartbeat(group, member, member.session_timeout_ms),
+            record_event=self._event)
 
     # ------------------------------------------------------------------------------------------ lifecycle
     def startup(self, enable_metadata_expiration: bool = True) -> None:
@@ -162,6 +168,28 @@ class GroupCoordinator(GroupOffsetsAndAdmin):
 
     def partition_for(self, group_id: str) -> int:
         return self.manager.partition_for(group_id)
+
+    # ------------------------------------------------------------------ offsets and admin (forwarded)
+    def handle_commit_offsets(self, group_id: str, member_id: str, group_instance_id: Optional[str],
+                              generation_id: int, offsets: dict,
+                              callback: Optional[Callable[[dict], None]] = None) -> Optional[dict]:
+        return self.offsets.handle_commit_offsets(group_id, member_id, group_instance_id, generation_id, offsets,
+                                                  callback)
+
+    def handle_fetch_offsets(self, group_id: str, partitions: Optional[list] = None) -> tuple[int, dict]:
+        return self.offsets.handle_fetch_offsets(group_id, partitions)
+
+    def handle_list_groups(self, states: Optional[set] = None) -> tuple[int, list]:
+        return self.offsets.handle_list_groups(states)
+
+    def handle_describe_group(self, group_id: str) -> tuple:
+        return self.offsets.handle_describe_group(group_id)
+
+    def handle_delete_groups(self, group_ids: list[str]) -> dict[str, int]:
+        return self.offsets.handle_delete_groups(group_ids)
+
+    def handle_delete_offsets(self, group_id: str, partitions: list) -> tuple[int, dict]:
+        return self.offsets.handle_delete_offsets(group_id, partitions)
 
     # ------------------------------------------------------------------------------------------ election
     def on_election(self, partition: int, coordinator_epoch: int = -1) -> None:

@@ -23,6 +23,14 @@ it works for groups that only store offsets. v8+ asks for several groups in one 
 ``kafka-consumer-groups.sh``. Only an Empty group can be deleted (NON_EMPTY_GROUP otherwise); a live consumer
 group keeps the offsets of topics it subscribes to (GROUP_SUBSCRIBED_TO_TOPIC).
 
+**Who does what.** :class:`GroupOffsetsAndAdmin` is owned by the
+:class:`~.coordinator.GroupCoordinator`, which forwards these six requests to it. It reads and writes groups
+and offsets through the :class:`~.group_metadata_manager.GroupMetadataManager` (as Kafka's coordinator calls
+``storeOffsets`` / ``getOffsets`` / ``cleanupGroupMetadata``), and reaches the membership side only through
+the callables it is built with: is the coordinator active, is this group id served here
+(``validate_group_status``), is this member current (``validate_current_member``), restart a member's session
+(a commit counts as a heartbeat) and note an event on the lab's timeline.
+
 Mirrors: ``GroupCoordinator.scala`` (``handleCommitOffsets``, ``handleFetchOffsets``, ``handleListGroups``,
 ``handleDescribeGroup``, ``handleDeleteGroups``, ``handleDeleteOffsets``).
 """
@@ -31,6 +39,7 @@ from __future__ import annotations
 from typing import Callable, NamedTuple, Optional
 
 from kafkalab.coordinator.group.group_metadata import CONSUMER_PROTOCOL_TYPE, GroupMetadata
+from kafkalab.coordinator.group.member_metadata import MemberMetadata
 from kafkalab.coordinator.group.state import GroupState
 from kafkalab.protocol import ErrorCode
 
@@ -60,7 +69,29 @@ DEAD_GROUP = GroupSummary(S.DEAD.value, "", "", ())
 
 
 class GroupOffsetsAndAdmin:
-    """Mixed into :class:`~.coordinator.GroupCoordinator` (uses its manager, clock, validation, timers)."""
+    """Committed offsets and the admin views of the groups of one coordinator.
+
+    ``manager`` the coordinator's :class:`~.group_metadata_manager.GroupMetadataManager`; ``time`` its clock;
+    ``is_active()`` whether the coordinator runs; ``validate_group_status(group_id, api)`` -> error code or
+    None; ``validate_current_member(group, member_id, group_instance_id)`` -> error code or None;
+    ``restart_session(group, member)`` after a commit by a member; ``record_event(group_id, what)``.
+    """
+
+    def __init__(self, manager, time, *, is_active: Callable[[], bool],
+                 validate_group_status: Callable[[Optional[str], str], Optional[int]],
+                 validate_current_member: Callable[[GroupMetadata, str, Optional[str]], Optional[int]],
+                 restart_session: Callable[[GroupMetadata, MemberMetadata], None],
+                 record_event: Callable[[str, str], None]):
+        self.manager = manager
+        self.time = time
+        self._is_active = is_active
+        self._validate_group_status = validate_group_status
+        self._validate_current_member = validate_current_member
+        self._restart_session = restart_session
+        self._event = record_event
+
+    def _now(self) -> int:
+        return self.time.milliseconds()
 
     # ------------------------------------------------------------------------------------------ OffsetCommit
     def handle_commit_offsets(self, group_id: str, member_id: str, group_instance_id: Optional[str],
@@ -95,8 +126,7 @@ class GroupOffsetsAndAdmin:
         if error is not None:
             return {tp: error for tp in offsets}
         if group.state in (S.STABLE, S.PREPARING_REBALANCE):
-            member = group.get(member_id)
-            self._schedule_heartbeat(group, member, member.session_timeout_ms)
+            self._restart_session(group, group.get(member_id))
         now = self._now()
         offsets = {tp: om._replace(commit_timestamp=now) if om.commit_timestamp < 0 else om
                    for tp, om in offsets.items()}
@@ -127,7 +157,7 @@ class GroupOffsetsAndAdmin:
     # ------------------------------------------------------------------------------------------ ListGroups
     def handle_list_groups(self, states: Optional[set] = None) -> tuple[int, list]:
         """-> (error, [(group_id, protocol_type, state)]); ``states`` filters case-insensitively."""
-        if not self.is_active:
+        if not self._is_active():
             return E.COORDINATOR_NOT_AVAILABLE, []
         error = E.COORDINATOR_LOAD_IN_PROGRESS if self.manager.is_loading else E.NONE
         wanted = {s.lower() for s in states} if states else None
