@@ -26,7 +26,8 @@ dict of per-item results, and raises :class:`AdminError` (listing *every* failed
 retried up to ``retries`` times within ``default.api.timeout.ms``, after a metadata refresh.
 
 Consumer-group operations (list/describe/delete groups, read/alter/delete their offsets) go to each group's
-coordinator, found with :meth:`Admin.find_coordinator`; they live in :mod:`.admin_groups`.
+coordinator, found with :meth:`Admin.find_coordinator`; the requests are built by :mod:`.admin_groups`'
+:class:`~.admin_groups.ConsumerGroupOperations`, a collaborator the admin owns and forwards to.
 
 Mirrors ``clients/src/main/java/org/apache/kafka/clients/admin/KafkaAdminClient.java`` (its ``Call``s and
 ``NodeProvider``s: controller, least loaded, leader of a partition).
@@ -122,7 +123,7 @@ def _check(operation: str, results: dict, errors: dict) -> dict:
     return results
 
 
-class Admin(ConsumerGroupOperations):
+class Admin:
     """``Admin({"bootstrap.servers": ...})``: blocking admin operations (an asyncio core underneath)."""
 
     def __init__(self, config: Optional[Mapping[str, Any]] = None, *, trace=None, time: Optional[Time] = None):
@@ -132,6 +133,9 @@ class Admin(ConsumerGroupOperations):
         self._hook, self.trace = make_tracer(trace)
         self._io = LoopThread(f"kafka-admin-client-thread | {self.client_id}")
         self.client: NetworkClient = self._io.run(self._make_client(), 30)
+        #: the consumer-group requests (:mod:`.admin_groups`); the ``*_consumer_group*`` methods below forward
+        self.groups = ConsumerGroupOperations(self.client, retries=cfg["retries"],
+                                              find_coordinator=self._find_coordinator, metadata=self._metadata)
         self._closed = False
 
     async def _make_client(self) -> NetworkClient:
@@ -481,6 +485,31 @@ class Admin(ConsumerGroupOperations):
         if node not in self.client.metadata.cluster.brokers:
             await self._metadata()
         return node
+
+    # -- consumer groups (forwarded to ConsumerGroupOperations) -------------------------------------------------
+    def list_consumer_groups(self) -> list:
+        """Every group on every broker: ``[ConsumerGroupListing(group_id, protocol_type, state)]``."""
+        return self._run(self.groups.list_groups())
+
+    def describe_consumer_groups(self, group_ids) -> dict:
+        """``{group_id: ConsumerGroupDescription}``: state, assignor, members with their decoded assignments."""
+        return self._run(self.groups.describe_groups(list(group_ids)))
+
+    def delete_consumer_groups(self, group_ids) -> dict:
+        """Delete empty groups (and their committed offsets). ``{group_id: None}``."""
+        return self._run(self.groups.delete_groups(list(group_ids)))
+
+    def list_consumer_group_offsets(self, group_id: str, partitions=None) -> dict:
+        """``{TopicPartition: OffsetAndMetadata}`` committed by ``group_id`` (all partitions when None)."""
+        return self._run(self.groups.group_offsets(group_id, partitions))
+
+    def alter_consumer_group_offsets(self, group_id: str, offsets: Mapping) -> dict:
+        """Set committed offsets of an *empty* group: ``{tp: offset | OffsetAndMetadata}`` -> ``{tp: None}``."""
+        return self._run(self.groups.alter_group_offsets(group_id, offsets))
+
+    def delete_consumer_group_offsets(self, group_id: str, partitions) -> dict:
+        """Delete committed offsets of partitions no member subscribes to (OffsetDelete) -> ``{tp: None}``."""
+        return self._run(self.groups.delete_group_offsets(group_id, list(partitions)))
 
     # -- lifecycle --------------------------------------------------------------------------------------------
     def close(self) -> None:

@@ -21,6 +21,11 @@ DescribeGroups returns each member's JoinGroup metadata and SyncGroup assignment
 ``protocol_type == "consumer"`` they are decoded with the consumer protocol (:mod:`.consumer.assignors.protocol`),
 so the description shows which partitions each member owns.
 
+**Who does what.** :class:`ConsumerGroupOperations` is a collaborator owned by the admin client
+(``admin.groups``): it builds and sends the group requests through the network client and the two coroutines
+it is given (find a coordinator, refresh metadata); the admin's blocking methods of the table above run its
+coroutines under the admin's timeout.
+
 Mirrors ``KafkaAdminClient``'s group calls and ``clients/.../admin/internals/{ListConsumerGroupOffsetsHandler,
 DescribeConsumerGroupsHandler,DeleteConsumerGroupsHandler,AlterConsumerGroupOffsetsHandler,
 DeleteConsumerGroupOffsetsHandler}.java``.
@@ -28,7 +33,7 @@ DeleteConsumerGroupOffsetsHandler}.java``.
 from __future__ import annotations
 
 import dataclasses
-from typing import Mapping, Optional
+from typing import Any, Awaitable, Callable, Optional
 
 from kafkalab.clients.consumer.assignors.protocol import (PROTOCOL_TYPE, TopicPartition, decode_assignment,
                                                           decode_subscription)
@@ -84,11 +89,24 @@ def _decode_member(m, consumer: bool) -> MemberDescription:
 
 
 class ConsumerGroupOperations:
-    """Mixed into :class:`~kafkalab.clients.admin.Admin` (which supplies ``_run``, ``client``, ``_error``...)."""
+    """The group operations of one :class:`~kafkalab.clients.admin.Admin`, which owns it (``admin.groups``) and
+    forwards its blocking ``*_consumer_group*`` methods to these coroutines, run on its own I/O thread.
+
+    ``client`` the admin's :class:`~kafkalab.clients.network_client.NetworkClient`; ``retries`` how often a group
+    request is sent again after NOT_COORDINATOR & co (at most 10); ``find_coordinator(key, key_type)`` a
+    coroutine returning the coordinator's node id; ``metadata()`` a coroutine refreshing the cluster view.
+    """
+
+    def __init__(self, client, *, retries: int, find_coordinator: Callable[[str, int], Awaitable[int]],
+                 metadata: Callable[[], Awaitable[Any]]):
+        self.client = client
+        self._retries = retries
+        self._find_coordinator = find_coordinator
+        self._metadata = metadata
 
     async def _group_send(self, group_id: str, body):
         """Send to the group's coordinator; rediscover it and retry on NOT_COORDINATOR & co."""
-        for _attempt in range(max(1, min(self.config["retries"], 10))):
+        for _attempt in range(max(1, min(self._retries, 10))):
             node = await self._find_coordinator(group_id, 0)
             conn = await self.client.connection(node)
             version = conn.version_for(body.API_KEY)
@@ -98,11 +116,7 @@ class ConsumerGroupOperations:
                 return node, version, resp.body
         raise KafkaProtocolError(code, f"the coordinator of group {group_id!r} kept failing")
 
-    def list_consumer_groups(self) -> list:
-        """Every group on every broker: ``[ConsumerGroupListing(group_id, protocol_type, state)]``."""
-        return self._run(self._list_groups())
-
-    async def _list_groups(self) -> list:
+    async def list_groups(self) -> list:
         cluster = await self._metadata()
         out, errors = {}, {}
         for node in sorted(cluster.brokers):
@@ -119,11 +133,7 @@ class ConsumerGroupOperations:
             raise AdminError("list_consumer_groups", errors, out)
         return sorted(out.values(), key=lambda g: g.group_id)
 
-    def describe_consumer_groups(self, group_ids) -> dict:
-        """``{group_id: ConsumerGroupDescription}``: state, assignor, members with their decoded assignments."""
-        return self._run(self._describe_groups(list(group_ids)))
-
-    async def _describe_groups(self, group_ids) -> dict:
+    async def describe_groups(self, group_ids) -> dict:
         cls = request_class(ApiKey.DESCRIBE_GROUPS)
         results, errors = {}, {}
         for gid in group_ids:
@@ -138,11 +148,7 @@ class ConsumerGroupOperations:
                 [_decode_member(m, consumer) for m in g.members], node)
         return self._check_groups("describe_consumer_groups", results, errors)
 
-    def delete_consumer_groups(self, group_ids) -> dict:
-        """Delete empty groups (and their committed offsets). ``{group_id: None}``."""
-        return self._run(self._delete_groups(list(group_ids)))
-
-    async def _delete_groups(self, group_ids) -> dict:
+    async def delete_groups(self, group_ids) -> dict:
         cls = request_class(ApiKey.DELETE_GROUPS)
         results, errors = {}, {}
         for gid in group_ids:
@@ -154,11 +160,7 @@ class ConsumerGroupOperations:
                 results[gid] = None
         return self._check_groups("delete_consumer_groups", results, errors)
 
-    def list_consumer_group_offsets(self, group_id: str, partitions=None) -> dict:
-        """``{TopicPartition: OffsetAndMetadata}`` committed by ``group_id`` (all partitions when None)."""
-        return self._run(self._group_offsets(group_id, partitions))
-
-    async def _group_offsets(self, group_id, partitions) -> dict:
+    async def group_offsets(self, group_id, partitions) -> dict:
         cls = request_class(ApiKey.OFFSET_FETCH)
         by_topic: Optional[dict] = None
         if partitions is not None:
@@ -193,11 +195,7 @@ class ConsumerGroupOperations:
                         p.committed_offset, p.metadata or "", epoch if epoch >= 0 else None)
         return dict(sorted(out.items()))
 
-    def alter_consumer_group_offsets(self, group_id: str, offsets: Mapping) -> dict:
-        """Set committed offsets of an *empty* group: ``{tp: offset | OffsetAndMetadata}`` -> ``{tp: None}``."""
-        return self._run(self._alter_group_offsets(group_id, offsets))
-
-    async def _alter_group_offsets(self, group_id, offsets) -> dict:
+    async def alter_group_offsets(self, group_id, offsets) -> dict:
         cls = request_class(ApiKey.OFFSET_COMMIT)
         topics: dict = {}
         for tp, om in offsets.items():
@@ -211,11 +209,7 @@ class ConsumerGroupOperations:
         _, _, b = await self._group_send(group_id, body)
         return self._partition_results("alter_consumer_group_offsets", b.topics)
 
-    def delete_consumer_group_offsets(self, group_id: str, partitions) -> dict:
-        """Delete committed offsets of partitions no member subscribes to (OffsetDelete) -> ``{tp: None}``."""
-        return self._run(self._delete_group_offsets(group_id, list(partitions)))
-
-    async def _delete_group_offsets(self, group_id, partitions) -> dict:
+    async def delete_group_offsets(self, group_id, partitions) -> dict:
         cls = request_class(ApiKey.OFFSET_DELETE)
         topics: dict = {}
         for tp in partitions:

@@ -33,19 +33,19 @@ import asyncio
 import json
 import tempfile
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional
 
 from kafkalab.common.loop_thread import LoopThread
 from kafkalab.common.scheduler import ThreadScheduler
 from kafkalab.common.time import SYSTEM, MockTime, Time
 from kafkalab.server.broker import KafkaServer
-from kafkalab.cluster.faults import FaultInjection
+from kafkalab.cluster.faults import FaultInjection, LinkTable
 from kafkalab.zk import ZkStore
 
 __all__ = ["Cluster"]
 
 
-class Cluster(FaultInjection):
+class Cluster:
     """``brokers`` brokers (ids 0..n-1) sharing one embedded coordination store, on a background event loop.
 
     ``overrides`` are broker configs (Kafka's names) applied to every broker; ``log_dirs`` a base directory
@@ -72,7 +72,9 @@ class Cluster(FaultInjection):
         self._loop: Optional[LoopThread] = None
         self.zk_tick_time_ms = zk_tick_time_ms
         self._zk_scheduler: Optional[ThreadScheduler] = None
-        self._init_faults()
+        #: links, pauses and session faults (:mod:`.faults`); ``partition``/``isolate``/``heal``/``pause``/
+        #: ``resume`` below forward to it
+        self.faults = FaultInjection(self.brokers, lambda: self.zk_store, self.call)
 
     # ------------------------------------------------------------------------------------------ lifecycle
     def __enter__(self) -> "Cluster":
@@ -112,13 +114,13 @@ class Cluster(FaultInjection):
 
     def start_broker(self, broker_id: int) -> KafkaServer:
         server = KafkaServer(self._broker_config(broker_id), zk_store=self.zk_store, time=self.time)
-        self._install_link_filter(server, broker_id)
-        self._forget_faults_of(broker_id)
+        self.faults.install_link_filter(server, broker_id)
+        self.faults.forget(broker_id)
         self.brokers[broker_id] = server
         self.run(server.startup())
         if server.bound_endpoints:
             self._ports.setdefault(broker_id, server.bound_endpoints[0].port)
-        self.call(self._apply_session_faults)   # a restarted broker is still behind any cut link
+        self.call(self.faults.apply_session_faults)   # a restarted broker is still behind any cut link
         return server
 
     def stop_broker(self, broker_id: int, *, controlled: Optional[bool] = None) -> None:
@@ -137,7 +139,7 @@ class Cluster(FaultInjection):
         server = self.brokers.get(broker_id)
         if server is not None:
             self.run(server.kill(expire_session=expire_session, lose_unflushed=lose_unflushed))
-        self.paused.discard(broker_id)
+        self.faults.forget(broker_id)
 
     def restart(self, broker_id: int) -> KafkaServer:
         """Stop a broker cleanly (if running; a killed one just starts) and start it again on the same port and
@@ -171,6 +173,39 @@ class Cluster(FaultInjection):
                 self._tmp.cleanup()
                 self._tmp = None
                 self.base_dir = None
+
+    # ------------------------------------------------------------------------------------------ faults
+    @property
+    def links(self) -> LinkTable:
+        """The cut links (see :class:`~kafkalab.cluster.faults.LinkTable`)."""
+        return self.faults.links
+
+    @property
+    def paused(self) -> set:
+        """The ids of the paused brokers."""
+        return self.faults.paused
+
+    def partition(self, a, b) -> None:
+        """Cut the link between ``a`` and ``b`` (broker ids, or ``"zk"`` for the coordination store)."""
+        self.faults.partition(a, b)
+
+    def isolate(self, broker_id: int, *, from_zk: bool = True) -> None:
+        """Cut every link of ``broker_id``: to each other broker and (``from_zk``) to the store."""
+        self.faults.isolate(broker_id, from_zk=from_zk)
+
+    def heal(self, links: Optional[Iterable[tuple]] = None) -> None:
+        """Restore ``links`` (pairs), or every cut link."""
+        self.faults.heal(links)
+
+    def pause(self, broker_id: int) -> None:
+        """Freeze ``broker_id`` (``kill -STOP``): no socket is read, nothing is sent, its session stops
+        pinging and expires after ``zookeeper.session.timeout.ms``."""
+        self.faults.pause(broker_id)
+
+    def resume(self, broker_id: int) -> bool:
+        """Let a paused broker go on. Returns whether its session survived the pause (if not, the broker
+        learns of the expiry now, opens a new session and registers again, as Kafka's does)."""
+        return self.faults.resume(broker_id)
 
     # ------------------------------------------------------------------------------------------ views
     @property

@@ -34,16 +34,23 @@ keeps its page cache, so every byte the broker had *written* survives even thoug
 crash (power cut, kernel panic): bytes written but not yet flushed to disk are lost, and each log comes back
 truncated to what was flushed -- recovery then rebuilds indexes, and replication re-copies the rest.
 
+**Who does what.** :class:`FaultInjection` is a collaborator owned by ``Cluster`` (``cluster.faults``): it
+keeps the link table and the paused set, and sees the cluster only through what it is built with -- the
+brokers table, a getter for the store and ``call`` (run on the cluster's loop). ``Cluster``'s ``partition``,
+``isolate``, ``heal``, ``pause`` and ``resume`` forward to it; ``kill`` and ``restart`` stay on ``Cluster``
+and tell it of the broker's new life (:meth:`FaultInjection.forget`).
+
 Mirrors the nemeses of Jepsen (``jepsen.nemesis``: partitions, pauses, kills) rather than a Kafka class.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Union
 
 from kafkalab.zk.session import SessionState
 
 if TYPE_CHECKING:
     from kafkalab.server.broker import KafkaServer
+    from kafkalab.zk import ZkStore
 
 __all__ = ["ZK", "LinkTable", "FaultInjection"]
 
@@ -80,21 +87,29 @@ class LinkTable:
 
 
 class FaultInjection:
-    """Mixed into :class:`kafkalab.cluster.cluster.Cluster`: needs ``brokers``, ``zk_store``, ``call``."""
+    """The cluster's fault injector, owned by :class:`~kafkalab.cluster.cluster.Cluster` (``cluster.faults``),
+    which forwards its public fault methods here.
 
-    links: LinkTable
-    paused: set
+    ``brokers`` the cluster's live ``{broker id: KafkaServer}`` table (read, never changed here); ``zk_store()``
+    returns the coordination store (None before the cluster starts); ``call(fn)`` runs ``fn`` on the cluster's
+    event loop and returns its result.
+    """
 
-    def _init_faults(self) -> None:
+    def __init__(self, brokers: Mapping[int, "KafkaServer"], zk_store: Callable[[], Optional["ZkStore"]],
+                 call: Callable[..., Any]):
+        self._brokers = brokers
+        self._zk_store = zk_store
+        self._call = call
         self.links = LinkTable()
-        self.paused = set()
+        self.paused: set = set()
 
-    # -- hooks ---------------------------------------------------------------------------------------------
-    def _install_link_filter(self, server: "KafkaServer", broker_id: int) -> None:
+    # -- hooks the cluster calls ----------------------------------------------------------------------------
+    def install_link_filter(self, server: "KafkaServer", broker_id: int) -> None:
+        """Make ``server``'s inter-broker connections ask the link table (and whether it is paused)."""
         server.link_filter = lambda host, port: self._link_up(broker_id, port)
 
     def _broker_at_port(self, port: int) -> Optional[int]:
-        for broker_id, server in self.brokers.items():
+        for broker_id, server in self._brokers.items():
             if any(ep.port == port for ep in server.bound_endpoints):
                 return broker_id
         return None
@@ -105,35 +120,38 @@ class FaultInjection:
         dst = self._broker_at_port(port)
         return dst is None or self.links.allowed(src, dst)
 
-    def _apply_session_faults(self) -> None:
-        """Isolate the session of every paused broker or broker cut off from the store; heal the others."""
-        for broker_id, server in self.brokers.items():
+    def apply_session_faults(self) -> None:
+        """Isolate the session of every paused broker or broker cut off from the store; heal the others.
+        Runs on the cluster's loop."""
+        store = self._zk_store()
+        for broker_id, server in self._brokers.items():
             if not server.is_running or server.zk is None:
                 continue
             session = server.zk.session
             cut_off = broker_id in self.paused or not self.links.allowed(broker_id, ZK)
             if cut_off and session.state is SessionState.CONNECTED:
-                self.zk_store.isolate(session)
+                store.isolate(session)
             elif not cut_off and (session.state is SessionState.ISOLATED or session._expiry_unseen):
-                self.zk_store.heal(session)
+                store.heal(session)
 
-    def _forget_faults_of(self, broker_id: int) -> None:
+    def forget(self, broker_id: int) -> None:
+        """A broker started again or was killed: it is no longer paused (cut links stay cut)."""
         self.paused.discard(broker_id)
 
     # -- links ---------------------------------------------------------------------------------------------
     def partition(self, a: Node, b: Node) -> None:
         """Cut the link between ``a`` and ``b`` (broker ids, or ``"zk"`` for the coordination store)."""
         self.links.cut(a, b)
-        self.call(self._apply_session_faults)
+        self._call(self.apply_session_faults)
 
     def isolate(self, broker_id: int, *, from_zk: bool = True) -> None:
         """Cut every link of ``broker_id``: to each other broker and (``from_zk``) to the store."""
-        for other in self.brokers:
+        for other in self._brokers:
             if other != broker_id:
                 self.links.cut(broker_id, other)
         if from_zk:
             self.links.cut(broker_id, ZK)
-        self.call(self._apply_session_faults)
+        self._call(self.apply_session_faults)
 
     def heal(self, links: Optional[Iterable[tuple]] = None) -> None:
         """Restore ``links`` (pairs), or every cut link."""
@@ -142,7 +160,7 @@ class FaultInjection:
         else:
             for a, b in links:
                 self.links.restore(a, b)
-        self.call(self._apply_session_faults)
+        self._call(self.apply_session_faults)
 
     # -- pause ---------------------------------------------------------------------------------------------
     def pause(self, broker_id: int) -> None:
@@ -150,20 +168,20 @@ class FaultInjection:
         pinging and expires after ``zookeeper.session.timeout.ms``."""
         def do():
             self.paused.add(broker_id)
-            server = self.brokers[broker_id]
+            server = self._brokers[broker_id]
             if server.socket_server is not None:
                 server.socket_server.pause()
-            self._apply_session_faults()
-        self.call(do)
+            self.apply_session_faults()
+        self._call(do)
 
     def resume(self, broker_id: int) -> bool:
         """Let a paused broker go on. Returns whether its session survived the pause (if not, the broker
         learns of the expiry now, opens a new session and registers again, as Kafka's does)."""
         def do():
             self.paused.discard(broker_id)
-            server = self.brokers[broker_id]
+            server = self._brokers[broker_id]
             if server.socket_server is not None:
                 server.socket_server.resume()
-            self._apply_session_faults()
+            self.apply_session_faults()
             return server.zk is not None and server.zk.session.alive
-        return self.call(do)
+        return self._call(do)
