@@ -9,7 +9,7 @@ Everything a broker does with a partition's data goes through here. The log is a
     first readable      read_committed        read_uncommitted    next offset to assign
                         consumers stop here   consumers stop here
 
-**Append as leader** (a Produce request): header checks, then the validator stamps offsets and the leader
+**Append as leader** (a Produce request, carried out by :class:`~.appender.LogAppender`): header checks, then the validator stamps offsets and the leader
 epoch into the batch *in place* (:mod:`.validator`), the leader epoch cache learns a new epoch, the active
 segment rolls if needed, the idempotent-producer state turns a retried batch into a harmless duplicate
 (:mod:`.producer_state`), and the bytes are appended verbatim. No fsync: with the default ``flush.messages``
@@ -40,12 +40,11 @@ import threading
 from typing import Optional
 
 from kafkalab.common import SystemTime
-from kafkalab.records import decode_batch, scan_batches
+from kafkalab.records import decode_batch
 from kafkalab.storage import log_file_utils as names
 from kafkalab.storage.checkpoints import LeaderEpochCheckpointFile, PartitionMetadataFile, kafka_uuid_string
-from kafkalab.storage.errors import (InconsistentTopicIdError, InvalidRecordError, KafkaStorageError,
-                                     OffsetOutOfRangeError, RecordBatchTooLargeError, RecordTooLargeError,
-                                     UnexpectedAppendOffsetError)
+from kafkalab.storage.errors import (InconsistentTopicIdError, KafkaStorageError,
+                                     OffsetOutOfRangeError)
 from kafkalab.storage.fetch_data_info import FetchDataInfo, FetchIsolation
 from kafkalab.storage.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, LeaderEpochFileCache
 from kafkalab.storage.local_log import LocalLog
@@ -53,11 +52,10 @@ from kafkalab.storage.log_append_info import AppendOrigin, LogAppendInfo
 from kafkalab.storage.log_loader import LogLoader, rebuild_producer_state
 from kafkalab.storage.log_segments import LogSegments
 from kafkalab.storage.producer_state import ProducerStateManager, flush_file
+from kafkalab.storage.appender import LogAppender
 from kafkalab.storage.retention import LogRetention
-from kafkalab.storage.segment import RollParams, TimestampAndOffset
+from kafkalab.storage.segment import TimestampAndOffset
 from kafkalab.storage.server_log_configs import SERVER_LOG_CONFIGS
-from kafkalab.storage.validator import (analyze_and_validate_records, validate_messages_and_assign_offsets,
-                                        writable_buffer)
 
 __all__ = ["UnifiedLog", "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP", "EARLIEST_LOCAL_TIMESTAMP",
            "LATEST_TIERED_TIMESTAMP"]
@@ -116,6 +114,8 @@ class UnifiedLog:
         self._high_watermark = loaded.log_start_offset
         #: deletes old segments (retention.ms, retention.bytes, log start offset); see :mod:`.retention`
         self.retention = LogRetention(self, self._local, self._lock)
+        #: validates, assigns offsets, deduplicates producer batches and appends; see :mod:`.appender`
+        self.appender = LogAppender(self, self._local, self._lock)
         self._topic_id = None
         self._init_topic_id(topic_id)
 
@@ -318,116 +318,14 @@ class UnifiedLog:
         """Validate ``records`` (one producer batch), give them offsets from the log end offset and the
         leader epoch, and append them. Raises a :class:`~kafkalab.storage.errors.StorageError`."""
         with _storage_errors("appending records", self):
-            return self._append(records, AppendOrigin.of(origin), assign_offsets=True, leader_epoch=leader_epoch,
+            return self.appender.append(records, AppendOrigin.of(origin), assign_offsets=True, leader_epoch=leader_epoch,
                                 ignore_record_size=False)
 
     def append_as_follower(self, records) -> LogAppendInfo:
         """Append batches fetched from the leader as they are (offsets and leader epochs included)."""
         with _storage_errors("appending records", self):
-            return self._append(records, AppendOrigin.REPLICATION, assign_offsets=False, leader_epoch=-1,
+            return self.appender.append(records, AppendOrigin.REPLICATION, assign_offsets=False, leader_epoch=-1,
                                 ignore_record_size=True)
-
-    def _append(self, records, origin: AppendOrigin, *, assign_offsets: bool, leader_epoch: int,
-                ignore_record_size: bool) -> LogAppendInfo:
-        buf = writable_buffer(records) if assign_offsets else records
-        with self._lock:
-            info = analyze_and_validate_records(buf, topic_partition=self.topic_partition, config=self.config,
-                                                origin=origin, ignore_record_size=ignore_record_size,
-                                                require_offsets_monotonic=not assign_offsets,
-                                                log_start_offset=self._log_start_offset)
-            if assign_offsets and info.valid_bytes <= 0 and origin is AppendOrigin.CLIENT:
-                raise InvalidRecordError("Produce requests must have at least one record batch per partition")
-            if info.valid_bytes <= 0:
-                return info
-            if info.valid_bytes < len(buf):
-                buf = memoryview(buf)[:info.valid_bytes]
-            self._local.check_open()
-            if assign_offsets:
-                first = self.log_end_offset
-                result = validate_messages_and_assign_offsets(
-                    buf, first_offset=first, topic_partition=self.topic_partition, config=self.config,
-                    now=self.time.milliseconds(), leader_epoch=leader_epoch, origin=origin,
-                    source_compression=info.source_compression)
-                buf = result.validated_records
-                info.first_offset = first
-                info.last_offset = result.next_offset - 1
-                info.max_timestamp = result.max_timestamp
-                info.offset_of_max_timestamp = result.shallow_offset_of_max_timestamp
-                info.last_offset_of_first_batch = info.last_offset
-                if self.config.log_append_time:
-                    info.log_append_time = result.log_append_time
-                if result.message_size_maybe_changed and not ignore_record_size:
-                    for span in scan_batches(buf):
-                        if span.end - span.start > self.config.max_message_size:
-                            raise RecordTooLargeError(
-                                f"Message batch size is {span.end - span.start} bytes in append to partition "
-                                f"{self.topic_partition} which exceeds the maximum configured size of "
-                                f"{self.config.max_message_size}.")
-            elif info.first_or_last_offset_of_first_batch < self.log_end_offset:
-                raise UnexpectedAppendOffsetError(
-                    f"Unexpected offset in append to {self.topic_partition}. First offset "
-                    f"{info.first_or_last_offset_of_first_batch} is less than the next offset {self.log_end_offset}. "
-                    f"Log start offset = {self._log_start_offset}", info.first_offset, info.last_offset)
-            scan = scan_batches(buf)
-            for span in scan:
-                if span.header.partition_leader_epoch >= 0:
-                    self.leader_epoch_cache.assign(span.header.partition_leader_epoch, span.header.base_offset)
-            info.last_leader_epoch = scan.batches[-1].header.partition_leader_epoch
-            info.target_compression = scan.batches[0].header.attributes & 0x07
-            if len(buf) > self.config.segment_size:
-                raise RecordBatchTooLargeError(
-                    f"Message batch size is {len(buf)} bytes in append to partition {self.topic_partition}, which "
-                    f"exceeds the maximum configured segment size of {self.config.segment_size}.")
-            self._maybe_roll(len(buf), info)
-            updated, completed, duplicate = self._analyze_and_validate_producer_state(buf, scan, origin)
-            info.log_start_offset = self._log_start_offset
-            if duplicate is not None:
-                info.first_offset = duplicate.first_offset
-                info.last_offset = duplicate.last_offset
-                info.log_append_time = duplicate.timestamp      # as Kafka does, whatever the timestamp type
-                info.duplicate = True
-                return info
-            self._local.append(info.last_offset, info.max_timestamp, info.offset_of_max_timestamp, buf)
-            psm = self.producer_state_manager
-            for append_info in updated.values():
-                psm.update(append_info)
-            for txn in completed:
-                psm.complete_txn(txn)
-            psm.update_map_end_offset(info.last_offset + 1)
-            if self._local.unflushed_messages >= self.config.flush_interval:
-                self.flush()
-            return info
-
-    def _analyze_and_validate_producer_state(self, buf, scan, origin: AppendOrigin):
-        psm = self.producer_state_manager
-        updated: dict = {}
-        completed = []
-        for span in scan:
-            h = span.header
-            if not h.has_producer_id:
-                continue
-            if origin is AppendOrigin.CLIENT:
-                entry = psm.last_entry(h.producer_id)
-                duplicate = entry.find_duplicate_batch(h) if entry is not None else None
-                if duplicate is not None:
-                    return updated, completed, duplicate
-            append_info = updated.get(h.producer_id)
-            if append_info is None:
-                append_info = updated[h.producer_id] = psm.prepare_update(h.producer_id, origin)
-            data = memoryview(buf)[span.start:span.end] if h.is_control_batch else None
-            txn = append_info.append(h, data)
-            if txn is not None:
-                completed.append(txn)
-        return updated, completed, None
-
-    def _maybe_roll(self, messages_size: int, info: LogAppendInfo):
-        segment = self.active_segment
-        params = RollParams(self.config.segment_ms, self.config.segment_size, info.max_timestamp, info.last_offset,
-                            messages_size, self.time.milliseconds())
-        if segment.should_roll(params):
-            log.debug("[%s] Rolling new log segment: %s", self.topic_partition, segment.roll_reason(params))
-            return self.roll(info.first_offset if info.first_offset >= 0 else info.last_offset - 2147483647)
-        return segment
 
     # ------------------------------------------------------------------------------------------ read
     def read(self, start_offset: int, max_bytes: int, *, isolation="high_watermark",
