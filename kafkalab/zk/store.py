@@ -14,7 +14,7 @@ guarantees that Kafka builds everything else on. This module keeps exactly those
   ``CheckOp`` may demand an expected version and fail with ``BADVERSION`` otherwise (``-1`` = any). This is
   compare-and-set, and Kafka's ISR updates, controller-epoch fencing and producer-id blocks all rely on it.
 * **Atomic multi.** :meth:`ZkStore.multi` applies a list of check/create/set/delete operations all-or-nothing
-  under one zxid. Kafka wraps the controller's writes in ``multi([CheckOp("/controller_epoch", v), write])`` so
+  under one zxid (the ops themselves, with their undo, are applied by :class:`~kafkalab.zk.txn.TxnProcessor`). Kafka wraps the controller's writes in ``multi([CheckOp("/controller_epoch", v), write])`` so
   a deposed controller's writes fail (``ControllerMovedException``).
 * **Sessions and ephemeral znodes.** A client opens a session with a timeout and must be heard from
   (:meth:`Session.heartbeat`) within it. An ephemeral znode belongs to a session and disappears when the
@@ -49,14 +49,14 @@ from typing import Callable, Optional, Sequence
 from kafkalab.common import Scheduler, Time
 from kafkalab.common.time import SYSTEM
 from kafkalab.zk import persistence
-from kafkalab.zk.errors import (BadArgumentsException, BadVersionException, Code, ConnectionLossException,
-                                KeeperException, NoChildrenForEphemeralsException, NodeExistsException,
-                                NoNodeException, NotEmptyException, SessionExpiredException)
+from kafkalab.zk.errors import (Code, ConnectionLossException,
+                                KeeperException, NoNodeException, SessionExpiredException)
 from kafkalab.zk.session import Session, SessionState
+from kafkalab.zk.txn import Txn, TxnProcessor
 from kafkalab.zk.watches import (Dispatcher, EventType, KeeperState, Outbox, WatchedEvent, Watcher, WatchManager,
                                  call_now)
 from kafkalab.zk.znode import (MATCH_ANY_VERSION, MAX_DATA_LENGTH, SYSTEM_PATHS, CheckOp, CreateOp, DeleteOp, Op,
-                               SetDataOp, Stat, ZNode, as_bytes, data_as_text, parent_path, validate_path)
+                               SetDataOp, Stat, ZNode, data_as_text, parent_path, validate_path)
 
 __all__ = ["ZkStore", "Session", "SessionState", "Stat", "CreateOp", "SetDataOp", "DeleteOp", "CheckOp", "Op",
            "MATCH_ANY_VERSION", "MAX_DATA_LENGTH"]
@@ -64,17 +64,6 @@ __all__ = ["ZkStore", "Session", "SessionState", "Stat", "CreateOp", "SetDataOp"
 log = logging.getLogger(__name__)
 
 _MASK64 = (1 << 64) - 1
-
-
-class _Txn:
-    """One transaction in progress: its zxid and time, how to undo it, and what to publish on commit."""
-    __slots__ = ("zxid", "now", "session_id", "undo", "triggers", "entries")
-
-    def __init__(self, zxid: int, now: int, session_id: int = 0):
-        self.zxid, self.now, self.session_id = zxid, now, session_id
-        self.undo: list[Callable[[], None]] = []
-        self.triggers: list[tuple[str, EventType]] = []
-        self.entries: list[dict] = []
 
 
 class ZkStore:
@@ -97,6 +86,8 @@ class ZkStore:
         self._last_zxid = 0
         self._sessions: dict[int, Session] = {}
         self._ephemerals: dict[int, set[str]] = {}
+        #: applies each write's ops to the tree with undo (:mod:`.txn`): shares the two tables above
+        self._txns = TxnProcessor(self._nodes, self._ephemerals)
         self._watches = WatchManager()
         self._outbox = Outbox()
         self._log: deque[dict] = deque(maxlen=event_log_size)
@@ -173,142 +164,29 @@ class ZkStore:
     def _commit(self, ops: list, session: Optional[Session]) -> list:
         with self._lock:
             self._check_session(session)
-            txn = _Txn(self._last_zxid + 1, self.time.milliseconds(), session.session_id if session else 0)
+            txn = Txn(self._last_zxid + 1, self.time.milliseconds(), session.session_id if session else 0)
             results = []
             for i, op in enumerate(ops):
                 try:
-                    results.append(self._apply(op, txn, session))
+                    results.append(self._txns.apply(op, txn, session))
                 except KeeperException as e:
-                    self._rollback(txn)
+                    self._txns.rollback(txn)
                     e.op_index = i
                     e.results = [Code.OK] * i + [e.code] + [Code.RUNTIMEINCONSISTENCY] * (len(ops) - i - 1)
                     raise
                 except BaseException:
-                    self._rollback(txn)
+                    self._txns.rollback(txn)
                     raise
             self._last_zxid = txn.zxid
             try:
                 self._persist()
             except BaseException:
-                self._rollback(txn)
+                self._txns.rollback(txn)
                 self._last_zxid = txn.zxid - 1
                 raise
             self._publish(txn)
         self._outbox.flush()
         return results
-
-    def _apply(self, op: Op, txn: _Txn, session: Optional[Session]):
-        if isinstance(op, CreateOp):
-            return self._create(op, txn, session)
-        if isinstance(op, CheckOp):
-            self._node_at_version(op.path, op.version)
-            return None
-        self._refuse_system_path(op.path)
-        node = self._node_at_version(op.path, op.version)
-        if isinstance(op, SetDataOp):
-            data = self._checked_data(op.path, op.data)
-            saved = (node.data, node.version, node.mzxid, node.mtime)
-            node.data, node.version, node.mzxid, node.mtime = data, node.version + 1, txn.zxid, txn.now
-            txn.undo.append(lambda: self._restore(node, saved))
-            txn.triggers.append((op.path, EventType.NodeDataChanged))
-            txn.entries.append(self._entry(txn, "set", op.path, txn.session_id, node.version))
-            return node.stat()
-        if isinstance(op, DeleteOp):
-            if node.children:
-                raise NotEmptyException(op.path)
-            self._remove(op.path, txn)
-            return None
-        raise TypeError(f"not a multi op: {op!r}")
-
-    @staticmethod
-    def _restore(node: ZNode, saved: tuple) -> None:
-        node.data, node.version, node.mzxid, node.mtime = saved
-
-    def _node_at_version(self, path: str, version: int) -> ZNode:
-        validate_path(path)
-        node = self._nodes.get(path)
-        if node is None:
-            raise NoNodeException(path)
-        if version != MATCH_ANY_VERSION and node.version != version:
-            raise BadVersionException(path, f"expected version {version}, znode is at {node.version}")
-        return node
-
-    @staticmethod
-    def _checked_data(path: str, data) -> Optional[bytes]:
-        data = as_bytes(data)
-        if data is not None and len(data) > MAX_DATA_LENGTH:
-            raise BadArgumentsException(path, f"{len(data)} bytes is over the {MAX_DATA_LENGTH}-byte limit")
-        return data
-
-    @staticmethod
-    def _refuse_system_path(path: str) -> None:
-        if path == "/" or path in SYSTEM_PATHS:
-            raise BadArgumentsException(path, "reserved znode")
-
-    def _create(self, op: CreateOp, txn: _Txn, session: Optional[Session]) -> str:
-        validate_path(op.path, op.sequential)
-        self._refuse_system_path(op.path)
-        data = self._checked_data(op.path, op.data)
-        if op.ephemeral and session is None:
-            raise BadArgumentsException(op.path, "an ephemeral znode needs a session")
-        ppath = parent_path(op.path)
-        if op.make_parents and ppath not in self._nodes:
-            self._create(CreateOp(ppath, None, make_parents=True), txn, None)
-        parent = self._nodes.get(ppath)
-        if parent is None:
-            raise NoNodeException(op.path)
-        if parent.ephemeral_owner:
-            raise NoChildrenForEphemeralsException(op.path)
-        path = op.path + (f"{parent.cversion:010d}" if op.sequential else "")
-        if path in self._nodes:
-            raise NodeExistsException(path)
-        owner = session.session_id if op.ephemeral else 0
-        name = path.rsplit("/", 1)[1]
-        saved = (parent.cversion, parent.pzxid)
-        self._nodes[path] = ZNode(data, txn.zxid, txn.now, owner)
-        parent.children.add(name)
-        parent.cversion, parent.pzxid = parent.cversion + 1, txn.zxid
-        if owner:
-            self._ephemerals[owner].add(path)
-
-        def undo() -> None:
-            del self._nodes[path]
-            parent.children.discard(name)
-            parent.cversion, parent.pzxid = saved
-            if owner:
-                self._ephemerals.get(owner, set()).discard(path)
-        txn.undo.append(undo)
-        txn.triggers += [(path, EventType.NodeCreated), (ppath, EventType.NodeChildrenChanged)]
-        txn.entries.append(self._entry(txn, "create", path, txn.session_id, 0, "ephemeral" if owner else ""))
-        return path
-
-    def _remove(self, path: str, txn: _Txn, event: str = "delete") -> None:
-        node = self._nodes.pop(path)
-        parent = self._nodes[parent_path(path)]
-        name = path.rsplit("/", 1)[1]
-        saved_pzxid = parent.pzxid
-        parent.children.discard(name)
-        parent.pzxid = txn.zxid
-        owner = node.ephemeral_owner
-        if owner and owner in self._ephemerals:
-            self._ephemerals[owner].discard(path)
-
-        def undo() -> None:
-            self._nodes[path] = node
-            parent.children.add(name)
-            parent.pzxid = saved_pzxid
-            if owner and owner in self._ephemerals:
-                self._ephemerals[owner].add(path)
-        txn.undo.append(undo)
-        txn.triggers += [(path, EventType.NodeDeleted), (parent_path(path), EventType.NodeChildrenChanged)]
-        txn.entries.append(self._entry(txn, event, path, owner if event == "delete_ephemeral" else txn.session_id,
-                                       node.version))
-
-    @staticmethod
-    def _rollback(txn: _Txn) -> None:
-        for undo in reversed(txn.undo):
-            undo()
-        txn.undo.clear()
 
     # -- sessions ------------------------------------------------------------------------------------------
     def open_session(self, timeout_ms: int = 18_000, *, auto_heartbeat: bool = False,
@@ -478,13 +356,13 @@ class ZkStore:
         session.state = final
         del self._sessions[session.session_id]
         self._watches.remove_session(session.session_id)  # its own watches die with it
-        txn = _Txn(self._last_zxid + 1, self.time.milliseconds())
+        txn = Txn(self._last_zxid + 1, self.time.milliseconds())
         event = "expire_session" if final is SessionState.EXPIRED else "close_session"
         txn.entries.append(self._entry(txn, event, None, session.session_id, None,
                                        f"after {txn.now - session.last_heard_ms}ms without heartbeat"
                                        if final is SessionState.EXPIRED else ""))
         for path in sorted(self._ephemerals.pop(session.session_id, ()), reverse=True):
-            self._remove(path, txn, "delete_ephemeral")
+            self._txns.remove(path, txn, "delete_ephemeral")
         self._last_zxid = txn.zxid
         try:
             self._persist()
@@ -503,7 +381,7 @@ class ZkStore:
             self._outbox.put(session.dispatcher or self._dispatcher, partial(listener, event))
 
     # -- publishing: event log, listeners, watches -----------------------------------------------------------
-    def _entry(self, txn: Optional[_Txn], event: str, path: Optional[str], owner: Optional[int],
+    def _entry(self, txn: Optional[Txn], event: str, path: Optional[str], owner: Optional[int],
                version: Optional[int], detail: str = "") -> dict:
         return {"zxid": txn.zxid if txn else self._last_zxid,
                 "time_ms": txn.now if txn else self.time.milliseconds(), "event": event, "path": path,
@@ -514,7 +392,7 @@ class ZkStore:
         for listener in self._listeners:
             self._outbox.put(self._dispatcher, partial(listener, dict(entry)))
 
-    def _publish(self, txn: _Txn) -> None:
+    def _publish(self, txn: Txn) -> None:
         for entry in txn.entries:
             self._record(entry)
         for path, event_type in txn.triggers:
