@@ -30,7 +30,7 @@ class Env:
     def settle(self):
         """Advance through group.initial.rebalance.delay.ms (extended while members kept arriving)."""
         for _ in range(20):
-            if G not in self.gc._joins or not self.gc._joins[G].initial:
+            if G not in self.gc.rebalance.joins or not self.gc.rebalance.joins[G].initial:
                 return
             self.time.advance(DELAY)
 

@@ -33,6 +33,12 @@ notebook advances time by hand and watches sessions expire.
 callback runs now (an error, MEMBER_ID_REQUIRED, a stable group) or later, when the round completes. The
 broker turns the callback into a future and answers the request when it resolves.
 
+**Who does what.** The coordinator validates each request and decides what it means for the group; running the
+two rounds (the parked answers, the delayed join and sync, completing a generation) is the job of
+:class:`~.rebalance.RebalanceRounds` (``coordinator.rebalance``), and offsets and the admin views that of
+:class:`~.offsets_and_admin.GroupOffsetsAndAdmin` (``coordinator.offsets``). Both are built with explicit
+callables; the session timers stay here.
+
 Mirrors: ``core/src/main/scala/kafka/coordinator/group/GroupCoordinator.scala``, ``DelayedJoin.scala``
 (``InitialDelayedJoin``), ``DelayedHeartbeat.scala``, ``DelayedSync.scala``.
 """
@@ -47,6 +53,7 @@ from kafkalab.coordinator.group.group_metadata import GroupMetadata
 from kafkalab.coordinator.group.group_metadata_manager import GroupMetadataManager
 from kafkalab.coordinator.group.member_metadata import MemberMetadata
 from kafkalab.coordinator.group.offsets_and_admin import GroupOffsetsAndAdmin
+from kafkalab.coordinator.group.rebalance import JoinGroupResult, RebalanceRounds, SyncGroupResult, join_result
 from kafkalab.coordinator.group.state import GroupState
 from kafkalab.protocol import ErrorCode
 
@@ -92,31 +99,6 @@ class GroupConfig(NamedTuple):
         return cls(**values)
 
 
-class JoinGroupResult(NamedTuple):
-    error: int
-    member_id: str
-    generation_id: int = -1
-    protocol_type: Optional[str] = None
-    protocol_name: Optional[str] = None
-    leader_id: str = ""
-    members: tuple = ()              # (member_id, group_instance_id, metadata): only for the leader
-    skip_assignment: bool = False
-
-
-class SyncGroupResult(NamedTuple):
-    error: int
-    protocol_type: Optional[str] = None
-    protocol_name: Optional[str] = None
-    assignment: bytes = b""
-
-
-class _Join(NamedTuple):
-    task: Any
-    initial: bool
-    delay_ms: int
-    remaining_ms: int
-
-
 class GroupCoordinator:
     """``scheduler.schedule(name, fn, delay_ms)`` -> task with ``cancel()``; ``time.milliseconds()``."""
 
@@ -127,8 +109,6 @@ class GroupCoordinator:
         self.broker_id = broker_id
         self.manager = GroupMetadataManager(config, time, offsets_log, config.offsets_topic_num_partitions)
         self.is_active = False
-        self._joins: dict[str, _Join] = {}
-        self._syncs: dict[str, Any] = {}
         self._heartbeats: dict[tuple[str, str], Any] = {}
         self._expiry_task = None
         #: (time ms, group id, event) -- what happened, for the lab's rebalance timeline; only the most recent
@@ -140,6 +120,11 @@ class GroupCoordinator:
             validate_current_member=self._validate_current_member,
             restart_session=lambda group, member: self._schedule_heartbeat(group, member, member.session_timeout_ms),
             record_event=self._event)
+        #: the JoinGroup and SyncGroup rounds and their delayed joins and syncs (:mod:`.rebalance`)
+        self.rebalance = RebalanceRounds(
+            config, time, scheduler, self.manager,
+            restart_session=lambda group, member: self._schedule_heartbeat(group, member, member.session_timeout_ms),
+            cancel_session=self._cancel_heartbeat, record_event=self._event)
 
     # ------------------------------------------------------------------------------------------ lifecycle
     def startup(self, enable_metadata_expiration: bool = True) -> None:
@@ -151,12 +136,10 @@ class GroupCoordinator:
 
     def shutdown(self) -> None:
         self.is_active = False
-        for task in [*(j.task for j in self._joins.values()), *self._syncs.values(), *self._heartbeats.values(),
-                     self._expiry_task]:
+        self.rebalance.shutdown()
+        for task in [*self._heartbeats.values(), self._expiry_task]:
             if task is not None:
                 task.cancel()
-        self._joins.clear()
-        self._syncs.clear()
         self._heartbeats.clear()
 
     def _event(self, group_id: str, what: str) -> None:
@@ -225,11 +208,11 @@ class GroupCoordinator:
             group.transition_to(S.DEAD, self._now())
             for member in list(group.members.values()):
                 if previous == S.PREPARING_REBALANCE:
-                    self._invoke_join(group, member, JoinGroupResult(E.NOT_COORDINATOR, member.member_id))
-                self._invoke_sync(member, SyncGroupResult(E.NOT_COORDINATOR))
+                    self.rebalance.invoke_join(group, member, JoinGroupResult(E.NOT_COORDINATOR, member.member_id))
+                self.rebalance.invoke_sync(member, SyncGroupResult(E.NOT_COORDINATOR))
                 self._cancel_heartbeat(group.group_id, member.member_id)
-            self._cancel_join(group.group_id)
-            self._cancel_sync(group.group_id)
+            self.rebalance.cancel_join(group.group_id)
+            self.rebalance.cancel_sync(group.group_id)
 
     # ------------------------------------------------------------------------------------------ validation
     def _validate_group_status(self, group_id: Optional[str], api: str) -> Optional[int]:
@@ -281,7 +264,7 @@ class GroupCoordinator:
             self._current_member_join(group, member_id, group_instance_id, client_id, client_host,
                                       rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols, callback)
         if group.is_(S.PREPARING_REBALANCE):
-            self._check_join(group)
+            self.rebalance.check_join(group)
 
     def _accept_joining_member(self, group: GroupMetadata, member_id: str) -> bool:
         limit = self.config.group_max_size
@@ -331,7 +314,7 @@ class GroupCoordinator:
                                               callback, "member rejoins during PreparingRebalance")
         elif group.is_(S.COMPLETING_REBALANCE):
             if member.matches(protocols):   # a retry of a join whose answer was lost: answer it again
-                callback(self._join_result(group, member_id))
+                callback(join_result(group, member_id))
             else:
                 self._update_member_and_rebalance(group, member, protocols, rebalance_timeout_ms,
                                                   session_timeout_ms, callback, "member changed its metadata")
@@ -342,14 +325,9 @@ class GroupCoordinator:
                                                   "leader rejoins" if group.is_leader(member_id)
                                                   else "member changed its metadata")
             else:
-                callback(self._join_result(group, member_id, with_members=False))
+                callback(join_result(group, member_id, with_members=False))
         else:
             callback(JoinGroupResult(E.UNKNOWN_MEMBER_ID, member_id))
-
-    def _join_result(self, group: GroupMetadata, member_id: str, with_members: bool = True) -> JoinGroupResult:
-        members = tuple(group.current_member_metadata()) if with_members and group.is_leader(member_id) else ()
-        return JoinGroupResult(E.NONE, member_id, group.generation_id, group.protocol_type, group.protocol_name,
-                               group.leader_id or "", members)
 
     def _add_member_and_rebalance(self, group, member_id, instance_id, client_id, client_host, rebalance_timeout_ms,
                                   session_timeout_ms, protocol_type, protocols, callback) -> None:
@@ -361,18 +339,18 @@ class GroupCoordinator:
         group.add(member, callback)
         self._schedule_heartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
         self._event(group.group_id, f"{member_id} joins")
-        self._maybe_prepare_rebalance(group, f"adding new member {member_id}")
+        self.rebalance.maybe_prepare_rebalance(group, f"adding new member {member_id}")
 
     def _update_member_and_rebalance(self, group, member, protocols, rebalance_timeout_ms, session_timeout_ms,
                                      callback, reason: str) -> None:
         group.update_member(member, protocols, rebalance_timeout_ms, session_timeout_ms, callback)
-        self._maybe_prepare_rebalance(group, f"{member.member_id}: {reason}")
+        self.rebalance.maybe_prepare_rebalance(group, f"{member.member_id}: {reason}")
 
     def _update_static_member(self, group, old_id, new_id, instance_id, protocols, rebalance_timeout_ms,
                               session_timeout_ms, callback) -> None:
         def fence(old: MemberMetadata) -> None:
-            self._invoke_join(group, old, JoinGroupResult(E.FENCED_INSTANCE_ID, old_id))
-            self._invoke_sync(old, SyncGroupResult(E.FENCED_INSTANCE_ID))
+            self.rebalance.invoke_join(group, old, JoinGroupResult(E.FENCED_INSTANCE_ID, old_id))
+            self.rebalance.invoke_sync(old, SyncGroupResult(E.FENCED_INSTANCE_ID))
         self._cancel_heartbeat(group.group_id, old_id)
         member = group.replace_static_member(instance_id, old_id, new_id, fence)
         self._event(group.group_id, f"static member {instance_id} replaces {old_id} with {new_id}")
@@ -380,147 +358,13 @@ class GroupCoordinator:
             group.update_member(member, protocols, rebalance_timeout_ms, session_timeout_ms, None)
             self.manager.store_group(group, {m.member_id: m.assignment for m in group.members.values()})
             self._schedule_heartbeat(group, member, member.session_timeout_ms)
-            callback(self._join_result(group, new_id, with_members=False))
+            callback(join_result(group, new_id, with_members=False))
         elif group.state in (S.STABLE, S.COMPLETING_REBALANCE, S.PREPARING_REBALANCE):
             self._schedule_heartbeat(group, member, member.session_timeout_ms)
             self._update_member_and_rebalance(group, member, protocols, rebalance_timeout_ms, session_timeout_ms,
                                               callback, f"static member {instance_id} rejoins")
         else:
             callback(JoinGroupResult(E.UNKNOWN_MEMBER_ID, new_id))
-
-    # ------------------------------------------------------------------------------------------ rebalance
-    def _maybe_prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
-        if group.can_rebalance:
-            self._prepare_rebalance(group, reason)
-
-    def _prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
-        if group.is_(S.COMPLETING_REBALANCE):
-            self._reset_and_propagate_assignment_error(group, E.REBALANCE_IN_PROGRESS)
-        self._cancel_sync(group.group_id)
-        group.pending_sync_members.clear()
-        if group.is_(S.EMPTY):
-            delay = self.config.group_initial_rebalance_delay_ms
-            self._schedule_join(group, delay, initial=True,
-                                remaining_ms=max(group.rebalance_timeout_ms - delay, 0))
-        else:
-            self._schedule_join(group, group.rebalance_timeout_ms)
-        group.transition_to(S.PREPARING_REBALANCE, self._now())
-        self._event(group.group_id, f"PreparingRebalance (generation {group.generation_id}): {reason}")
-        self._check_join(group)
-
-    def _schedule_join(self, group: GroupMetadata, delay_ms: int, initial: bool = False, remaining_ms: int = 0):
-        self._cancel_join(group.group_id)
-        holder: list = []
-        task = self.scheduler.schedule(f"delayed-join-{group.group_id}",
-                                       lambda: self._on_join_expired(group, holder[0]), delay_ms)
-        join = _Join(task, initial, delay_ms, remaining_ms)
-        holder.append(join)
-        self._joins[group.group_id] = join
-
-    def _cancel_join(self, group_id: str) -> None:
-        join = self._joins.pop(group_id, None)
-        if join is not None:
-            join.task.cancel()
-
-    def _check_join(self, group: GroupMetadata) -> None:
-        """Complete the parked JoinGroups early when everybody rejoined (never during the initial delay)."""
-        join = self._joins.get(group.group_id)
-        if join is not None and not join.initial and group.has_all_members_joined:
-            self._cancel_join(group.group_id)
-            self._on_complete_join(group)
-
-    def _on_join_expired(self, group: GroupMetadata, join: _Join) -> None:
-        if self._joins.get(group.group_id) is not join:
-            return
-        del self._joins[group.group_id]
-        if join.initial and group.new_member_added and join.remaining_ms != 0:
-            group.new_member_added = False
-            delay = min(self.config.group_initial_rebalance_delay_ms, join.remaining_ms)
-            self._schedule_join(group, delay, initial=True, remaining_ms=max(join.remaining_ms - join.delay_ms, 0))
-            return
-        self._on_complete_join(group)
-
-    def _on_complete_join(self, group: GroupMetadata) -> None:
-        for member in group.not_yet_rejoined_members:
-            if not member.is_static_member:
-                group.remove(member.member_id)
-                self._cancel_heartbeat(group.group_id, member.member_id)
-                self._event(group.group_id, f"{member.member_id} removed: did not rejoin in time")
-        if group.is_(S.DEAD):
-            return
-        if not group.maybe_elect_new_joined_leader() and group.members:
-            self._schedule_join(group, group.rebalance_timeout_ms)   # nobody rejoined: wait for the sessions
-            return
-        group.init_next_generation(self._now())
-        if group.is_(S.EMPTY):
-            self._event(group.group_id, f"Empty (generation {group.generation_id})")
-            def logged(code: int) -> None:
-                if code != E.NONE:
-                    log.warning("failed to write empty metadata for group %s: %s", group.group_id, E(code).name)
-            self.manager.store_group(group, {}, logged)
-            return
-        self._event(group.group_id, f"CompletingRebalance: generation {group.generation_id}, protocol "
-                                    f"{group.protocol_name}, leader {group.leader_id}, {group.size} member(s)")
-        for member in list(group.members.values()):
-            self._invoke_join(group, member, self._join_result(group, member.member_id))
-            self._schedule_heartbeat(group, member, member.session_timeout_ms)
-            member.is_new = False
-            group.pending_sync_members.add(member.member_id)
-        generation = group.generation_id
-        self._syncs[group.group_id] = self.scheduler.schedule(
-            f"delayed-sync-{group.group_id}", lambda: self._on_sync_expired(group, generation),
-            group.rebalance_timeout_ms)
-
-    def _invoke_join(self, group: GroupMetadata, member: MemberMetadata, result: JoinGroupResult) -> None:
-        callback = member.awaiting_join_callback
-        if callback is None:
-            return
-        member.awaiting_join_callback = None
-        group.num_members_awaiting_join -= 1
-        try:
-            callback(result)
-        except Exception:
-            log.exception("join callback of %s failed", member.member_id)
-
-    @staticmethod
-    def _invoke_sync(member: MemberMetadata, result: SyncGroupResult) -> bool:
-        callback = member.awaiting_sync_callback
-        if callback is None:
-            return False
-        member.awaiting_sync_callback = None
-        try:
-            callback(result)
-        except Exception:
-            log.exception("sync callback of %s failed", member.member_id)
-        return True
-
-    def _cancel_sync(self, group_id: str) -> None:
-        task = self._syncs.pop(group_id, None)
-        if task is not None:
-            task.cancel()
-
-    def _on_sync_expired(self, group: GroupMetadata, generation: int) -> None:
-        self._syncs.pop(group.group_id, None)
-        if generation != group.generation_id or group.state not in (S.COMPLETING_REBALANCE, S.STABLE):
-            return
-        missing = set(group.pending_sync_members)
-        if missing:
-            for member_id in missing:
-                group.remove(member_id)
-                self._cancel_heartbeat(group.group_id, member_id)
-            self._prepare_rebalance(group, f"members {sorted(missing)} did not send SyncGroup in time")
-
-    def _reset_and_propagate_assignment_error(self, group: GroupMetadata, error: int) -> None:
-        for member in group.members.values():
-            member.assignment = b""
-        self._propagate_assignment(group, error)
-
-    def _propagate_assignment(self, group: GroupMetadata, error: int) -> None:
-        ok = error == E.NONE
-        for member in group.members.values():
-            if self._invoke_sync(member, SyncGroupResult(error, group.protocol_type if ok else None,
-                                                         group.protocol_name if ok else None, member.assignment)):
-                self._schedule_heartbeat(group, member, member.session_timeout_ms)
 
     # ------------------------------------------------------------------------------------------ SyncGroup
     def handle_sync_group(self, group_id: str, generation_id: int, member_id: str, protocol_type: Optional[str],
@@ -549,7 +393,7 @@ class GroupCoordinator:
         if group.is_(S.PREPARING_REBALANCE):
             return callback(SyncGroupResult(E.REBALANCE_IN_PROGRESS))
         member = group.get(member_id)
-        self._remove_pending_sync(group, member_id)
+        self.rebalance.remove_pending_sync(group, member_id)
         if group.is_(S.STABLE):
             callback(SyncGroupResult(E.NONE, group.protocol_type, group.protocol_name, member.assignment))
             self._schedule_heartbeat(group, member, member.session_timeout_ms)
@@ -563,20 +407,15 @@ class GroupCoordinator:
             def stored(code: int) -> None:   # the group may have moved on while the append waited
                 if group.is_(S.COMPLETING_REBALANCE) and generation_id == group.generation_id:
                     if code != E.NONE:
-                        self._reset_and_propagate_assignment_error(group, code)
-                        self._maybe_prepare_rebalance(group, f"error {E(code).name} storing the assignment")
+                        self.rebalance.reset_and_propagate_assignment_error(group, code)
+                        self.rebalance.maybe_prepare_rebalance(group, f"error {E(code).name} storing the assignment")
                     else:
                         for m in group.members.values():
                             m.assignment = full[m.member_id]
-                        self._propagate_assignment(group, E.NONE)
+                        self.rebalance.propagate_assignment(group, E.NONE)
                         group.transition_to(S.STABLE, self._now())
                         self._event(group.group_id, f"Stable (generation {group.generation_id})")
             self.manager.store_group(group, full, stored)
-
-    def _remove_pending_sync(self, group: GroupMetadata, member_id: str) -> None:
-        group.pending_sync_members.discard(member_id)
-        if not group.pending_sync_members:
-            self._cancel_sync(group.group_id)
 
     # ------------------------------------------------------------------------------------------ Heartbeat
     def handle_heartbeat(self, group_id: str, member_id: str, group_instance_id: Optional[str],
@@ -627,7 +466,7 @@ class GroupCoordinator:
     def _remove_pending_member(self, group: GroupMetadata, member_id: str) -> None:
         group.remove(member_id)
         if group.is_(S.PREPARING_REBALANCE):
-            self._check_join(group)
+            self.rebalance.check_join(group)
 
     def _on_heartbeat_expired(self, group: GroupMetadata, member_id: str, key) -> None:
         self._heartbeats.pop(key, None)
@@ -639,13 +478,13 @@ class GroupCoordinator:
             self._remove_member_and_update_group(group, member)
 
     def _remove_member_and_update_group(self, group: GroupMetadata, member: MemberMetadata) -> None:
-        self._invoke_join(group, member, JoinGroupResult(E.UNKNOWN_MEMBER_ID, ""))
+        self.rebalance.invoke_join(group, member, JoinGroupResult(E.UNKNOWN_MEMBER_ID, ""))
         group.remove(member.member_id)
         self._cancel_heartbeat(group.group_id, member.member_id)
         if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
-            self._maybe_prepare_rebalance(group, f"{member.member_id} left")
+            self.rebalance.maybe_prepare_rebalance(group, f"{member.member_id} left")
         elif group.is_(S.PREPARING_REBALANCE):
-            self._check_join(group)
+            self.rebalance.check_join(group)
 
     # ------------------------------------------------------------------------------------------ LeaveGroup
     def handle_leave_group(self, group_id: str, members: list[tuple[str, Optional[str]]]) -> tuple[int, list]:
