@@ -68,3 +68,13 @@ def test_client_errors_are_kafka_protocol_errors(make, code, retriable):
     assert isinstance(e, KafkaProtocolError) and isinstance(e, ApiException)
     assert e.error_code is code and e.retriable is retriable
     assert str(e).startswith(f"[Error {int(code)}] {code.name}: ")
+
+
+def test_a_failed_version_negotiation_is_unsupported_version():
+    """Java's UnsupportedVersionException is an ApiException (code 35); the client's negotiation raises it."""
+    from kafkalab.clients.api_versions import NodeApiVersions, UnsupportedVersionError
+    with pytest.raises(ApiException) as e:
+        NodeApiVersions({0: (0, 2)}).latest_usable_version(0)
+    assert isinstance(e.value, UnsupportedVersionError)
+    assert e.value.error_code is E.UNSUPPORTED_VERSION and not e.value.retriable
+    assert "no common version" in str(e.value)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from kafkalab.protocol import ApiKey, api_name, request_schema
+from kafkalab.protocol import ApiException, ApiKey, ErrorCode, api_name, request_schema
 
 __all__ = ["CLIENT_RANGES", "NodeApiVersions", "UnsupportedVersionError", "client_range", "latest_common_version",
            "version_span"]
@@ -44,8 +44,15 @@ CLIENT_RANGES: dict[int, tuple[int, int]] = {
 }
 
 
-class UnsupportedVersionError(RuntimeError):
-    """No version of an API is usable with a broker (Java's ``UnsupportedVersionException``)."""
+class UnsupportedVersionError(ApiException):
+    """No version of an API is usable with a broker (Java's ``UnsupportedVersionException``, an ``ApiException``
+    for UNSUPPORTED_VERSION). The broker-side decoding error of the same name in :mod:`kafkalab.protocol` is a
+    different thing: malformed input, not a failed negotiation."""
+
+    error_code = ErrorCode.UNSUPPORTED_VERSION
+
+    def __init__(self, message: str):
+        super().__init__(None, message)
 
 
 def latest_common_version(client_range: tuple[int, int],
