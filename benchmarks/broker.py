@@ -6,6 +6,8 @@ Run from the repository root::
     .venv/bin/python benchmarks/broker.py --quick             # smoke run, a few seconds per broker
     .venv/bin/python benchmarks/broker.py --records 50000     # records per throughput run
     .venv/bin/python benchmarks/broker.py --only kafkalab,tansu
+    .venv/bin/python benchmarks/broker.py --profiles defaults,independent   # client settings (harness.PROFILES)
+    .venv/bin/python benchmarks/broker.py --partitions 1,100,1000           # partitions per topic
     .venv/bin/python benchmarks/broker.py --profile           # cProfile the kafkalab broker under load
     .venv/bin/python benchmarks/broker.py --profile --profiler py-spy
 
@@ -17,11 +19,15 @@ broker never share a GIL):
     noida      the Go binary of the PyPI package noida-db, only its Kafka service, in-memory (temp data dir)
 
 The load generator is confluent-kafka (librdkafka) with the same settings for every broker: 1 KiB
-records, one partition, no compression. Measured per broker: produce throughput with acks=1 and acks=all,
-consume throughput reading what acks=1 produced, produce-ack latency (produce() to delivery callback, one
-record in flight, linger.ms=0), and start-to-ready (process spawned -> first ApiVersions answer). Some
-capabilities are checked too (CreateTopics, idempotent producer, fetch long-poll), because a broker that
-skips work can look fast. See benchmarks/README.md for the method and the targets.
+records, no compression. Measured per broker, for every client profile (``--profiles``: the benchmark's tuned
+settings, librdkafka's defaults, an independent run's settings; the report prints each one's config dicts) and
+every partition count (``--partitions``, records spread round-robin): produce throughput with acks=1 and
+acks=all, consume throughput reading what acks=1 produced (whole run, first second, after it), broker CPU
+per record and per Fetch request, topic creation time. Once per round: produce-ack latency (produce() to
+delivery callback, one record in flight, linger.ms=0) and start-to-ready (process spawned -> first
+ApiVersions answer). Rounds interleave the brokers; the report gives medians with min-max and the per-round
+ratio kafkalab/peer. Some capabilities are checked too (CreateTopics, idempotent producer, fetch long-poll),
+because a broker that skips work can look fast. See benchmarks/README.md for the method and the targets.
 
 This is a report, not a test: the exit status is 0 even when a target is MISSED or a peer is missing.
 """
@@ -40,19 +46,18 @@ import tempfile
 import time
 from typing import Any, Callable, Optional
 
-from harness import (INDEX, MB, RECORD_SIZE, SPECS, STOP_TIMEOUT, THROUGHPUT_PRODUCER, BrokerProcess,
-                     ClientLog, Spec, Unavailable, ck, client_version, create_topic, fmt, is_loopback,
-                     latency_run, listening_addresses, median, pct, print_rows, produce_run, value_of)
+from harness import (MB, PROFILES, RECORD_SIZE, SPECS, STATS_INTERVAL_MS, STOP_TIMEOUT, THROUGHPUT_CONSUMER,
+                     BrokerProcess, ClientLog, ClientProfile, Spec, Unavailable, ck, client_version, consume_run,
+                     create_topic, fmt, is_loopback, latency_run, listening_addresses, median, paired_ratios, pct,
+                     print_rows, produce_run, ratio_spread, spread, value_of)
 
 if ck is None:  # pragma: no cover - confluent-kafka is a lab dependency
     sys.exit("benchmarks/broker.py needs confluent-kafka (pip install -e '.[lab]')")
 
 BROKERS = ("kafkalab", "tansu", "noida")
-#: The consumer (librdkafka defaults otherwise: fetch.max.bytes 50 MiB, max.partition.fetch.bytes 1 MiB,
-#: fetch.wait.max.ms 500, fetch.min.bytes 1). The Python client insists on a group.id; partitions are
-#: assign()ed, so no group membership or offset commit is involved.
-CONSUMER = {"group.id": "broker-bench", "enable.auto.commit": False, "enable.auto.offset.store": False,
-            "auto.offset.reset": "earliest"}
+#: The client settings of the throughput runs, by profile (harness.PROFILES; printed in full by the report).
+PROFILE_NAMES = tuple(PROFILES)
+PARTITION_CHOICES = (1, 100, 1000)
 
 TARGET_TPUT_VS_TANSU = 1.0
 TARGET_P50_MS = 1.0
@@ -60,43 +65,6 @@ TARGET_START_S = 0.5
 
 
 # ============================================================================================ client side
-def consume_run(bootstrap: str, topic: str, n: int, clog: ClientLog, timeout: float = 120.0,
-                stall: float = 8.0) -> dict:
-    """Read ``n`` records from offset 0; checks offsets, sizes and the index each value carries.
-
-    Gives up after ``timeout`` seconds, or when no record arrived for ``stall`` seconds."""
-    c = ck.Consumer(clog.config(bootstrap, **CONSUMER))
-    c.list_topics(topic, timeout=10)
-    got = bad = 0
-    expect = 0
-    errors = collections.Counter()
-    t0 = last = time.perf_counter()
-    c.assign([ck.TopicPartition(topic, 0, ck.OFFSET_BEGINNING)])
-    deadline = t0 + timeout
-    gave_up = None
-    while got < n:
-        now = time.perf_counter()
-        if now > deadline or now - last > stall:
-            gave_up = f"gave up after {now - t0:.0f} s ({now - last:.0f} s without a record)"
-            break
-        batch = c.consume(10_000, 0.5)
-        if batch:
-            last = time.perf_counter()
-        for m in batch:
-            if m.error():
-                errors[str(m.error())] += 1
-                continue
-            v = m.value()
-            if m.offset() != expect or len(v) != RECORD_SIZE or INDEX.unpack_from(v)[0] != expect:
-                bad += 1
-            expect = m.offset() + 1
-            got += 1
-    elapsed = time.perf_counter() - t0
-    c.close()
-    return {"records": got, "wanted": n, "seconds": elapsed, "rps": got / elapsed, "bad": bad,
-            "errors": dict(errors), "complete": got >= n, "gave_up": gave_up}
-
-
 def idempotence_check(bootstrap: str, topic: str, clog: ClientLog, n: int = 2000) -> str:
     """An idempotent producer (InitProducerId, sequence numbers, acks=all) delivers ``n`` records?"""
     failures = collections.Counter()
@@ -133,8 +101,8 @@ def idle_fetch_rate(bootstrap: str, topic: str, clog: ClientLog, seconds: float)
     A broker that honours ``max_wait_ms`` (fetch.wait.max.ms=500) sees about 2 per second; one that answers
     at once is sent a Fetch after every answer."""
     stats: list = []
-    c = ck.Consumer(clog.config(bootstrap, **CONSUMER, **{"statistics.interval.ms": 250,
-                                                         "stats_cb": stats.append}))
+    c = ck.Consumer(clog.config(bootstrap, **THROUGHPUT_CONSUMER, **{"statistics.interval.ms": 250,
+                                                                     "stats_cb": stats.append}))
     c.assign([ck.TopicPartition(topic, 0, ck.OFFSET_END)])
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < seconds + 0.6:
@@ -155,34 +123,41 @@ def idle_fetch_rate(bootstrap: str, topic: str, clog: ClientLog, seconds: float)
 # ============================================================================================ one round
 def run_broker_round(spec: Spec, workdir: str, tag: str, cfg: argparse.Namespace, want_caps: bool,
                      on_loaded: Optional[Callable] = None) -> dict:
-    """Start the broker, run every workload on fresh topics, stop it. Returns the measurements."""
+    """Start the broker, run every configuration (partition count x client profile) on fresh topics, stop it.
+
+    Returns the measurements: ``runs[(profile, partitions)]`` holds that configuration's ``produce_acks1``,
+    ``produce_acksall`` (when the profile has it) and ``consume`` runs; the first configuration's runs are also
+    at the top level, where the summary table and the targets read them."""
     clog = ClientLog()
     b = BrokerProcess(spec, workdir, tag)
-    res: dict = {"clog": clog}
+    res: dict = {"clog": clog, "runs": {}}
     res["ready_s"] = b.start()
     try:
         res["listening"] = listening_addresses(b.proc.pid)
-        topics = {k: f"bench-{k}-{tag}" for k in ("warmup", "acks1", "acksall", "latency", "idem")}
+        topics = {k: f"bench-{k}-{tag}" for k in ("warmup", "latency", "idem")}
         res["topic_creation"] = create_topic(b.bootstrap, topics["warmup"], clog)
-        for k in ("acks1", "acksall", "latency"):
-            create_topic(b.bootstrap, topics[k], clog)
+        create_topic(b.bootstrap, topics["latency"], clog)
         # warm-up: connections, the group coordinator's lookups, anything created lazily
         produce_run(b.bootstrap, topics["warmup"], 2000, "1", clog)
         consume_run(b.bootstrap, topics["warmup"], 2000, clog, timeout=20)
-
-        def measured(fn, *args):
-            if on_loaded is not None:
-                with on_loaded(fn.__name__ + ("-" + args[3] if fn is produce_run else ""), b):
-                    return _with_cpu(b, fn, *args)
-            return _with_cpu(b, fn, *args)
-        res["produce_acks1"] = measured(produce_run, b.bootstrap, topics["acks1"], cfg.records, "1", clog)
-        res["consume"] = measured(consume_run, b.bootstrap, topics["acks1"], cfg.records, clog)
-        res["produce_acksall"] = measured(produce_run, b.bootstrap, topics["acksall"], cfg.records, "all", clog)
+        # latency and capabilities first, on a broker with few partitions: after a 1000-partition configuration a
+        # broker may still be busy with its topics (the configurations tolerate that, one by one)
         res["latency"] = latency_run(b.bootstrap, topics["latency"], cfg.latency_records, clog)
         if want_caps:
             create_topic(b.bootstrap, topics["idem"], clog)
             res["idempotence"] = idempotence_check(b.bootstrap, topics["idem"], clog)
-            res["idle_fetch_rate"] = idle_fetch_rate(b.bootstrap, topics["acks1"], clog, cfg.idle_seconds)
+            res["idle_fetch_rate"] = idle_fetch_rate(b.bootstrap, topics["latency"], clog, cfg.idle_seconds)
+        first = (cfg.profile_names[0], cfg.partition_counts[0])
+        for parts in cfg.partition_counts:
+            for name in cfg.profile_names:
+                try:
+                    res["runs"][(name, parts)] = run_configuration(b, PROFILES[name], parts, tag, cfg, clog,
+                                                                   on_loaded)
+                except Exception as e:  # the round goes on with the next configuration (but not without the
+                    if (name, parts) == first:   # first: the summary and the targets need it)
+                        raise
+                    res["runs"][(name, parts)] = {"error": f"{type(e).__name__}: {e}"}
+        res.update(res["runs"][first])
         res["peak_rss_mb"] = b.peak_rss_mb()
     finally:
         res["stop_s"] = b.stop()
@@ -191,12 +166,49 @@ def run_broker_round(spec: Spec, workdir: str, tag: str, cfg: argparse.Namespace
     return res
 
 
-def _with_cpu(b: BrokerProcess, fn, *args) -> dict:
-    """Run a workload; add the CPU seconds the broker and this process (client, all threads) spent on it."""
+def run_configuration(b: BrokerProcess, prof: ClientProfile, parts: int, tag: str, cfg: argparse.Namespace,
+                      clog: ClientLog, on_loaded: Optional[Callable]) -> dict:
+    """One profile on topics of ``parts`` partitions: a produce run per acks setting of the profile, each on
+    its own topic, then the acks=1 topic (the first one) consumed back."""
+    out: dict = {}
+
+    def measured(label: str, fn, *args, **kw):
+        if on_loaded is not None:
+            with on_loaded(label, b):
+                return _with_cpu(b, fn, *args, **kw)
+        return _with_cpu(b, fn, *args, **kw)
+    first = None
+    for acks in prof.acks:
+        topic = f"bench-{prof.name}-p{parts}-acks{acks}-{tag}"
+        first = first or topic
+        t0 = time.perf_counter()
+        create_topic(b.bootstrap, topic, clog, partitions=parts)
+        out.setdefault("create_s", time.perf_counter() - t0)
+        out[f"produce_acks{acks}"] = measured(f"produce_run-{acks}", produce_run, b.bootstrap, topic, cfg.records,
+                                              acks, clog, partitions=parts, producer=prof.producer_config(acks))
+    out["consume"] = measured("consume_run", consume_run, b.bootstrap, first, cfg.records, clog, partitions=parts,
+                              consumer=prof.consumer, batch_timeout=prof.consume_timeout)
+    c = out["consume"]
+    c["broker_cpu_per_fetch"] = (c["broker_cpu_total_s"] / c["fetch_requests"]
+                                 if c.get("broker_cpu_total_s") is not None and c.get("fetch_requests") else None)
+    return out
+
+
+def _with_cpu(b: BrokerProcess, fn, *args, **kw) -> dict:
+    """Run a workload; add the CPU seconds the broker and this process (client, all threads) spent on it.
+
+    A workload that takes ``at_end`` (produce_run, consume_run) probes the broker when its clock stops, before
+    it waits for the client's last statistics report: ``broker_cpu_s`` covers the timed part, and
+    ``broker_cpu_total_s`` everything (the window in which the statistics counted requests)."""
+    takes_probe = fn in (produce_run, consume_run)
+    if takes_probe:
+        kw["at_end"] = b.cpu_seconds
     c0, p0 = b.cpu_seconds(), time.process_time()
-    out = fn(*args)
+    out = fn(*args, **kw)
     c1, p1 = b.cpu_seconds(), time.process_time()
-    out["broker_cpu_s"] = (c1 - c0) if c0 is not None and c1 is not None else None
+    end = out.pop("at_end", None) if takes_probe else c1
+    out["broker_cpu_s"] = (end - c0) if c0 is not None and end is not None else None
+    out["broker_cpu_total_s"] = (c1 - c0) if c0 is not None and c1 is not None else None
     out["client_cpu_s"] = p1 - p0
     return out
 
@@ -240,7 +252,9 @@ EXTRA = [
 def summarize(rounds: list[dict], starts: list[float]) -> dict:
     s: dict = {}
     for key in ("produce_acks1", "produce_acksall", "consume"):
-        ok = [r for r in rounds if not r[key].get("failed") and r[key].get("complete", True)]
+        if not any(key in r for r in rounds):
+            continue                     # the first profile has no such run (independent: acks=1 only)
+        ok = [r for r in rounds if key in r and not r[key].get("failed") and r[key].get("complete", True)]
         if len(ok) < len(rounds):
             s[key + "_failed"] = f"{len(rounds) - len(ok)} of {len(rounds)} runs failed"
         rps = median([r[key]["rps"] for r in ok])
@@ -299,9 +313,82 @@ def print_table(names: list[str], summ: dict, metrics) -> None:
     print_rows(cols, rows)
 
 
-def print_targets(summ: dict) -> None:
+#: The per-configuration table: key, label, unit, higher is better, how to read it from a configuration's runs.
+CONFIG_METRICS = [
+    ("produce acks=1", "rec/s", True, lambda c: _ok_rps(c.get("produce_acks1"))),
+    ("produce acks=all", "rec/s", True, lambda c: _ok_rps(c.get("produce_acksall"))),
+    ("consume, whole run", "rec/s", True, lambda c: _ok_rps(c.get("consume"))),
+    ("consume, first second", "rec/s", True, lambda c: _consumed(c, "first_rps")),
+    ("consume, after first second", "rec/s", True, lambda c: _consumed(c, "steady_rps")),
+    ("broker CPU, produce acks=1", "us/rec", False, lambda c: _per_record(c.get("produce_acks1"))),
+    ("broker CPU, consume", "us/rec", False, lambda c: _per_record(c.get("consume"))),
+    ("broker CPU per Fetch request", "us/fetch", False, lambda c: _consumed(c, "broker_cpu_per_fetch", 1e6)),
+    ("Fetch requests (consumer)", "count", False, lambda c: _consumed(c, "fetch_requests")),
+    ("create the topic (CreateTopics until leaders)", "s", False, lambda c: c.get("create_s")),
+]
+
+
+def _ok_rps(run: Optional[dict]) -> Optional[float]:
+    """A run's records per second, None when it failed (records lost, consume incomplete) or did not run."""
+    if not run or run.get("failed") or not run.get("complete", True):
+        return None
+    return run["rps"]
+
+
+def _consumed(c: dict, key: str, scale: float = 1.0) -> Optional[float]:
+    run = c.get("consume")
+    if not run or not run.get("complete") or run.get(key) is None:
+        return None
+    return run[key] * scale
+
+
+def _per_record(run: Optional[dict]) -> Optional[float]:
+    if _ok_rps(run) is None or run.get("broker_cpu_s") is None:
+        return None
+    return run["broker_cpu_s"] / run["records"] * 1e6
+
+
+def config_values(results: dict, name: str, key: tuple, read: Callable, rounds: int) -> list:
+    """One broker's values of one metric in one configuration, by round (None where the round failed)."""
+    by_round = {r["round"]: r for r in results.get(name, [])}
+    return [read(by_round[i]["runs"][key]) if i in by_round and key in by_round[i]["runs"] else None
+            for i in range(rounds)]
+
+
+def print_configurations(names: list[str], results: dict, cfg: argparse.Namespace) -> None:
+    """A table per partition count and profile: each broker's median [min-max] over the rounds, and kafkalab /
+    peer as the median [min-max] of the per-round ratios (the brokers of a round run back to back)."""
+    peers = [n for n in names if n != "kafkalab"] if "kafkalab" in names else []
+    for parts in cfg.partition_counts:
+        for prof in cfg.profile_names:
+            key = (prof, parts)
+            print(f"\n{parts} partition(s), profile {prof} ({cfg.rounds} round(s); median [min-max]; ratio = "
+                  f"kafkalab/peer per round, median [min-max]):\n")
+            rows = []
+            for label, unit, higher, read in CONFIG_METRICS:
+                vals = {n: config_values(results, n, key, read, cfg.rounds) for n in names}
+                if not any(v is not None for n in names for v in vals[n]):
+                    continue
+                row = [label, unit + (" (higher better)" if higher else " (lower better)")]
+                row += [spread(vals[n], unit) for n in names]
+                row += [ratio_spread(paired_ratios(vals["kafkalab"], vals[n])) for n in peers]
+                rows.append(row)
+            print_rows(["metric", "unit"] + names + [f"kafkalab/{n}" for n in peers], rows)
+
+
+def print_profiles(cfg: argparse.Namespace) -> None:
+    """The client settings of every run (the throughput profiles in full)."""
+    print("client settings of the throughput runs, by profile (besides bootstrap.servers, error_cb, logger and "
+          f"a delivery callback; every client also gets statistics.interval.ms={STATS_INTERVAL_MS} to count "
+          "requests):")
+    for name in cfg.profile_names:
+        for line in PROFILES[name].describe():
+            print("  " + line)
+
+
+def print_targets(summ: dict, first: tuple) -> None:
     k, t = summ.get("kafkalab"), summ.get("tansu")
-    print("\nTargets (kafkalab):")
+    print(f"\nTargets (kafkalab; profile {first[0]}, {first[1]} partition(s)):")
     if k is None:
         print("  kafkalab was not measured")
         return
@@ -353,16 +440,8 @@ def print_notes(names, specs, results, summ) -> None:
         print(f"    fetch long-poll     {fetch}")
         problems = []
         for r in rounds:
-            for key in ("produce_acks1", "produce_acksall"):
-                if r[key]["failed"]:
-                    problems.append(f"{key}: {r[key]['failed']} records failed {r[key]['errors']}")
-            c = r["consume"]
-            if not c["complete"]:
-                problems.append(f"consume: only {c['records']} of {c['wanted']} records arrived; {c['gave_up']}")
-            if c["bad"]:
-                problems.append(f"consume: {c['bad']} records out of order or with a wrong value")
-            if c["errors"]:
-                problems.append(f"consume errors: {c['errors']}")
+            for (prof, parts), runs in r["runs"].items():
+                problems += [f"{prof}, {parts} partition(s), {p}" for p in run_problems(runs)]
             if r["latency"]["errors"]:
                 problems.append(f"latency run errors: {r['latency']['errors']}")
         for p in dict.fromkeys(problems):
@@ -374,6 +453,24 @@ def print_notes(names, specs, results, summ) -> None:
             print(f"    client said ({count}x)  {text}")
         print(f"    start-to-ready (s)  {', '.join(f'{x:.3f}' for x in summ[n]['ready_all'])}")
         print(f"    latency samples     {summ[n]['lat_n']}")
+
+
+def run_problems(runs: dict) -> list[str]:
+    """What went wrong in one configuration's runs: lost records, an incomplete or wrong consume."""
+    if "error" in runs:
+        return [f"FAILED: {runs['error']}"]
+    problems = []
+    for key in ("produce_acks1", "produce_acksall"):
+        if key in runs and runs[key]["failed"]:
+            problems.append(f"{key}: {runs[key]['failed']} records failed {runs[key]['errors']}")
+    c = runs["consume"]
+    if not c["complete"]:
+        problems.append(f"consume: only {c['records']} of {c['wanted']} records arrived; {c['gave_up']}")
+    if c["bad"]:
+        problems.append(f"consume: {c['bad']} records out of order or with a wrong value")
+    if c["errors"]:
+        problems.append(f"consume errors: {c['errors']}")
+    return problems
 
 
 # ============================================================================================ profiling
@@ -462,13 +559,19 @@ def report_profile(path: str, wall: float, rate: int, top: int = 18) -> None:
 
 
 # ============================================================================================ main
-def main(argv=None) -> int:
+def parse_args(argv) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="a few seconds per broker (rough numbers)")
     ap.add_argument("--records", type=int, help="records per throughput run (default 150000, --quick 20000)")
     ap.add_argument("--latency-records", type=int, help="records in the latency run (default 1500 per round)")
     ap.add_argument("--rounds", type=int, help="rounds per broker, brokers interleaved (default 3, --quick 1)")
     ap.add_argument("--only", default=",".join(BROKERS), help="comma-separated subset of: " + ",".join(BROKERS))
+    ap.add_argument("--profiles", default=",".join(PROFILE_NAMES),
+                    help="client settings of the throughput runs, comma-separated subset of: "
+                         + ",".join(PROFILE_NAMES) + " (the first one is the summary table's and the targets')")
+    ap.add_argument("--partitions", default="1",
+                    help="partition counts of the throughput topics, comma-separated, e.g. 1,100,1000 (default 1; "
+                         "records spread round-robin, the consumer assigned every partition)")
     ap.add_argument("--profile", nargs="?", const="", metavar="DIR",
                     help="only kafkalab, one round, profiling the broker process during the produce and consume "
                          "runs; prints the hotspots (profiles kept in DIR, default a temp dir)")
@@ -477,24 +580,78 @@ def main(argv=None) -> int:
                          "time of busy threads, file:line (pip install py-spy)")
     ap.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
     cfg = ap.parse_args(argv)
-    names = [n.strip() for n in cfg.only.split(",") if n.strip()]
-    for n in names:
+    cfg.names = [n.strip() for n in cfg.only.split(",") if n.strip()]
+    for n in cfg.names:
         if n not in BROKERS:
             ap.error(f"unknown broker {n!r}; choose from {', '.join(BROKERS)}")
+    cfg.profile_names = [n.strip() for n in cfg.profiles.split(",") if n.strip()]
+    for n in cfg.profile_names:
+        if n not in PROFILES:
+            ap.error(f"unknown profile {n!r}; choose from {', '.join(PROFILE_NAMES)}")
+    try:
+        cfg.partition_counts = [int(x) for x in cfg.partitions.split(",") if x.strip()]
+    except ValueError:
+        ap.error(f"--partitions wants comma-separated numbers, e.g. {','.join(map(str, PARTITION_CHOICES))}")
+    if not cfg.profile_names or not cfg.partition_counts or min(cfg.partition_counts) < 1:
+        ap.error("--profiles and --partitions need at least one value (partition counts >= 1)")
     if cfg.profile is not None:
-        names = ["kafkalab"]
+        cfg.names = ["kafkalab"]
+        cfg.profile_names, cfg.partition_counts = cfg.profile_names[:1], cfg.partition_counts[:1]
     cfg.records = cfg.records or (20_000 if cfg.quick else 150_000)
     cfg.latency_records = cfg.latency_records or (300 if cfg.quick else 1500)
     cfg.rounds = cfg.rounds or (1 if cfg.quick or cfg.profile is not None else 3)
     cfg.idle_seconds = 1.0 if cfg.quick else 2.0
+    return cfg
+
+
+def round_line(rnd: int, name: str, r: dict, seconds: float) -> list[str]:
+    """The progress lines of one broker's round: one per configuration, then latency and start-up."""
+    lines = []
+    for (prof, parts), runs in r["runs"].items():
+        if "error" in runs:
+            lines.append(f"  round {rnd + 1} {name:<9} {prof:<11} {parts:>4} part.: FAILED: {runs['error']}")
+            continue
+        prod = ", ".join(f"acks={k[12:]} {fmt(_ok_rps(v), 'rec/s')}/s" for k, v in runs.items()
+                         if k.startswith("produce_acks"))
+        c = runs["consume"]
+        lines.append(f"  round {rnd + 1} {name:<9} {prof:<11} {parts:>4} part.: produce {prod}; consume "
+                     f"{fmt(_ok_rps(c), 'rec/s')}/s (first second {fmt(c['first_rps'], 'rec/s')}/s)")
+    lines.append(f"  round {rnd + 1} {name:<9} {seconds:5.1f} s in all, ack latency p50 "
+                 f"{fmt(pct(r['latency']['samples'], 50), 'ms')} ms, ready {r['ready_s']:.3f} s")
+    return lines
+
+
+def run_rounds(cfg: argparse.Namespace, specs: dict, runnable: list[str], workdir: str) -> dict:
+    """``cfg.rounds`` rounds; in each every broker runs every configuration, the brokers one after the other in
+    an order that rotates from round to round. A broker that fails a round is reported and skipped."""
+    results: dict[str, list] = {n: [] for n in runnable}
+    for rnd in range(cfg.rounds):
+        order = runnable[rnd % len(runnable):] + runnable[:rnd % len(runnable)] if runnable else []
+        for n in order:
+            t0 = time.perf_counter()
+            try:
+                r = run_broker_round(specs[n], workdir, f"r{rnd}", cfg, want_caps=(rnd == 0))
+            except Exception as e:  # a peer that falls over is a finding, not a crash of the report
+                print(f"  {n} round {rnd + 1}: FAILED: {type(e).__name__}: {e}")
+                continue
+            r["round"] = rnd
+            results[n].append(r)
+            print("\n".join(round_line(rnd, n, r, time.perf_counter() - t0)), flush=True)
+    return results
+
+
+def main(argv=None) -> int:
+    cfg = parse_args(argv)
+    names = cfg.names
     extra_starts = 2 if cfg.quick else 3
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     print(f"broker benchmark: {cfg.records:,} records of {RECORD_SIZE} B per throughput run, "
-          f"{cfg.latency_records} latency records per round, {cfg.rounds} round(s), brokers: {', '.join(names)}")
-    print(f"client: confluent-kafka {client_version()} / librdkafka {ck.libversion()[0]}; throughput producer "
-          f"linger.ms={THROUGHPUT_PRODUCER['linger.ms']} batch.size={THROUGHPUT_PRODUCER['batch.size']} "
-          f"compression none, no idempotence; latency producer linger.ms=0 acks=1, one record in flight")
+          f"{cfg.latency_records} latency records per round, {cfg.rounds} round(s), brokers: {', '.join(names)}; "
+          f"partitions: {', '.join(map(str, cfg.partition_counts))}; profiles: {', '.join(cfg.profile_names)}")
+    print(f"client: confluent-kafka {client_version()} / librdkafka {ck.libversion()[0]}; latency producer "
+          f"linger.ms=0 acks=1, one record in flight")
+    print_profiles(cfg)
     print(f"machine: {os.cpu_count()} CPUs, load average {load:.2f}"
           + ("  (WARNING: other processes compete for the CPU; trust the ratios more than the numbers)"
              if load > 0.5 else ""))
@@ -507,26 +664,12 @@ def main(argv=None) -> int:
         except Unavailable as e:
             specs[n] = e
     runnable = [n for n in names if isinstance(specs[n], Spec)]
-    results: dict[str, list] = {n: [] for n in runnable}
     t_start = time.perf_counter()
+    starts = {}
     try:
         if cfg.profile is not None:
             return _profile(cfg, specs["kafkalab"], workdir)
-        for rnd in range(cfg.rounds):
-            order = runnable[rnd % len(runnable):] + runnable[:rnd % len(runnable)] if runnable else []
-            for n in order:
-                t0 = time.perf_counter()
-                try:
-                    results[n].append(run_broker_round(specs[n], workdir, f"r{rnd}", cfg, want_caps=(rnd == 0)))
-                except Exception as e:  # a peer that falls over is a finding, not a crash of the report
-                    print(f"  {n} round {rnd + 1}: FAILED: {type(e).__name__}: {e}")
-                    continue
-                r = results[n][-1]
-                print(f"  round {rnd + 1} {n:<9} {time.perf_counter() - t0:5.1f} s: produce acks=1 "
-                      f"{r['produce_acks1']['rps']:,.0f}/s, acks=all {r['produce_acksall']['rps']:,.0f}/s, "
-                      f"consume {r['consume']['rps']:,.0f}/s, p50 {fmt(pct(r['latency']['samples'], 50), 'ms')} "
-                      f"ms, ready {r['ready_s']:.3f} s", flush=True)
-        starts = {}
+        results = run_rounds(cfg, specs, runnable, workdir)
         for n in runnable:
             if results[n]:
                 starts[n] = start_samples(specs[n], workdir, extra_starts)
@@ -535,12 +678,15 @@ def main(argv=None) -> int:
 
     measured = [n for n in runnable if results[n]]
     summ = {n: summarize(results[n], starts.get(n, [])) for n in measured}
-    print(f"\nResults (median of {cfg.rounds} round(s); latency percentiles over all rounds' samples; "
-          f"MB = 10^6 bytes of record values; ratio = kafkalab / peer; * = some runs failed, see below):\n")
+    first = (cfg.profile_names[0], cfg.partition_counts[0])
+    print_configurations(names, results, cfg)
+    print(f"\nSummary, profile {first[0]}, {first[1]} partition(s) (median of {cfg.rounds} round(s); latency "
+          f"percentiles over all rounds' samples; MB = 10^6 bytes of record values; ratio = kafkalab / peer "
+          f"medians; * = some runs failed, see below):\n")
     print_table(names, summ, METRICS)
     print()
     print_table(names, summ, EXTRA)
-    print_targets(summ)
+    print_targets(summ, first)
     print_notes(names, specs, results, summ)
     print(f"\ntotal time {time.perf_counter() - t_start:.0f} s")
     return 0
@@ -565,7 +711,8 @@ def _profile(cfg, spec, workdir: str) -> int:
     r = run_broker_round(spec, workdir, "prof", cfg, want_caps=False, on_loaded=prof)
     print(f"\n(under {cfg.profiler}) produce acks=1 {r['produce_acks1']['rps']:,.0f}/s "
           f"(broker CPU {r['produce_acks1']['broker_cpu_s']:.2f} s), consume {r['consume']['rps']:,.0f}/s "
-          f"(broker CPU {r['consume']['broker_cpu_s']:.2f} s), produce acks=all {r['produce_acksall']['rps']:,.0f}/s")
+          f"(broker CPU {r['consume']['broker_cpu_s']:.2f} s), produce acks=all "
+          f"{fmt(_ok_rps(r.get('produce_acksall')), 'rec/s')}/s")
     for label, (path, wall) in prof.files.items():
         print(f"\n== kafkalab broker during {label} ==")
         if cfg.profiler == "py-spy":

