@@ -439,9 +439,14 @@ def create_topic(bootstrap: str, topic: str, clog: ClientLog, partitions: int = 
             how = "CreateTopics (existed)"
         else:
             how = f"auto-created by Metadata (CreateTopics: {err.name()})"
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 30 + 0.05 * partitions   # a broker may be busy for a while with many partitions
     while True:
-        md = admin.list_topics(topic, timeout=10)  # auto-creates on brokers with auto.create.topics.enable
+        try:
+            md = admin.list_topics(topic, timeout=10)  # auto-creates on brokers with auto.create.topics.enable
+        except ck.KafkaException as e:             # no answer within 10 s: try again until the deadline
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"topic {topic}: no Metadata answer ({e.args[0].str()})") from None
+            continue
         t = md.topics.get(topic)
         if t is not None and t.error is None and t.partitions and all(p.leader >= 0 for p in t.partitions.values()):
             if len(t.partitions) != partitions:
