@@ -439,7 +439,7 @@ def create_topic(bootstrap: str, topic: str, clog: ClientLog, partitions: int = 
             how = "CreateTopics (existed)"
         else:
             how = f"auto-created by Metadata (CreateTopics: {err.name()})"
-    deadline = time.monotonic() + 30 + 0.05 * partitions   # a broker may be busy for a while with many partitions
+    deadline = time.monotonic() + 30 + 0.2 * partitions    # a broker may be busy for a while with many partitions
     while True:
         try:
             md = admin.list_topics(topic, timeout=10)  # auto-creates on brokers with auto.create.topics.enable
