@@ -94,6 +94,7 @@ class KafkaServer:
         self.cluster_id: Optional[str] = None
         self.bound_endpoints = []
         self.zk = self.log_manager = self.replica_manager = self.admin = self.controller = None
+        self.fetch_manager: Optional[FetchManager] = None   # fetch sessions (KIP-227), made at start-up
         self.socket_server = self.channel = self.apis = self.handlers = self.scheduler = None
         self.metadata_cache = MetadataCache(self.broker_id)
         self.group_coordinator = None

@@ -149,6 +149,8 @@ class FetchSession:
                 added.append(tp)
             else:
                 cached.fetch_info = info
+                if topic_ids and tp[0] in topic_ids:
+                    cached.topic_id = topic_ids[tp[0]]
                 updated.append(tp)
         for tp in to_forget:
             if self.partitions.pop(tp, None) is not None:
@@ -176,6 +178,12 @@ class FetchSessionCache:
     @property
     def total_partitions(self) -> int:
         return sum(s.size for s in self.sessions.values())
+
+    def metrics(self) -> dict:
+        """Kafka's ``FetchSessionCache`` metrics (the evictions as a count)."""
+        return {"NumIncrementalFetchSessions": len(self.sessions),
+                "NumIncrementalFetchPartitionsCached": self.total_partitions,
+                "IncrementalFetchSessionEvictionsPerSec": self.evictions}
 
     def get(self, session_id: int) -> Optional[FetchSession]:
         return self.sessions.get(session_id)
@@ -240,6 +248,10 @@ class FetchContext:
 
     def update_and_generate(self, responses: list) -> tuple[int, list]:
         return INVALID_SESSION_ID, responses
+
+    def cached_topic_ids(self) -> dict:
+        """``{tp: topic id}`` the session remembers (v13+ incremental contexts), to spot a re-created topic."""
+        return {}
 
 
 class SessionErrorContext(FetchContext):
@@ -307,6 +319,11 @@ class IncrementalFetchContext(FetchContext):
 
     def partitions(self) -> list:
         return [(tp, c.fetch_info) for tp, c in self.session.partitions.items()]
+
+    def cached_topic_ids(self) -> dict:
+        if not self.session.uses_topic_ids:
+            return {}
+        return {tp: c.topic_id for tp, c in self.session.partitions.items() if c.topic_id is not None}
 
     def update_and_generate(self, responses: list) -> tuple[int, list]:
         if self.session.epoch != self.expected_epoch:  # another request of this session got there first

@@ -87,3 +87,25 @@ def test_full_then_incremental_fetch(cluster, port, version):
         closed = fetch(c, topic, session_id, -1, {0: 0}, version=version, topic_id=topic_id)
         assert closed.session_id == 0 and list(answered(closed)) == [0]
         assert cluster.broker(0).fetch_manager.cache.get(session_id) is None
+
+
+def test_a_recreated_topic_is_another_topic_for_a_v13_session(cluster, port):
+    topic = "sessions-recreated"
+    cluster.create_topic(topic, 1)
+    old_id = cluster.broker(0).metadata_cache.topic_id(topic)
+    with Conn(port) as c:
+        full = fetch(c, topic, 0, 0, {0: 0}, version=16, topic_id=old_id)
+        session_id = full.session_id
+        assert session_id != 0 and answered(full)[0].error_code == 0
+        admin = cluster.broker(cluster.controller_id).admin
+        cluster.call(admin.delete_topic, topic)
+        cluster.wait_until(lambda: cluster.broker(0).metadata_cache.topic_id(topic) != old_id, 10, "not deleted")
+        cluster.create_topic(topic, 1)
+        new_id = cluster.broker(0).metadata_cache.topic_id(topic)
+        assert new_id != old_id
+        produce(c, topic, 0, b"new")
+        body = fetch(c, topic, session_id, 1, {}, version=16, topic_id=old_id)
+        assert body.error_code == 0 and body.session_id == session_id
+        [t] = body.responses
+        assert t.topic_id == old_id and t.partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID
+        assert not t.partitions[0].records

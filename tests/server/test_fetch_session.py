@@ -159,6 +159,8 @@ def test_eviction_when_full_follows_kafkas_rules():
     time.advance(100_000)
     c, _ = open_session(m, parts=[("c", i) for i in range(50)])
     assert c != 0 and m.cache.get(a) is None and m.cache.evictions == 2
+    assert m.cache.metrics() == {"NumIncrementalFetchSessions": 2, "NumIncrementalFetchPartitionsCached": 70,
+                                 "IncrementalFetchSessionEvictionsPerSec": 2}
 
 
 def test_a_follower_does_not_evict_a_bigger_consumer_session():

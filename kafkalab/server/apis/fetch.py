@@ -47,7 +47,7 @@ def _replica_id(body, version: int) -> int:
 
 
 def _fetch_data(body, version: int, cache):
-    """``({tp: FetchPartitionInfo}, unknown [(topic, partition)], forgotten [tp], {topic: topic_id})``."""
+    """``({tp: FetchPartitionInfo}, unknown [(topic_id, partition)], forgotten [tp], {topic: topic_id})``."""
     fetch_data, unknown, topic_ids = {}, [], {}
     for t in body.topics:
         name = t.topic if version < 13 else cache.topic_name(t.topic_id)
@@ -55,7 +55,7 @@ def _fetch_data(body, version: int, cache):
             topic_ids[name] = t.topic_id
         for p in t.partitions:
             if name is None:
-                unknown.append((t, p.partition))
+                unknown.append((t.topic_id, p.partition))
             else:
                 fetch_data[(name, p.partition)] = FetchPartitionInfo(
                     fetch_offset=p.fetch_offset, max_bytes=p.partition_max_bytes, log_start_offset=p.log_start_offset,
@@ -79,6 +79,22 @@ def _context(broker, body, version: int, replica_id: int, fetch_data: dict, forg
     return manager.new_context(version, session_id, epoch, replica_id >= 0, fetch_data, forgotten, topic_ids)
 
 
+def _drop_stale_topic_ids(context, infos: list, cache) -> tuple[list, list]:
+    """A v13+ session remembers each partition's topic id: a topic deleted and created again under the same
+    name is another topic, and the session's partitions of the old one are answered UNKNOWN_TOPIC_ID."""
+    cached = context.cached_topic_ids()
+    if not cached:
+        return infos, []
+    keep, stale = [], []
+    for tp, info in infos:
+        old = cached.get(tp)
+        if old is not None and old != cache.topic_id(tp[0]):
+            stale.append((old, tp[1]))
+        else:
+            keep.append((tp, info))
+    return keep, stale
+
+
 @handles(ApiKey.FETCH, versions=(4, 16), error_response=_error)
 def handle_fetch(broker, request):
     body, version = request.body, request.context.api_version
@@ -90,6 +106,9 @@ def handle_fetch(broker, request):
     if context.error_code != ErrorCode.NONE:
         return Response(error_code=context.error_code, session_id=0)
     infos = context.partitions()
+    if version >= 13:
+        infos, stale = _drop_stale_topic_ids(context, infos, cache)
+        unknown = unknown + stale
     params = FetchParams(replica_id=replica_id, max_wait_ms=body.max_wait_ms, min_bytes=body.min_bytes,
                          max_bytes=min(body.max_bytes, broker.config["fetch.max.bytes"]), isolation=isolation,
                          request_version=version)
@@ -140,8 +159,8 @@ def _response(context, results, unknown, cache, isolation: FetchIsolation):
         by_topic.setdefault(topic, []).append(part)
     responses = [TopicResponse(topic=topic, topic_id=cache.topic_id(topic), partitions=tuple(ps))
                  for topic, ps in by_topic.items()]
-    for t, partition in unknown:
-        responses.append(TopicResponse(topic_id=t.topic_id, partitions=(PartitionData(
+    for topic_id, partition in unknown:
+        responses.append(TopicResponse(topic_id=topic_id, partitions=(PartitionData(
             partition_index=partition, error_code=ErrorCode.UNKNOWN_TOPIC_ID, high_watermark=-1,
             last_stable_offset=-1, log_start_offset=-1, records=b""),)))
     return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=session_id,
