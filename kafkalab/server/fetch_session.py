@@ -139,7 +139,8 @@ class FetchSession:
         return (self.size, self.privileged, self.id)
 
     def update(self, fetch_data: dict, to_forget: Iterable[Hashable], topic_ids: Optional[dict] = None):
-        """Apply an incremental request: ``fetch_data`` ``{tp: info}`` adds or changes, ``to_forget`` drops.
+        """Apply an incremental request: ``fetch_data`` ``{tp: info}`` adds or changes, ``to_forget`` (``tp``s or
+        ``(topic_id, partition)``) drops.
         Returns ``(added, updated, removed)`` lists of partitions."""
         added, updated, removed = [], [], []
         for tp, info in fetch_data.items():
@@ -153,6 +154,9 @@ class FetchSession:
                     cached.topic_id = topic_ids[tp[0]]
                 updated.append(tp)
         for tp in to_forget:
+            if tp not in self.partitions:  # named by topic id (v13+), maybe of a topic deleted since
+                tp = next((key for key, c in self.partitions.items()
+                           if c.topic_id is not None and (c.topic_id, key[1]) == tuple(tp)), tp)
             if self.partitions.pop(tp, None) is not None:
                 removed.append(tp)
         return added, updated, removed

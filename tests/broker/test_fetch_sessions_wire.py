@@ -109,3 +109,7 @@ def test_a_recreated_topic_is_another_topic_for_a_v13_session(cluster, port):
         [t] = body.responses
         assert t.topic_id == old_id and t.partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID
         assert not t.partitions[0].records
+        # Forgetting the old topic by its id empties (and so closes) the session.
+        body = fetch(c, topic, session_id, 2, {}, forget=[0], version=16, topic_id=old_id)
+        assert body.session_id == 0 and answered(body) == {}
+        assert cluster.broker(0).fetch_manager.cache.get(session_id) is None

@@ -47,7 +47,8 @@ def _replica_id(body, version: int) -> int:
 
 
 def _fetch_data(body, version: int, cache):
-    """``({tp: FetchPartitionInfo}, unknown [(topic_id, partition)], forgotten [tp], {topic: topic_id})``."""
+    """``({tp: FetchPartitionInfo}, unknown [(topic_id, partition)], forgotten [tp or (topic_id, partition)],
+    {topic: topic_id})``."""
     fetch_data, unknown, topic_ids = {}, [], {}
     for t in body.topics:
         name = t.topic if version < 13 else cache.topic_name(t.topic_id)
@@ -64,8 +65,8 @@ def _fetch_data(body, version: int, cache):
     forgotten = []
     for f in (body.forgotten_topics_data or ()) if version >= 7 else ():
         name = f.topic if version < 13 else cache.topic_name(f.topic_id)
-        if name is not None:
-            forgotten.extend((name, p) for p in f.partitions)
+        # A deleted topic has no name any more: the session finds its partitions by their topic id.
+        forgotten.extend((f.topic_id if name is None else name, p) for p in f.partitions)
     return fetch_data, unknown, forgotten, topic_ids
 
 
