@@ -62,6 +62,7 @@ from kafkalab.server.admin_manager import AdminManager
 from kafkalab.server.apis import KafkaApis, enabled_apis
 from kafkalab.server.apis.groups import BrokerOffsetsLog
 from kafkalab.server.config import KafkaConfig
+from kafkalab.server.fetch_session import FetchManager, FetchSessionCache
 from kafkalab.server.metadata_cache import MetadataCache
 from kafkalab.server.producer_id_manager import ProducerIdManager
 from kafkalab.server.replica_fetcher import ReplicaFetcherManager
@@ -93,6 +94,7 @@ class KafkaServer:
         self.cluster_id: Optional[str] = None
         self.bound_endpoints = []
         self.zk = self.log_manager = self.replica_manager = self.admin = self.controller = None
+        self.fetch_manager: Optional[FetchManager] = None   # fetch sessions (KIP-227), made at start-up
         self.socket_server = self.channel = self.apis = self.handlers = self.scheduler = None
         self.metadata_cache = MetadataCache(self.broker_id)
         self.group_coordinator = None
@@ -134,6 +136,9 @@ class KafkaServer:
             self.broker_id, self.replica_manager, cfg,
             connect=lambda host, port, client_id, timeout_ms: InterBrokerConnection(
                 host, port, client_id=client_id, request_timeout_ms=timeout_ms, link_check=self._link_up))
+        self.fetch_manager = FetchManager(FetchSessionCache(cfg["max.incremental.fetch.session.cache.slots"],
+                                                            cfg["min.incremental.fetch.session.eviction.ms"]),
+                                          self.time)
         await self.replica_manager.startup()
         self.group_coordinator = GroupCoordinator(GroupConfig.from_broker(cfg), self.time, self.scheduler,
                                                   BrokerOffsetsLog(self), broker_id=self.broker_id)

@@ -94,6 +94,10 @@ SERVER_CONFIGS = (
     .define("replica.fetch.backoff.ms", T.INT, 1000, None, M, "Sleep of a replica fetcher after a fetch error.")
     .define("replica.socket.timeout.ms", T.INT, 30000, None, H, "Socket timeout of a replica fetcher's requests.")
     .define("num.replica.fetchers", T.INT, 1, at_least(1), H, "Fetcher threads per source broker.", dynamic=CW)
+    .define("max.incremental.fetch.session.cache.slots", T.INT, 1000, at_least(0), M, "Fetch sessions (KIP-227) "
+            "the broker keeps; 0 turns incremental fetching off.")
+    .define("min.incremental.fetch.session.eviction.ms", T.INT, 120000, at_least(0), M, "A fetch session younger "
+            "than this can be evicted only by a follower's, and only if it is a consumer's and smaller.")
     .define("controller.socket.timeout.ms", T.INT, 30000, None, M, "Socket timeout of the controller's requests "
             "to brokers.")
     .define("producer.purgatory.purge.interval.requests", T.INT, 1000, None, M, "Purge completed produce requests "

@@ -20,6 +20,12 @@ fetches is in one of two states:
    sets its high watermark to min(the leader's HW in the response, its own LEO). The next Fetch's offset tells
    the leader how far this follower got: that is how the leader learns followers' LEOs, the ISR and the HW.
 
+Fetch requests use a fetch session (KIP-227) through a ``FetchSessionHandler``
+(:mod:`kafkalab.server.fetch_session_handler`): the first names every partition, later ones only partitions whose fetch offset (or log
+start offset, or leader epoch) moved, and the leader answers only partitions with news. A session error
+(FETCH_SESSION_ID_NOT_FOUND after a leader restart, INVALID_FETCH_SESSION_EPOCH) makes the next request a
+full one at once.
+
 Errors back off for ``replica.fetch.backoff.ms``; a broken connection is re-opened on the next round. The
 controller's next LeaderAndIsr moves partitions between fetchers (or stops fetching, for a new leader).
 
@@ -39,6 +45,7 @@ from typing import Callable, Optional
 
 from kafkalab.protocol import ApiKey, DecodeError, ErrorCode, request_class
 from kafkalab.server.config import server_setting
+from kafkalab.server.fetch_session_handler import FetchSessionHandler
 
 __all__ = ["ReplicaFetcherManager", "ReplicaFetcherThread", "PartitionFetchState", "FETCH_VERSION",
            "OFFSET_FOR_LEADER_EPOCH_VERSION"]
@@ -52,6 +59,7 @@ UNDEFINED_EPOCH_OFFSET = -1
 
 FetchRequest = request_class(ApiKey.FETCH)
 EpochRequest = request_class(ApiKey.OFFSET_FOR_LEADER_EPOCH)
+_SESSION_ERRORS = (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH)
 
 
 class PartitionFetchState:
@@ -90,6 +98,8 @@ class ReplicaFetcherThread:
         self.connection = connect(host, port, self.client_id, timeout)
         self.partitions: dict[tuple[str, int], PartitionFetchState] = {}
         self.fetches = 0
+        self.last_request_partitions = 0
+        self.session = FetchSessionHandler(source_broker_id)
         self._wakeup = asyncio.Event()
         self._task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
 
@@ -212,25 +222,43 @@ class ReplicaFetcherThread:
 
     # ------------------------------------------------------------------------------------------ fetching
     async def _fetch(self, states: dict) -> None:
-        by_topic: dict[str, list] = {}
+        wanted = {}
         for tp, s in states.items():
             p = self.replica_manager.get_partition(*tp)
             if p is None or p.log is None:
                 self.partitions.pop(tp, None)
                 continue
-            by_topic.setdefault(tp[0], []).append(FetchRequest.FetchPartition(
+            wanted[tp] = FetchRequest.FetchPartition(
                 partition=tp[1], current_leader_epoch=s.current_leader_epoch, fetch_offset=s.fetch_offset,
-                log_start_offset=p.log.log_start_offset, partition_max_bytes=self.partition_max_bytes))
-        if not by_topic:
+                log_start_offset=p.log.log_start_offset, partition_max_bytes=self.partition_max_bytes)
+        if not wanted:
             return
+        request = self.session.build(wanted)
+        by_topic: dict[str, list] = {}
+        for tp, data in request.to_send.items():
+            by_topic.setdefault(tp[0], []).append(data)
+        forgotten: dict[str, list] = {}
+        for topic, partition in request.to_forget:
+            forgotten.setdefault(topic, []).append(partition)
         body = FetchRequest(replica_id=self.broker_id, max_wait_ms=self.max_wait_ms, min_bytes=self.min_bytes,
-                            max_bytes=self.max_bytes, isolation_level=0, session_id=0, session_epoch=-1,
+                            max_bytes=self.max_bytes, isolation_level=0, session_id=request.session_id,
+                            session_epoch=request.session_epoch,
                             topics=tuple(FetchRequest.FetchTopic(topic=t, partitions=tuple(ps))
                                          for t, ps in by_topic.items()),
-                            forgotten_topics_data=(), rack_id="")
-        response = await self.connection.send(ApiKey.FETCH, FETCH_VERSION, body)
+                            forgotten_topics_data=tuple(FetchRequest.ForgottenTopic(topic=t, partitions=tuple(ps))
+                                                        for t, ps in forgotten.items()), rack_id="")
+        try:
+            response = await self.connection.send(ApiKey.FETCH, FETCH_VERSION, body)
+        except BaseException:
+            self.session.handle_error()
+            raise
         self.fetches += 1
-        if response.error_code != ErrorCode.NONE:
+        self.last_request_partitions = len(request.to_send)
+        if not self.session.handle_response(response.error_code, response.session_id):
+            if response.error_code in _SESSION_ERRORS:   # the next request is a full one: no back-off
+                log.info("[%s] fetch session %d: %s; sending a full fetch request", self.name, request.session_id,
+                         ErrorCode(response.error_code).name)
+                return
             raise ConnectionError(f"fetch failed: {ErrorCode(response.error_code).name}")
         rm = self.replica_manager
         for t in response.responses:

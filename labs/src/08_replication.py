@@ -68,6 +68,9 @@ cluster = Cluster(brokers=3, overrides={
     "replica.fetch.wait.max.ms": 200,       # a follower's Fetch waits at most this long for new data (default 500)
     "replica.fetch.backoff.ms": 100,
     "auto.create.topics.enable": False,
+    # Fetch sessions off (KIP-227): with them an idle follower's Fetch names no partition at all, and
+    # section 1 wants to look at one.
+    "max.incremental.fetch.session.cache.slots": 0,
 }).start()
 admin = cluster.broker(cluster.controller_id).admin
 # One partition, replicas on brokers 0, 1, 2 in that order: the first is the preferred leader.

@@ -13,8 +13,11 @@ If less than ``min_bytes`` is available, the broker does not answer at once: the
 purgatory (:class:`~kafkalab.purgatory.DelayedFetch`) up to ``max_wait_ms`` for producers to append more. Without this wait an idle consumer would send Fetch after Fetch in a busy
 loop. The bytes of a large answer are written to the socket with ``sendfile``, straight from the page cache.
 
-Fetch sessions (KIP-227, v7+) let a client send only what changed; this broker declines them by answering
-``session_id = 0``, which every client accepts, and so always sees full requests.
+Fetch sessions (KIP-227, v7+) let a client send only what changed: ``broker.fetch_manager``
+(:mod:`kafkalab.server.fetch_session`) turns the request's ``session_id``/``session_epoch`` into a context that
+says which partitions to read (an incremental request reads every partition of its session) and which
+answers to send (an incremental response only those with news). A session error (unknown id, wrong epoch)
+is the whole answer: top-level error code, no partitions.
 
 Mirrors: ``KafkaApis.handleFetchRequest``, ``ReplicaManager.fetchMessages``, ``DelayedFetch``.
 """
@@ -26,6 +29,8 @@ from kafkalab.network.socket_server import SENDFILE_THRESHOLD, FileRegion, Recor
 from kafkalab.protocol import ApiException, ApiKey, ErrorCode, response_class
 from kafkalab.purgatory import FetchParams, FetchPartitionInfo
 from kafkalab.server.apis.base import Delayed, handles
+from kafkalab.server.fetch_session import (FINAL_EPOCH, INITIAL_EPOCH, SessionErrorContext,
+                                           SessionlessFetchContext)
 from kafkalab.storage import FetchIsolation
 
 Response = response_class(ApiKey.FETCH)
@@ -41,25 +46,70 @@ def _replica_id(body, version: int) -> int:
     return body.replica_state.replica_id if version >= 15 else body.replica_id
 
 
+def _fetch_data(body, version: int, cache):
+    """``({tp: FetchPartitionInfo}, unknown [(topic_id, partition)], forgotten [tp or (topic_id, partition)],
+    {topic: topic_id})``."""
+    fetch_data, unknown, topic_ids = {}, [], {}
+    for t in body.topics:
+        name = t.topic if version < 13 else cache.topic_name(t.topic_id)
+        if name is not None and version >= 13:
+            topic_ids[name] = t.topic_id
+        for p in t.partitions:
+            if name is None:
+                unknown.append((t.topic_id, p.partition))
+            else:
+                fetch_data[(name, p.partition)] = FetchPartitionInfo(
+                    fetch_offset=p.fetch_offset, max_bytes=p.partition_max_bytes, log_start_offset=p.log_start_offset,
+                    current_leader_epoch=p.current_leader_epoch,
+                    last_fetched_epoch=p.last_fetched_epoch if version >= 12 else -1)
+    forgotten = []
+    for f in (body.forgotten_topics_data or ()) if version >= 7 else ():
+        name = f.topic if version < 13 else cache.topic_name(f.topic_id)
+        # A deleted topic has no name any more: the session finds its partitions by their topic id.
+        forgotten.extend((f.topic_id if name is None else name, p) for p in f.partitions)
+    return fetch_data, unknown, forgotten, topic_ids
+
+
+def _context(broker, body, version: int, replica_id: int, fetch_data: dict, forgotten: list, topic_ids: dict):
+    session_id, epoch = (body.session_id, body.session_epoch) if version >= 7 else (0, FINAL_EPOCH)
+    manager = getattr(broker, "fetch_manager", None)
+    if manager is None:  # a broker without a session cache: sessionless only
+        if session_id != 0 and epoch not in (INITIAL_EPOCH, FINAL_EPOCH):
+            return SessionErrorContext(ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
+        return SessionlessFetchContext(fetch_data)
+    return manager.new_context(version, session_id, epoch, replica_id >= 0, fetch_data, forgotten, topic_ids)
+
+
+def _drop_stale_topic_ids(context, infos: list, cache) -> tuple[list, list]:
+    """A v13+ session remembers each partition's topic id: a topic deleted and created again under the same
+    name is another topic, and the session's partitions of the old one are answered UNKNOWN_TOPIC_ID."""
+    cached = context.cached_topic_ids()
+    if not cached:
+        return infos, []
+    keep, stale = [], []
+    for tp, info in infos:
+        old = cached.get(tp)
+        if old is not None and old != cache.topic_id(tp[0]):
+            stale.append((old, tp[1]))
+        else:
+            keep.append((tp, info))
+    return keep, stale
+
+
 @handles(ApiKey.FETCH, versions=(4, 16), error_response=_error)
 def handle_fetch(broker, request):
     body, version = request.body, request.context.api_version
-    if body.session_id != 0:
-        return Response(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0)
     cache = broker.metadata_cache
     replica_id = _replica_id(body, version)
     isolation = FetchIsolation.of_request(replica_id, body.isolation_level)
-    infos, unknown = [], []
-    for t in body.topics:
-        name = t.topic if version < 13 else cache.topic_name(t.topic_id)
-        for p in t.partitions:
-            if name is None:
-                unknown.append((t, p.partition))
-            else:
-                infos.append(((name, p.partition), FetchPartitionInfo(
-                    fetch_offset=p.fetch_offset, max_bytes=p.partition_max_bytes, log_start_offset=p.log_start_offset,
-                    current_leader_epoch=p.current_leader_epoch,
-                    last_fetched_epoch=p.last_fetched_epoch if version >= 12 else -1)))
+    fetch_data, unknown, forgotten, topic_ids = _fetch_data(body, version, cache)
+    context = _context(broker, body, version, replica_id, fetch_data, forgotten, topic_ids)
+    if context.error_code != ErrorCode.NONE:
+        return Response(error_code=context.error_code, session_id=0)
+    infos = context.partitions()
+    if version >= 13:
+        infos, stale = _drop_stale_topic_ids(context, infos, cache)
+        unknown = unknown + stale
     params = FetchParams(replica_id=replica_id, max_wait_ms=body.max_wait_ms, min_bytes=body.min_bytes,
                          max_bytes=min(body.max_bytes, broker.config["fetch.max.bytes"]), isolation=isolation,
                          request_version=version)
@@ -71,10 +121,10 @@ def handle_fetch(broker, request):
 
     broker.replica_manager.fetch_messages(params, infos, on_complete)
     if fut.done():
-        return _response(body, version, fut.result(), unknown, cache, isolation)
+        return _response(context, fut.result(), unknown, cache, isolation)
 
     async def wait_in_purgatory():
-        return _response(body, version, await fut, unknown, cache, isolation)
+        return _response(context, await fut, unknown, cache, isolation)
 
     return Delayed(wait_in_purgatory())
 
@@ -89,23 +139,30 @@ def _records(info):
     return parts[0] if len(parts) == 1 and isinstance(parts[0], bytes) else RecordsSlices(parts)
 
 
-def _response(body, version: int, results, unknown, cache, isolation: FetchIsolation):
-    by_topic: dict = {}
+def _response(context, results, unknown, cache, isolation: FetchIsolation):
     aborted = () if isolation is FetchIsolation.TXN_COMMITTED else None
-    for (topic, partition), r in results:
+    parts = []
+    for tp, r in results:
         if isinstance(r, ApiException):
-            part = PartitionData(partition_index=partition, error_code=r.error_code, high_watermark=-1,
+            part = PartitionData(partition_index=tp[1], error_code=r.error_code, high_watermark=-1,
                                  last_stable_offset=-1, log_start_offset=-1, records=b"")
         else:
-            part = PartitionData(partition_index=partition, error_code=ErrorCode.NONE,
+            part = PartitionData(partition_index=tp[1], error_code=ErrorCode.NONE,
                                  high_watermark=r.high_watermark, last_stable_offset=r.last_stable_offset,
                                  log_start_offset=r.log_start_offset, aborted_transactions=aborted,
                                  records=_records(r.records))
+        parts.append((tp, part))
+    session_id, parts = context.update_and_generate(parts)
+    if context.error_code != ErrorCode.NONE:   # the session moved on while this fetch waited
+        return Response(error_code=context.error_code, session_id=0)
+    by_topic: dict = {}
+    for (topic, _), part in parts:
         by_topic.setdefault(topic, []).append(part)
-    responses = [TopicResponse(topic=topic, topic_id=cache.topic_id(topic), partitions=tuple(parts))
-                 for topic, parts in by_topic.items()]
-    for t, partition in unknown:
-        responses.append(TopicResponse(topic_id=t.topic_id, partitions=(PartitionData(
+    responses = [TopicResponse(topic=topic, topic_id=cache.topic_id(topic), partitions=tuple(ps))
+                 for topic, ps in by_topic.items()]
+    for topic_id, partition in unknown:
+        responses.append(TopicResponse(topic_id=topic_id, partitions=(PartitionData(
             partition_index=partition, error_code=ErrorCode.UNKNOWN_TOPIC_ID, high_watermark=-1,
             last_stable_offset=-1, log_start_offset=-1, records=b""),)))
-    return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=tuple(responses))
+    return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=session_id,
+                    responses=tuple(responses))
