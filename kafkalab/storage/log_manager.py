@@ -228,10 +228,12 @@ class LogManager:
             return existing
         if config is not None:
             self.topic_configs.setdefault(topic, config)
-        counts = {d: 0 for d in self.log_dirs}
-        for lg in list(self.current_logs.values()):
-            counts[lg.parent_dir] = counts.get(lg.parent_dir, 0) + 1
-        log_dir = min(self.log_dirs, key=lambda d: counts.get(d, 0))
+        log_dir = self.log_dirs[0]
+        if len(self.log_dirs) > 1:   # the dir holding the fewest partitions (Kafka's nextLogDirs)
+            counts = {d: 0 for d in self.log_dirs}
+            for lg in list(self.current_logs.values()):
+                counts[lg.parent_dir] = counts.get(lg.parent_dir, 0) + 1
+            log_dir = min(self.log_dirs, key=lambda d: counts.get(d, 0))
         path = os.path.join(log_dir, names.log_dir_name(tp))
         try:
             os.makedirs(path, exist_ok=True)

@@ -81,6 +81,7 @@ class ZkStore:
         self.max_session_timeout_ms = 20 * tick_time_ms if max_session_timeout_ms is None else max_session_timeout_ms
         self._dispatcher = dispatcher
         self._fsync = fsync
+        self._snapshot_lines: dict[str, tuple] = {}   # path -> (stat it was encoded at, its snapshot line)
         self._lock = threading.RLock()
         self._nodes: dict[str, ZNode] = {}
         self._last_zxid = 0
@@ -421,15 +422,25 @@ class ZkStore:
     def _persist(self) -> None:
         if self.data_dir is None:
             return
-        records = []
+        lines, encoded = [], {}
         for path in sorted(self._nodes, key=lambda p: (p.count("/") if p != "/" else 0, p)):
             node = self._nodes[path]
             if node.ephemeral_owner or path in SYSTEM_PATHS:
                 continue
-            records.append({"path": path, **persistence.encode_data(node.data), "czxid": node.czxid,
-                            "mzxid": node.mzxid, "pzxid": node.pzxid, "ctime": node.ctime, "mtime": node.mtime,
-                            "version": node.version, "cversion": node.cversion})
-        persistence.write_snapshot(self.data_dir, self._last_zxid, records, fsync=self._fsync)
+            # a znode's line changes only with its stat: data and version move mzxid, children pzxid/cversion
+            stat = (node.czxid, node.mzxid, node.pzxid, node.version, node.cversion)
+            cached = self._snapshot_lines.get(path)
+            if cached is None or cached[0] != stat:
+                cached = (stat, persistence.encode_node(
+                    {"path": path, **persistence.encode_data(node.data), "czxid": node.czxid, "mzxid": node.mzxid,
+                     "pzxid": node.pzxid, "ctime": node.ctime, "mtime": node.mtime, "version": node.version,
+                     "cversion": node.cversion}))
+            encoded[path] = cached
+            lines.append(cached[1])
+        persistence.write_snapshot_lines(self.data_dir, self._last_zxid, lines, fsync=self._fsync)
+        # only once the write is on disk: a failed write is undone and its zxid used again by the next write,
+        # so a stat seen here may come back with other data
+        self._snapshot_lines = encoded   # znodes deleted since the last write drop out here
 
     def _load(self) -> None:
         loaded = persistence.read_snapshot(self.data_dir)

@@ -87,15 +87,37 @@ def test_a_failed_snapshot_write_fails_the_request_and_changes_nothing(tmp_path,
 
     def disk_full(*args, **kwargs):
         raise OSError(28, "No space left on device")
-    monkeypatch.setattr(persistence, "write_snapshot", disk_full)
+    monkeypatch.setattr(persistence, "write_snapshot_lines", disk_full)
     with pytest.raises(OSError):
         store.set("/a", b"2")
     with pytest.raises(OSError):
         store.create("/b")
     assert store.dump() == before and store.last_zxid == zxid
+    monkeypatch.undo()
+    store.set("/a", b"3")      # the failed write's zxid and version again, with other data: no stale line
+    assert _restart(tmp_path, time).get("/a")[0] == b"3"
 
 
 def test_in_memory_store_writes_nothing(tmp_path, time, monkeypatch):
     monkeypatch.chdir(tmp_path)
     ZkStore(time=time).create("/a")
     assert os.listdir(tmp_path) == []
+
+
+def test_a_snapshot_from_cached_lines_equals_one_written_from_scratch(tmp_path, time):
+    """The store re-encodes only the znodes a write changed; the file must be exactly what encoding every znode
+    again would give, after creates, updates, child changes, deletes and a re-create under the same path."""
+    store = ZkStore(str(tmp_path), time=time)
+    store.create("/a", b"1")
+    store.create("/a/b", b"2")
+    store.set("/a", b"one")                     # data: mzxid and version move
+    store.create("/a/seq-", b"", sequential=True)   # children: pzxid and cversion of /a move
+    store.delete("/a/b")
+    store.create("/a/b", b"again")               # same path, new czxid
+    store.create("/c", bytes(range(256)))        # not UTF-8: base64
+    snapshot = tmp_path / persistence.SNAPSHOT_FILE
+    incremental = snapshot.read_text(encoding="utf-8")
+    store._snapshot_lines.clear()
+    store._persist()                             # the same tree, every znode encoded again
+    assert snapshot.read_text(encoding="utf-8") == incremental
+    assert {d["path"] for d in _restart(tmp_path, time).dump()} >= {"/a", "/a/b", "/c"}
