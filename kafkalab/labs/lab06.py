@@ -41,6 +41,7 @@ from typing import Any, Iterable, Mapping, NamedTuple, Optional, Sequence
 
 from kafkalab.labs import CheckResult, Part, check, check_equal, is_unanswered
 from kafkalab.records import crc_is_valid, read_batch_header
+from kafkalab.viz.style import UI_FONT as _FONT
 
 __all__ = ["TOPIC", "T0", "FILE_ROLES", "file_tree", "read_masked", "Segment", "IndexEntry", "BatchInfo",
            "segments", "batches_of", "index_entries", "time_index_entries", "segment_file_for", "lookup_walk",
@@ -285,7 +286,6 @@ def list_offsets(bootstrap: str, topic: str, timestamps: Sequence[int], *, parti
 
 
 # -- pictures -----------------------------------------------------------------------------------------------------------
-_FONT = "font:13px/1.4 system-ui,-apple-system,&quot;Segoe UI&quot;,Roboto,sans-serif;color:#1f2328"
 _MONO = "ui-monospace,Menlo,Consolas,monospace"
 _e = html.escape
 

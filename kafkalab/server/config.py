@@ -235,6 +235,6 @@ DEFAULT_PROTOCOLS = DEFAULT_SECURITY_PROTOCOL_MAP
 
 def server_setting(config: Optional[Mapping[str, Any]], key: str) -> Any:
     """``key`` from a broker's settings (a :class:`KafkaConfig` or a plain mapping, as unit tests pass), falling
-    back to the default declared in :data:`SERVER_CONFIGS`: components never repeat a default literal."""
+    back to the default declared in :data:`BROKER_CONFIGS`: components never repeat a default literal."""
     value = config.get(key) if config is not None else None
-    return SERVER_CONFIGS.default(key) if value is None else value
+    return BROKER_CONFIGS.default(key) if value is None else value

@@ -21,9 +21,11 @@ survive sanitizers that drop ``<style>`` elements (JupyterLab's, for untrusted o
 """
 from __future__ import annotations
 
-__all__ = ["BASE_CSS", "field_rules", "shade", "MONO"]
+__all__ = ["BASE_CSS", "field_rules", "shade", "MONO", "UI_FONT"]
 
 MONO = 'ui-monospace,SFMono-Regular,Menlo,Consolas,"DejaVu Sans Mono","Liberation Mono",monospace'
+#: the inline ``style`` of a picture's text (quotes as entities: it sits inside a ``style="..."`` attribute)
+UI_FONT = "font:13px/1.4 system-ui,-apple-system,&quot;Segoe UI&quot;,Roboto,sans-serif;color:#1f2328"
 
 HOVER = "--kl-w:2px;--kl-c:#1971c2;--kl-bg:#d0ebff;--kl-op:1"
 PINNED = "--kl-w:2px;--kl-c:#e8590c;--kl-bg:#ffe8cc;--kl-op:1"

@@ -24,11 +24,11 @@ from typing import Iterable, Mapping, Optional
 
 from kafkalab.clients.api_versions import latest_common_version, version_span
 from kafkalab.protocol import ApiKey, api_name, request_schema
+from kafkalab.viz.style import UI_FONT as _FONT
 
 __all__ = ["RangeChart", "CompatGrid", "ApiFamilies", "FAMILIES"]
 
 
-_FONT = "font:13px/1.4 system-ui,-apple-system,&quot;Segoe UI&quot;,Roboto,sans-serif;color:#1f2328"
 _MONO = "font:12px/1.3 ui-monospace,Menlo,Consolas,monospace"
 _e = html.escape
 

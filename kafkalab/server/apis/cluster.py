@@ -42,7 +42,7 @@ import uuid
 from kafkalab.protocol import ApiException, ApiKey, ErrorCode, response_class
 from kafkalab.server.admin_manager import INTERNAL_TOPICS, validate_topic_name
 from kafkalab.server.apis.base import handles
-from kafkalab.server.config import SERVER_CONFIGS
+from kafkalab.server.config import server_setting
 from kafkalab.server.metadata_cache import NO_LEADER
 
 __all__ = ["handle_describe_cluster", "handle_describe_topic_partitions", "handle_describe_log_dirs"]
@@ -62,7 +62,6 @@ CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))   # CREATE 
 TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))   # READ WRITE CREATE DELETE ALTER DESCRIBE
 #                                                                        DESCRIBE_CONFIGS ALTER_CONFIGS
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
-DEFAULT_PARTITION_LIMIT = SERVER_CONFIGS.default("max.request.partition.size.limit")
 
 
 # ---------------------------------------------------------------------------------------------- DescribeCluster
@@ -126,7 +125,7 @@ def handle_describe_topic_partitions(broker, request):
     if cursor is not None and cursor.partition_index < 0:
         raise ApiException(ErrorCode.INVALID_REQUEST, f"DescribeTopicPartitionsRequest cursor partition must be "
                                                       f"valid: {cursor}")
-    limit = int(broker.config.get("max.request.partition.size.limit", DEFAULT_PARTITION_LIMIT))
+    limit = int(server_setting(broker.config, "max.request.partition.size.limit"))
     remaining = max(min(limit, body.response_partition_limit), 1)
     topics, next_cursor = [], None
     for name in names:

@@ -29,12 +29,12 @@ from __future__ import annotations
 import asyncio
 
 from kafkalab.coordinator.group import JoinGroupResult, SyncGroupResult
-from kafkalab.coordinator.group.coordinator_config import GROUP_COORDINATOR_CONFIGS
 from kafkalab.coordinator.group.group_metadata import OffsetAndMetadata
 from kafkalab.coordinator.group.group_metadata_manager import OFFSETS_TOPIC
 from kafkalab.protocol import ApiException, ApiKey, ErrorCode, response_class
 from kafkalab.records import decode_batches
 from kafkalab.server.apis.base import Delayed, handles, top_level_error
+from kafkalab.server.config import server_setting
 from kafkalab.storage import FetchIsolation
 
 __all__ = ["BrokerOffsetsLog"]
@@ -62,8 +62,7 @@ class BrokerOffsetsLog:
     @property
     def commit_timeout_ms(self) -> int:
         """``offsets.commit.timeout.ms``: how long an append waits for the in-sync replicas."""
-        default = GROUP_COORDINATOR_CONFIGS.default("offsets.commit.timeout.ms")
-        return int(self.broker.config.get("offsets.commit.timeout.ms", default) or default)
+        return int(server_setting(self.broker.config, "offsets.commit.timeout.ms"))
 
     def append(self, partition: int, batch: bytes) -> int:
         """Local append only: the error code of the leader's append (use :meth:`append_async` to wait)."""
