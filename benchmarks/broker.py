@@ -323,9 +323,18 @@ CONFIG_METRICS = [
     ("broker CPU, produce acks=1", "us/rec", False, lambda c: _per_record(c.get("produce_acks1"))),
     ("broker CPU, consume", "us/rec", False, lambda c: _per_record(c.get("consume"))),
     ("broker CPU per Fetch request", "us/fetch", False, lambda c: _consumed(c, "broker_cpu_per_fetch", 1e6)),
+    ("Produce requests (producer, acks=1)", "count", False, lambda c: (c.get("produce_acks1") or {}).get("produce_requests")),
+    ("records per Produce request (acks=1)", "rec/req", True, lambda c: _records_per_request(c.get("produce_acks1"))),
     ("Fetch requests (consumer)", "count", False, lambda c: _consumed(c, "fetch_requests")),
     ("create the topic (CreateTopics until leaders)", "s", False, lambda c: c.get("create_s")),
 ]
+
+
+def _records_per_request(run: Optional[dict]) -> Optional[float]:
+    """How big the producer's requests were: records acknowledged / Produce requests sent (librdkafka's count)."""
+    if not run or not run.get("produce_requests"):
+        return None
+    return run["records"] / run["produce_requests"]
 
 
 def _ok_rps(run: Optional[dict]) -> Optional[float]:

@@ -493,9 +493,37 @@ class SocketServer:
         await writer.drain()
 
     async def _sendfile(self, writer: _Connection, region: FileRegion) -> None:
-        loop = asyncio.get_running_loop()
-        with open(region.path, "rb") as f:
-            await loop.sendfile(writer.transport, f, region.position, region.size, fallback=True)
+        """Send ``region`` from the page cache to the socket. While the transport has nothing buffered (so
+        nothing written earlier can be overtaken) ``os.sendfile`` goes straight to the socket for as much as
+        it takes; whatever it did not take goes through the event loop's ``sendfile``, which waits until the
+        socket can take more. A response of a thousand partitions is a thousand of these: the direct call
+        saves the loop's per-call set-up (pausing reads, waiters) when the socket keeps up."""
+        fd = os.open(region.path, os.O_RDONLY)
+        try:
+            position, remaining = region.position, region.size
+            transport, sock = writer.transport, writer.get_extra_info("socket")
+            if sock is not None and not transport.is_closing() and transport.get_write_buffer_size() == 0:
+                sent = _sendfile_while_it_takes(sock.fileno(), fd, position, remaining)
+                position, remaining = position + sent, remaining - sent
+            if remaining:
+                with os.fdopen(fd, "rb", closefd=False) as f:
+                    await asyncio.get_running_loop().sendfile(transport, f, position, remaining, fallback=True)
+        finally:
+            os.close(fd)
+
+
+def _sendfile_while_it_takes(out_fd: int, in_fd: int, position: int, count: int) -> int:
+    """``os.sendfile`` on a non-blocking socket until done or the socket is full; returns the bytes sent."""
+    sent = 0
+    while sent < count:
+        try:
+            n = os.sendfile(out_fd, in_fd, position + sent, count - sent)
+        except (BlockingIOError, InterruptedError):
+            break
+        if n == 0:          # the file ends early (truncated under us): let the loop's sendfile report it
+            break
+        sent += n
+    return sent
 
 
 def _client(header) -> str:

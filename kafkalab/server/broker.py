@@ -257,9 +257,14 @@ class KafkaServer:
             gc.on_resignation(partition)
 
     def metrics(self) -> dict:
-        """The broker's purgatory metrics (Kafka's names): ``PurgatorySize``, ``NumDelayedOperations`` and
-        ``ExpiresPerSec`` (a count) per ``delayedOperation`` (Produce, Fetch)."""
-        return self.replica_manager.metrics() if self.replica_manager is not None else {}
+        """The broker's metrics by Kafka's names: the purgatories' ``PurgatorySize``, ``NumDelayedOperations``
+        and ``ExpiresPerSec`` (a count) per ``delayedOperation`` (Produce, Fetch), and the fetch session
+        cache's ``NumIncrementalFetchSessions``, ``NumIncrementalFetchPartitionsCached`` and
+        ``IncrementalFetchSessionEvictionsPerSec`` (a count; ``kafka.server:type=FetchSessionCache``)."""
+        out = self.replica_manager.metrics() if self.replica_manager is not None else {}
+        if self.fetch_manager is not None:
+            out.update(self.fetch_manager.cache.metrics())
+        return out
 
     # ------------------------------------------------------------------------------------------ shutdown
     async def kill(self, *, expire_session: bool = True, lose_unflushed: bool = False) -> None:

@@ -339,9 +339,12 @@ class UnifiedLog:
                 raise OffsetOutOfRangeError(f"Received request for offset {start_offset} for partition "
                                             f"{self.topic_partition}, but we only have log segments starting from "
                                             f"offset: {self._log_start_offset}.")
-            bound = {FetchIsolation.LOG_END: self.log_end_offset,
-                     FetchIsolation.HIGH_WATERMARK: self._high_watermark,
-                     FetchIsolation.TXN_COMMITTED: self.last_stable_offset}[isolation]
+            if isolation is FetchIsolation.HIGH_WATERMARK:
+                bound = self._high_watermark
+            elif isolation is FetchIsolation.LOG_END:
+                bound = self.log_end_offset
+            else:
+                bound = self.last_stable_offset
             return self._local.read(start_offset, max_bytes, min_one_message=min_one_message, bound_offset=bound,
                                     include_aborted_txns=isolation is FetchIsolation.TXN_COMMITTED)
 

@@ -77,6 +77,10 @@ def test_full_then_incremental_fetch(cluster, port, version):
         assert answered(rest) == {}
         session = cluster.broker(0).fetch_manager.cache.get(session_id)
         assert [tp[1] for tp in session.partitions] == [2] and session.epoch == 4
+        metrics = cluster.broker(0).metrics()       # Kafka's FetchSessionCache metrics, by the broker
+        assert metrics["NumIncrementalFetchSessions"] >= 1
+        assert metrics["NumIncrementalFetchPartitionsCached"] >= 1
+        assert "IncrementalFetchSessionEvictionsPerSec" in metrics
         # Session errors: a wrong epoch, an unknown id.
         bad = fetch(c, topic, session_id, 9, {}, version=version, topic_id=topic_id)
         assert bad.error_code == ErrorCode.INVALID_FETCH_SESSION_EPOCH and bad.session_id == 0
