@@ -203,11 +203,13 @@ class ReplicaManager:
             self.controller_epoch = controller_epoch
             results = {}
             new_leaders, new_followers = [], {}
+            configs: dict = {}   # each topic's config read once per request, not once per partition
             for i, (topic, state) in enumerate(states):
                 if i and i % PARTITIONS_PER_TURN == 0:
                     await asyncio.sleep(0)
                 with self._lock:
-                    self._apply_partition_state(topic, state, topic_ids, results, new_leaders, new_followers)
+                    self._apply_partition_state(topic, state, topic_ids, configs, results, new_leaders,
+                                                new_followers)
             fetchers = self.replica_fetcher_manager
             if fetchers is not None:
                 if new_leaders:
@@ -221,16 +223,18 @@ class ReplicaManager:
                 self.try_complete_delayed(tp)
             return results
 
-    def _apply_partition_state(self, topic: str, state, topic_ids: dict, results: dict, new_leaders: list,
-                               new_followers: dict) -> None:
+    def _apply_partition_state(self, topic: str, state, topic_ids: dict, configs: dict, results: dict,
+                               new_leaders: list, new_followers: dict) -> None:
         key = (topic, state.partition_index)
         if self.broker_id not in state.replicas:
             results[key] = ErrorCode.NONE
             return
         p = self.partitions.get(key)
         if p is None:
+            if topic not in configs:
+                configs[topic] = self.topic_config_provider(topic)
             p = Partition(topic, state.partition_index, self.broker_id, self.log_manager,
-                          topic_id=topic_ids.get(topic), topic_config=self.topic_config_provider(topic),
+                          topic_id=topic_ids.get(topic), topic_config=configs[topic],
                           time=self.time, replica_lag_time_max_ms=self.replica_lag_time_max_ms,
                           alter_isr=self._alter_isr)
             self.partitions[key] = p
