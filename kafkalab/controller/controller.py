@@ -55,6 +55,9 @@ __all__ = ["KafkaController", "ControllerEvent", "EVENTS", "UnknownControllerEve
 
 log = logging.getLogger("kafkalab.controller.KafkaController")
 
+#: new partition states written per ZooKeeper batch before the event loop gets a turn
+PARTITIONS_PER_WRITE = 250
+
 
 class UnknownControllerEvent(ValueError):
     """An event name that has no row in :data:`EVENTS`."""
@@ -230,7 +233,7 @@ class KafkaController:
         batch.add_update_metadata(ctx.live_broker_ids(), list(ctx.assignments))
         # Partitions never initialised (the creator died halfway) or without a live leader need an election.
         new = [tp for tp in ctx.assignments if tp not in ctx.partition_states]
-        self._initialize_partitions(new, batch)
+        await self._initialize_partitions(new, batch)
         offline = ctx.offline_partitions()
         self._elect_offline_partitions(offline, batch)
         dead = {b for tp in ctx.assignments for b in ctx.replicas(tp) if not ctx.is_live(b)}
@@ -276,19 +279,30 @@ class KafkaController:
         await send_all(self.channel, requests)
 
     # ------------------------------------------------------------------------------------------ partitions
-    def _initialize_partitions(self, partitions, batch) -> None:
-        """NewPartition -> OnlinePartition: leader = first live replica, ISR = live replicas, epoch 0."""
+    async def _initialize_partitions(self, partitions, batch) -> None:
+        """NewPartition -> OnlinePartition: leader = first live replica, ISR = live replicas, epoch 0.
+
+        The states are written :data:`PARTITIONS_PER_WRITE` at a time, and the event loop (which serves every
+        connection of this broker) gets a turn between two writes: a topic of 10,000 partitions is 10,000
+        znodes to create, and other clients must not wait for all of them."""
         ctx = self.context
-        states = {}
-        for tp in sorted(partitions):
-            live = [b for b in ctx.replicas(tp) if ctx.is_live(b)]
-            if not live:
-                log.warning("%s: no live replica for new partition %s-%s", self.name, *tp)
-                continue
-            lai = LeaderAndIsr(live[0], LeaderAndIsr.INITIAL_LEADER_EPOCH, tuple(live))
-            states[TopicPartition(*tp)] = LeaderIsrAndControllerEpoch(lai, ctx.epoch)
-        if not states:
-            return
+        pending = sorted(partitions)
+        for start in range(0, len(pending), PARTITIONS_PER_WRITE):
+            if start:
+                await asyncio.sleep(0)
+            states = {}
+            for tp in pending[start:start + PARTITIONS_PER_WRITE]:
+                live = [b for b in ctx.replicas(tp) if ctx.is_live(b)]
+                if not live:
+                    log.warning("%s: no live replica for new partition %s-%s", self.name, *tp)
+                    continue
+                lai = LeaderAndIsr(live[0], LeaderAndIsr.INITIAL_LEADER_EPOCH, tuple(live))
+                states[TopicPartition(*tp)] = LeaderIsrAndControllerEpoch(lai, ctx.epoch)
+            if states:
+                self._create_partition_states(states, batch)
+
+    def _create_partition_states(self, states: dict, batch) -> None:
+        ctx = self.context
         results = self.zk.create_topic_partition_states(states, ctx.epoch_zk_version)
         for tp, result in results.items():
             key = (tp.topic, tp.partition)
@@ -471,7 +485,7 @@ class KafkaController:
             self._load_topic(topic)
             new_partitions.extend(ctx.partitions_of(topic))
         batch = self._batch()
-        self._initialize_partitions(new_partitions, batch)
+        await self._initialize_partitions(new_partitions, batch)
         await self._send(batch)
 
     async def _on_partition_modifications(self, topic: str) -> None:
@@ -483,7 +497,7 @@ class KafkaController:
         added = [tp for tp in ctx.partitions_of(topic) if tp not in before]
         if added:
             batch = self._batch()
-            self._initialize_partitions(added, batch)
+            await self._initialize_partitions(added, batch)
             await self._send(batch)
 
     async def _on_topic_deletion(self) -> None:
@@ -508,7 +522,9 @@ class KafkaController:
                 batch.add_stop_replica([b for b in ctx.replicas(tp) if b in ctx.live_brokers], tp, delete=True)
         batch.add_update_metadata(ctx.live_broker_ids(), [tp for t in topics for tp in ctx.partitions_of(t)])
         await self._send(batch)
-        for topic in topics:
+        for i, topic in enumerate(topics):
+            if i:
+                await asyncio.sleep(0)   # each topic's znodes go in batches; other connections get a turn between
             self.zk.delete_topic_znode(topic, ctx.epoch_zk_version)
             self.zk.delete_topic_configs([topic], ctx.epoch_zk_version)
             self.zk.delete_topic_deletions([topic], ctx.epoch_zk_version)

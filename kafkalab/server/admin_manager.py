@@ -15,6 +15,14 @@ only once the change is *visible*. Kafka parks such requests in the topic purgat
 ``DelayedDeleteTopics``) until the controller's UpdateMetadata shows every new partition with a leader, or the
 topic gone; :meth:`AdminManager.wait_for` plays that part for the handlers in :mod:`kafkalab.server.apis.topics`.
 
+**Bounded work.** A request names counts the broker expands (``num_partitions``, a CreatePartitions ``count``),
+so a well-formed request for 2,147,483,647 partitions would have the broker build that many replica lists.
+Kafka refuses a request that would create more than :data:`MAX_PARTITIONS_PER_BATCH` (10,000) partitions in
+total, with POLICY_VIOLATION "Excessively large number of partitions per request." for every topic of it
+(KAFKA-17870 for CreateTopics, KAFKA-19673/19674 for CreatePartitions and the ZooKeeper mode); the handlers
+check the whole request before placing anything, and :meth:`AdminManager.create_topic` and
+:meth:`AdminManager.create_partitions` check again before they build an assignment.
+
 Topic names: at most 249 characters of ASCII letters, digits, ``.``, ``_`` and ``-``, not ``.`` or ``..``.
 ``.`` and ``_`` collide in metric names, so Kafka warns about (and rejects creating) a topic that differs from
 an existing one only by them.
@@ -28,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from typing import Callable, Optional
+from typing import Callable, Iterable, Optional
 
 from kafkalab.controller.election import AssignmentError, assign_replicas_to_brokers
 from kafkalab.protocol import ApiException, ErrorCode
@@ -37,8 +45,8 @@ from kafkalab.storage.log_config import TOPIC_CONFIGS, LogConfig
 from kafkalab.zk import NodeExistsException, NoNodeException, TopicExistsException
 from kafkalab.zk.paths import ConfigType
 
-__all__ = ["AdminManager", "validate_topic_name", "INTERNAL_TOPICS", "OP_SET", "OP_DELETE", "OP_APPEND",
-           "OP_SUBTRACT"]
+__all__ = ["AdminManager", "validate_topic_name", "validate_total_number_of_partitions", "INTERNAL_TOPICS",
+           "MAX_PARTITIONS_PER_BATCH", "OP_SET", "OP_DELETE", "OP_APPEND", "OP_SUBTRACT"]
 
 log = logging.getLogger("kafkalab.server.AdminManager")
 
@@ -48,6 +56,10 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 #: IncrementalAlterConfigs operations (``AlterConfigOp.OpType``).
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 WAIT_POLL_S = 0.005
+#: At most this many partitions created by one CreateTopics or CreatePartitions request (a constant in Kafka,
+#: ``ReplicationControlManager.MAX_PARTITIONS_PER_BATCH``, not a configuration).
+MAX_PARTITIONS_PER_BATCH = 10_000
+EXCESSIVE_PARTITIONS = "Excessively large number of partitions per request."
 
 
 def validate_topic_name(name: str) -> None:
@@ -64,6 +76,19 @@ def validate_topic_name(name: str) -> None:
         raise ApiException(ErrorCode.INVALID_TOPIC_EXCEPTION,
                            f'Topic name "{name}" is illegal, it contains a character other than ASCII '
                            f"alphanumerics, '.', '_' and '-'")
+
+
+def validate_total_number_of_partitions(counts: Iterable[int]) -> None:
+    """Raise POLICY_VIOLATION once the partitions a request would create pass :data:`MAX_PARTITIONS_PER_BATCH`.
+
+    ``counts`` is one number per topic (non-positive ones add nothing: they fail their own checks); the sum is
+    checked as it grows, so the answer comes before anything is built however large the numbers are."""
+    total = 0
+    for count in counts:
+        if count > 0:
+            total += count
+            if total > MAX_PARTITIONS_PER_BATCH:
+                raise ApiException(ErrorCode.POLICY_VIOLATION, EXCESSIVE_PARTITIONS)
 
 
 def _collision_key(name: str) -> str:
@@ -162,6 +187,7 @@ class AdminManager:
             if partitions != -1 or replication_factor != -1:
                 raise ApiException(ErrorCode.INVALID_REQUEST, "Both numPartitions or replicationFactor and "
                                    "replicasAssignments were set. Both cannot be used at the same time.")
+            validate_total_number_of_partitions([len(assignment)])
             return {int(p): [int(b) for b in r] for p, r in assignment.items()}
         if partitions == -1:
             partitions = self.config["num.partitions"]
@@ -169,10 +195,24 @@ class AdminManager:
             replication_factor = self.config["default.replication.factor"]
         if partitions <= 0:
             raise ApiException(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+        validate_total_number_of_partitions([partitions])
         try:
             return assign_replicas_to_brokers(partitions, replication_factor, brokers)
         except AssignmentError as e:
             raise ApiException(ErrorCode.INVALID_REPLICATION_FACTOR, str(e)) from None
+
+    def partitions_to_create(self, num_partitions: int, assignment_size: int) -> int:
+        """How many partitions a CreateTopics entry asks for, as Kafka counts them for the per-request limit:
+        the manual assignment's size, else ``num_partitions`` (-1: ``num.partitions``)."""
+        if assignment_size:
+            return assignment_size
+        return self.config["num.partitions"] if num_partitions == -1 else num_partitions
+
+    def partitions_to_add(self, name: str, count: int) -> int:
+        """How many partitions a CreatePartitions entry adds to ``name`` (0 when it adds none, or the topic is
+        unknown: its own checks answer those)."""
+        current = self.zk.get_topic_partition_count(name)
+        return 0 if current is None else max(0, count - current)
 
     def _validate_topic_configs(self, configs: dict) -> LogConfig:
         """LogConfig.validate: the names first (InvalidConfigurationException), then the values against the
@@ -264,6 +304,7 @@ class AdminManager:
                                f"{count}.")
         if increment == 0:
             raise ApiException(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions.")
+        validate_total_number_of_partitions([increment])
         brokers = self._live_brokers()
         first = existing.get(0)
         if first is None:

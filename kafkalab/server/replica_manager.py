@@ -10,7 +10,10 @@ topic-partition whether this broker hosts it, in which role, and with which log:
   objects and makes this broker leader or follower of each. A new follower gets a **replica fetcher**
   (:mod:`kafkalab.server.replica_fetcher`) that first truncates its log where it diverged from the leader's
   (KIP-101) and then fetches; a new leader stops fetching. **StopReplica** removes partitions (and deletes the
-  log when the topic is deleted).
+  log when the topic is deleted). Both take one request at a time (Kafka's ``replicaStateChangeLock``) and let
+  the event loop serve other connections after each partition: a new log is directories, checkpoint files and
+  fsyncs, and a topic of a thousand partitions must not freeze every client while Kafka's network threads
+  would go on.
 * **append_records** (Produce) appends to each partition's leader log. With ``acks=all`` the answer waits in
   the **produce purgatory** as a :class:`~kafkalab.purgatory.DelayedProduce` until the high watermark passes
   the last appended offset (or ``timeout_ms`` passes: REQUEST_TIMED_OUT).
@@ -60,6 +63,11 @@ __all__ = ["ReplicaManager", "PartitionError"]
 log = logging.getLogger("kafkalab.server.ReplicaManager")
 
 
+#: partitions a LeaderAndIsr or StopReplica handles before the event loop gets a turn (a new log costs a few
+#: milliseconds of file work)
+PARTITIONS_PER_TURN = 1
+
+
 def _key(tp) -> TopicPartitionOperationKey:
     return TopicPartitionOperationKey(tp[0], tp[1])
 
@@ -80,6 +88,7 @@ class ReplicaManager:
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.controller_epoch = -1
         self._lock = threading.RLock()
+        self._state_change_lock = asyncio.Lock()
         self.delayed_produce_purgatory = DelayedOperationPurgatory(
             "Produce", time=time, broker_id=broker_id,
             purge_interval=int(get("producer.purgatory.purge.interval.requests")))
@@ -178,74 +187,101 @@ class ReplicaManager:
             self.delayed_fetch_purgatory.check_and_complete(key)
 
     # ------------------------------------------------------------------------------------------ controller
-    def become_leader_or_follower(self, controller_id: int, controller_epoch: int, states: list,
-                                  topic_ids: dict, live_leaders: Optional[dict] = None) -> dict[tuple[str, int], int]:
+    async def become_leader_or_follower(self, controller_id: int, controller_epoch: int, states: list,
+                                        topic_ids: dict, live_leaders: Optional[dict] = None
+                                        ) -> dict[tuple[str, int], int]:
         """Apply LeaderAndIsr partition states ``[(topic, state)]``; returns an error code per partition.
-        ``live_leaders``: broker id -> (host, port) of the leaders on the inter-broker listener."""
-        results = {}
-        new_leaders, new_followers = [], {}
-        with self._lock:
+        ``live_leaders``: broker id -> (host, port) of the leaders on the inter-broker listener.
+
+        One LeaderAndIsr or StopReplica at a time (Kafka's ``replicaStateChangeLock``); between partitions
+        the event loop gets a turn every :data:`PARTITIONS_PER_TURN` partitions, since a new partition means
+        a new log on disk (directories, checkpoint files, fsyncs) and other connections must not wait for a
+        thousand of them, as Kafka's network threads do not wait for its request handler."""
+        async with self._state_change_lock:
             if controller_epoch < self.controller_epoch:
                 return {(t, s.partition_index): ErrorCode.STALE_CONTROLLER_EPOCH for t, s in states}
             self.controller_epoch = controller_epoch
-            for topic, state in states:
-                key = (topic, state.partition_index)
-                if self.broker_id not in state.replicas:
-                    results[key] = ErrorCode.NONE
-                    continue
-                p = self.partitions.get(key)
-                if p is None:
-                    p = Partition(topic, state.partition_index, self.broker_id, self.log_manager,
-                                  topic_id=topic_ids.get(topic), topic_config=self.topic_config_provider(topic),
-                                  time=self.time, replica_lag_time_max_ms=self.replica_lag_time_max_ms,
-                                  alter_isr=self._alter_isr)
-                    self.partitions[key] = p
-                try:
-                    if state.leader == self.broker_id:
-                        p.make_leader(state)
-                        new_leaders.append(key)
-                    elif p.make_follower(state):
-                        if state.leader >= 0:
-                            new_followers[key] = p
-                        else:
-                            new_leaders.append(key)  # offline: nobody to fetch from (stop fetching)
-                    results[key] = ErrorCode.NONE
-                except PartitionError as e:
-                    results[key] = e.error_code
-                except Exception:
-                    log.exception("broker %s: failed to apply LeaderAndIsr for %s-%s", self.broker_id, *key)
-                    results[key] = ErrorCode.KAFKA_STORAGE_ERROR
-        fetchers = self.replica_fetcher_manager
-        if fetchers is not None:
-            if new_leaders:
-                fetchers.remove_fetcher_for_partitions(new_leaders)
-            if new_followers:
-                fetchers.remove_fetcher_for_partitions(list(new_followers))
-                fetchers.add_fetcher_for_partitions({
-                    tp: (p.leader_id, p.leader_epoch, p.log.log_end_offset) for tp, p in new_followers.items()},
-                    live_leaders or {})
-        for tp in new_leaders + list(new_followers):
-            self.try_complete_delayed(tp)
-        return results
+            results = {}
+            new_leaders, new_followers = [], {}
+            configs: dict = {}   # each topic's config read once per request, not once per partition
+            for i, (topic, state) in enumerate(states):
+                if i and i % PARTITIONS_PER_TURN == 0:
+                    await asyncio.sleep(0)
+                with self._lock:
+                    self._apply_partition_state(topic, state, topic_ids, configs, results, new_leaders,
+                                                new_followers)
+            fetchers = self.replica_fetcher_manager
+            if fetchers is not None:
+                if new_leaders:
+                    fetchers.remove_fetcher_for_partitions(new_leaders)
+                if new_followers:
+                    fetchers.remove_fetcher_for_partitions(list(new_followers))
+                    fetchers.add_fetcher_for_partitions({
+                        tp: (p.leader_id, p.leader_epoch, p.log.log_end_offset) for tp, p in new_followers.items()},
+                        live_leaders or {})
+            for tp in new_leaders + list(new_followers):
+                self.try_complete_delayed(tp)
+            return results
 
-    def stop_replicas(self, controller_epoch: int, partitions: list[tuple[str, int, bool]]) -> dict:
-        """StopReplica: stop hosting each ``(topic, partition, delete)``; delete the log when asked."""
-        results = {}
-        with self._lock:
+    def _apply_partition_state(self, topic: str, state, topic_ids: dict, configs: dict, results: dict,
+                               new_leaders: list, new_followers: dict) -> None:
+        key = (topic, state.partition_index)
+        if self.broker_id not in state.replicas:
+            results[key] = ErrorCode.NONE
+            return
+        p = self.partitions.get(key)
+        if p is None:
+            if topic not in configs:
+                configs[topic] = self.topic_config_provider(topic)
+            p = Partition(topic, state.partition_index, self.broker_id, self.log_manager,
+                          topic_id=topic_ids.get(topic), topic_config=configs[topic],
+                          time=self.time, replica_lag_time_max_ms=self.replica_lag_time_max_ms,
+                          alter_isr=self._alter_isr)
+            self.partitions[key] = p
+        try:
+            if state.leader == self.broker_id:
+                p.make_leader(state)
+                new_leaders.append(key)
+            elif p.make_follower(state):
+                if state.leader >= 0:
+                    new_followers[key] = p
+                else:
+                    new_leaders.append(key)  # offline: nobody to fetch from (stop fetching)
+            results[key] = ErrorCode.NONE
+        except PartitionError as e:
+            results[key] = e.error_code
+        except Exception:
+            log.exception("broker %s: failed to apply LeaderAndIsr for %s-%s", self.broker_id, *key)
+            results[key] = ErrorCode.KAFKA_STORAGE_ERROR
+
+    async def stop_replicas(self, controller_epoch: int, partitions: list[tuple[str, int, bool]]) -> dict:
+        """StopReplica: stop hosting each ``(topic, partition, delete)``; delete the log when asked. As
+        LeaderAndIsr: one at a time, the event loop served every :data:`PARTITIONS_PER_TURN` partitions, and the
+        log directories' checkpoints written once at the end (Kafka's ``asyncDelete`` of many partitions)."""
+        async with self._state_change_lock:
             if controller_epoch < self.controller_epoch:
                 return {(t, p): ErrorCode.STALE_CONTROLLER_EPOCH for t, p, _ in partitions}
             self.controller_epoch = controller_epoch
             if self.replica_fetcher_manager is not None:
                 self.replica_fetcher_manager.remove_fetcher_for_partitions([(t, p) for t, p, _ in partitions])
-            for topic, index, delete in partitions:
-                p = self.partitions.pop((topic, index), None)
-                if delete:
-                    self.log_manager.delete_log(topic, index)
-                elif p is not None and p.log is not None:
-                    p.log.flush()
-                results[(topic, index)] = ErrorCode.NONE
-                self.try_complete_delayed((topic, index))
-        return results
+            results = {}
+            touched_dirs: set[str] = set()
+            for i, (topic, index, delete) in enumerate(partitions):
+                if i and i % PARTITIONS_PER_TURN == 0:
+                    await asyncio.sleep(0)
+                with self._lock:
+                    p = self.partitions.pop((topic, index), None)
+                    if delete:
+                        removed = self.log_manager.delete_log(topic, index, checkpoint=False)
+                        if removed is not None:
+                            touched_dirs.add(removed.parent_dir)
+                    elif p is not None and p.log is not None:
+                        p.log.flush()
+                    results[(topic, index)] = ErrorCode.NONE
+                    self.try_complete_delayed((topic, index))
+            for log_dir in sorted(touched_dirs):
+                self.log_manager.checkpoint_dir(log_dir)
+            return results
 
     def update_topic_config(self, topic: str, config) -> None:
         for (t, _), p in list(self.partitions.items()):

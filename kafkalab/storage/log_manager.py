@@ -53,6 +53,8 @@ __all__ = ["LogManager", "LOCK_FILE_NAME"]
 log = logging.getLogger(__name__)
 
 LOCK_FILE_NAME = ".lock"
+#: directories of deleted partitions removed per run of ``kafka-delete-logs`` (see :meth:`LogManager.delete_logs`)
+LOGS_DELETED_PER_RUN = 20
 
 
 def _tp(topic, partition=None) -> TopicPartition:
@@ -252,9 +254,11 @@ class LogManager:
         for lg in self.logs_by_topic(topic):
             lg.update_config(config)
 
-    def delete_log(self, topic, partition=None) -> Optional[UnifiedLog]:
+    def delete_log(self, topic, partition=None, *, checkpoint: bool = True) -> Optional[UnifiedLog]:
         """Kafka's ``asyncDelete``: rename the directory ``<topic>-<partition>.<uuid>-delete`` now, delete it
-        ``file.delete.delay.ms`` later. Returns the removed log (None if there was none)."""
+        ``file.delete.delay.ms`` later. Returns the removed log (None if there was none). ``checkpoint=False``
+        leaves the log directory's checkpoints to the caller (:meth:`checkpoint_dir` once after many deletions,
+        as Kafka's ``asyncDelete`` of a set of partitions does)."""
         tp = _tp(topic, partition)
         removed = self.current_logs.pop(tp, None)
         if removed is None:
@@ -266,7 +270,8 @@ class LogManager:
         if self._delete_started and not self._delete_pending:
             self._schedule_deletion()      # (before log.initial.task.delay.ms, the first run is still to come)
         log.info("Log for partition %s is renamed to %s and is scheduled for deletion", tp, removed.dir)
-        self._checkpoint_dir(removed.parent_dir)
+        if checkpoint:
+            self.checkpoint_dir(removed.parent_dir)
         return removed
 
     # --------------------------------------------------------------------------------- periodic work
@@ -293,13 +298,19 @@ class LogManager:
                 lg.remove_expired_producers(now)
 
     def delete_logs(self) -> None:
-        """Delete partitions whose ``file.delete.delay.ms`` has passed; reschedules itself while any remain."""
+        """Delete partitions whose ``file.delete.delay.ms`` has passed; reschedules itself while any remain.
+
+        At most :data:`LOGS_DELETED_PER_RUN` directories per run: Kafka removes them on its scheduler thread,
+        kafkalab on the event loop, so the rest of a deleted topic of 1,000 partitions waits for the next run
+        (a millisecond later) and other connections are served in between."""
         self._delete_pending = False
         delay = self.default_config.file_delete_delay_ms
         now = self.time.milliseconds()
         remaining = []
+        deleted = 0
         for item, scheduled in self.logs_to_be_deleted:
-            if scheduled + delay <= now:
+            if scheduled + delay <= now and deleted < LOGS_DELETED_PER_RUN:
+                deleted += 1
                 if isinstance(item, UnifiedLog):
                     item.delete()
                     log.info("Deleted log for partition %s in %s.", item.topic_partition, item.dir)
@@ -330,7 +341,8 @@ class LogManager:
     def _logs_in_dir(self, log_dir: str) -> dict:
         return {tp: lg for tp, lg in list(self.current_logs.items()) if lg.parent_dir == log_dir}
 
-    def _checkpoint_dir(self, log_dir: str) -> None:
+    def checkpoint_dir(self, log_dir: str) -> None:
+        """Write ``log_dir``'s recovery-point and log-start-offset checkpoints for the logs it holds now."""
         logs = self._logs_in_dir(log_dir)
         OffsetCheckpointFile(os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT_FILE)).write(
             {tp: lg.recovery_point for tp, lg in logs.items()})
@@ -394,7 +406,7 @@ class LogManager:
             if isinstance(item, UnifiedLog) and not item.closed:
                 item.close()
         for log_dir in self.log_dirs:
-            self._checkpoint_dir(log_dir)
+            self.checkpoint_dir(log_dir)
         self.checkpoint_high_watermarks()
         for log_dir in self.log_dirs:
             CleanShutdownFile(log_dir).write(broker_epoch)

@@ -20,6 +20,8 @@ This room runs the "ZooKeeper" in-process, with the semantics Kafka depends on a
 * :mod:`.errors` -- ZooKeeper's result codes as exceptions (``NodeExistsException``, ``BadVersionException``...).
 * :mod:`.paths` -- Kafka's znode layout and JSON formats (``ZkData.scala``).
 * :mod:`.client` -- :class:`KafkaZkClient`: registration, election, partition states, notifications.
+* :mod:`.fenced_writes` -- the controller's writes: fenced by the controller epoch, many at once in batches
+  (one multi, one snapshot per batch).
 
 Public API::
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional, Union
 
 from kafkalab.common import Time
+from kafkalab.zk import fenced_writes
 from kafkalab.zk.errors import BadVersionException, KeeperException, NodeExistsException, NoNodeException
 from kafkalab.zk.paths import (BROKER_IDS_PATH, BROKER_SEQUENCE_ID_PATH, CLUSTER_ID_PATH, CONFIG_CHANGE_PREFIX,
                                CONFIG_CHANGES_PATH, CONTROLLER_EPOCH_PATH, CONTROLLER_PATH, DEFAULT_ENTITY,
@@ -55,7 +56,8 @@ from kafkalab.zk.paths import (BROKER_IDS_PATH, BROKER_SEQUENCE_ID_PATH, CLUSTER
                                encode_preferred_replica_election, encode_producer_id_block, encode_topic_assignment,
                                isr_change_notification_path, random_uuid, sequence_number, topic_partition_path,
                                topic_partition_state_path, topic_partitions_path, topic_path)
-from kafkalab.zk.store import CheckOp, CreateOp, DeleteOp, Op, Session, SetDataOp, Stat, ZkStore
+from kafkalab.zk.fenced_writes import ControllerMovedException
+from kafkalab.zk.store import CreateOp, DeleteOp, Op, Session, SetDataOp, Stat, ZkStore
 from kafkalab.zk.watches import Watcher
 
 __all__ = ["KafkaZkClient", "ControllerMovedException", "TopicExistsException", "UpdateLeaderAndIsrResult",
@@ -66,11 +68,6 @@ UNKNOWN_VERSION = -2    # ZkVersion.UnknownVersion: "the znode does not exist" (
 INITIAL_CONTROLLER_EPOCH = 0            # KafkaController.InitialControllerEpoch
 INITIAL_CONTROLLER_EPOCH_ZK_VERSION = 0
 _MAX_LONG = (1 << 63) - 1
-
-
-class ControllerMovedException(Exception):
-    """Kafka's ``ControllerMovedException``: another broker won the election, or bumped the controller epoch
-    since this one read it, so this (former) controller must stop writing."""
 
 
 class TopicExistsException(NodeExistsException):
@@ -159,34 +156,36 @@ class KafkaZkClient:
         return self.store.create(path, data, sequential=True, make_parents=True, session=self.session)
 
     def delete_recursive(self, path: str, expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION) -> bool:
-        """Delete ``path`` and everything under it; False if it did not exist."""
-        try:
-            children = self.store.get_children(path, session=self.session)
-        except NoNodeException:
+        """Delete ``path`` and everything under it (children first, in batches: :meth:`_write_all`); False if
+        it did not exist."""
+        doomed: list[str] = []
+        stack = [(path, False)]
+        while stack:  # post-order: every znode after its children
+            current, expanded = stack.pop()
+            if expanded:
+                doomed.append(current)
+                continue
+            try:
+                children = self.store.get_children(current, session=self.session)
+            except NoNodeException:
+                continue
+            stack.append((current, True))
+            stack.extend((f"{current.rstrip('/')}/{child}", False) for child in children)
+        if not doomed:
             return False
-        for child in children:
-            self.delete_recursive(f"{path.rstrip('/')}/{child}", expected_controller_epoch_zk_version)
-        try:
-            self._write(DeleteOp(path), expected_controller_epoch_zk_version)
-        except NoNodeException:
-            pass
+        for result in self._write_all([DeleteOp(p) for p in doomed], expected_controller_epoch_zk_version):
+            if isinstance(result, KeeperException) and not isinstance(result, NoNodeException):
+                raise result
         return True
 
     def _write(self, op: Op, expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION):
         """One write, fenced by the controller epoch's zkVersion unless it is MATCH_ANY_VERSION."""
-        if expected_controller_epoch_zk_version == MATCH_ANY_VERSION:
-            return self.store.multi([op], session=self.session)[0]
-        if expected_controller_epoch_zk_version < 0:
-            raise ValueError(f"expected controller epoch zkVersion {expected_controller_epoch_zk_version} "
-                             "should be non-negative or -1")
-        try:
-            return self.store.multi([CheckOp(CONTROLLER_EPOCH_PATH, expected_controller_epoch_zk_version), op],
-                                    session=self.session)[1]
-        except BadVersionException as e:
-            if e.op_index == 0:
-                raise ControllerMovedException("Controller epoch zkVersion check fails. Expected zkVersion = "
-                                               f"{expected_controller_epoch_zk_version}") from e
-            raise
+        return fenced_writes.write(self.store, self.session, op, expected_controller_epoch_zk_version)
+
+    def _write_all(self, ops: list, expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION) -> list:
+        """Many independent writes in batches (:func:`~kafkalab.zk.fenced_writes.write_all`): per op its result
+        or its KeeperException."""
+        return fenced_writes.write_all(self.store, self.session, ops, expected_controller_epoch_zk_version)
 
     # -- brokers --------------------------------------------------------------------------------------------
     def register_broker(self, broker_info: BrokerInfo) -> int:
@@ -292,21 +291,17 @@ class KafkaZkClient:
                                       ) -> dict[TopicPartition, Union[int, KeeperException]]:
         """Create each ``.../partitions/<p>/state`` (and its parents). Per partition: the new zkVersion (0)
         or the KeeperException (NodeExistsException if another controller got there first)."""
-        for path in sorted({topic_partitions_path(tp.topic) for tp in states} |
-                           {topic_partition_path(*tp) for tp in states}):
-            try:
-                self._write(CreateOp(path), expected_controller_epoch_zk_version)
-            except (NodeExistsException, NoNodeException):  # NoNode: reported per partition below
-                pass
-        results: dict[TopicPartition, Union[int, KeeperException]] = {}
-        for tp, state in states.items():
-            try:
-                self._write(CreateOp(topic_partition_state_path(*tp), encode_partition_state(state)),
-                            expected_controller_epoch_zk_version)
-                results[tp] = 0
-            except KeeperException as e:
-                results[tp] = e
-        return results
+        parents = sorted({topic_partitions_path(tp.topic) for tp in states} |
+                         {topic_partition_path(*tp) for tp in states})
+        # existing parents (new partitions of an old topic) are left out, so the rest can go as one batch;
+        # NodeExists / NoNode among them is reported per partition below
+        self._write_all([CreateOp(path) for path in parents if not self.path_exists(path)],
+                        expected_controller_epoch_zk_version)
+        partitions = list(states)
+        written = self._write_all([CreateOp(topic_partition_state_path(*tp), encode_partition_state(states[tp]))
+                                   for tp in partitions], expected_controller_epoch_zk_version)
+        return {tp: (result if isinstance(result, KeeperException) else 0)
+                for tp, result in zip(partitions, written)}
 
     def create_topic_partition_state(self, tp: TopicPartition, state: LeaderIsrAndControllerEpoch,
                                      expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION) -> int:
@@ -336,16 +331,17 @@ class KafkaZkClient:
         """The controller's write: each state conditional on its ``partition_epoch`` (the version it read).
         ControllerMovedException propagates: a fenced controller must stop altogether."""
         result = UpdateLeaderAndIsrResult()
-        for tp, lai in leader_and_isrs.items():
-            data = encode_partition_state(LeaderIsrAndControllerEpoch(lai, controller_epoch))
-            try:
-                stat = self._write(SetDataOp(topic_partition_state_path(*tp), data, lai.partition_epoch),
-                                   expected_controller_epoch_zk_version)
-                result.finished_partitions[tp] = lai.with_partition_epoch(stat.version)
-            except BadVersionException:
+        partitions = list(leader_and_isrs)
+        written = self._write_all([SetDataOp(topic_partition_state_path(*tp), encode_partition_state(
+            LeaderIsrAndControllerEpoch(leader_and_isrs[tp], controller_epoch)), leader_and_isrs[tp].partition_epoch)
+            for tp in partitions], expected_controller_epoch_zk_version)
+        for tp, stat in zip(partitions, written):
+            if isinstance(stat, BadVersionException):
                 result.partitions_to_retry.append(tp)
-            except KeeperException as e:
-                result.finished_partitions[tp] = e
+            elif isinstance(stat, KeeperException):
+                result.finished_partitions[tp] = stat
+            else:
+                result.finished_partitions[tp] = leader_and_isrs[tp].with_partition_epoch(stat.version)
         return result
 
     def update_partition_state(self, tp: TopicPartition, state: LeaderIsrAndControllerEpoch,

@@ -6,7 +6,9 @@ A real ZooKeeper server makes a write durable by appending it to a transaction l
 acknowledges, and now and then writes a fuzzy snapshot of the whole tree (``dataDir/version-2/log.<zxid>``,
 ``snapshot.<zxid>``). Our tree is small (a lab cluster has a few hundred znodes), so we keep one file and
 rewrite it whole on every committed change, before the change is acknowledged: write ``zk-snapshot.json.tmp``,
-fsync it, rename it over ``zk-snapshot.json`` (atomic on POSIX and Windows), fsync the directory. A crash
+fsync it, rename it over ``zk-snapshot.json`` (atomic on POSIX and Windows), fsync the directory. A topic of
+thousands of partitions would make that one snapshot per znode; the controller therefore writes such znodes in
+batches of one ``multi`` each (:mod:`kafkalab.zk.fenced_writes`), so the file is rewritten once per batch. A crash
 leaves either the old snapshot or the new one, never half of one, and a write that returned is on disk.
 
 Only **persistent** znodes are written. Ephemeral znodes live and die with their session, and no session

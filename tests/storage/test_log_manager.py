@@ -221,3 +221,30 @@ def test_deletion_task_sleeps_while_nothing_is_queued(manager, clock, monkeypatc
     assert not [d for d in os.listdir(log.parent_dir) if d.endswith("-delete")]
     clock.advance(5_000)
     assert len(runs) == 2
+
+
+def test_a_deleted_topic_of_many_partitions_is_removed_a_few_directories_per_run(manager, clock, monkeypatch):
+    """The directories go in runs of LOGS_DELETED_PER_RUN (each run is work on the broker's event loop), the
+    rest a millisecond later; and the dirs' checkpoints can be written once for many deletions."""
+    from kafkalab.storage import log_manager as lm_module
+
+    monkeypatch.setattr(lm_module, "LOGS_DELETED_PER_RUN", 3)
+    lm = manager()
+    logs = [lm.get_or_create_log("wide", p) for p in range(7)]
+    parents = {log.parent_dir for log in logs}
+    for p in range(7):
+        lm.delete_log("wide", p, checkpoint=False)
+    for parent in parents:
+        lm.checkpoint_dir(parent)
+        assert "wide" not in open(os.path.join(parent, "recovery-point-offset-checkpoint")).read()
+
+    def left():
+        return sum(1 for parent in parents for d in os.listdir(parent) if d.endswith("-delete"))
+
+    assert left() == 7
+    clock.advance(60_000)
+    assert left() == 4
+    clock.advance(1)
+    assert left() == 1
+    clock.advance(1)
+    assert left() == 0

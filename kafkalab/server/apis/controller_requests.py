@@ -13,7 +13,10 @@ with STALE_CONTROLLER_EPOCH.
 * **StopReplica** -- stop serving these partitions, and delete their logs when the topic is deleted.
 
 They arrive over the network like any request, from the controller's channel to this broker (the controller
-sends to its own broker the same way), with ``clientId`` = the controller's broker id. kafkalab accepts them
+sends to its own broker the same way), with ``clientId`` = the controller's broker id. LeaderAndIsr and
+StopReplica answer once every partition is handled, but the replica manager lets the event loop serve other
+connections between partitions (a thousand new logs are seconds of file work): their handlers are coroutines,
+as Kafka's run on a request-handler thread while the network threads go on. kafkalab accepts them
 only on the **inter-broker listener** (``inter.broker.listener.name`` / ``security.inter.broker.protocol``):
 Kafka guards them with the CLUSTER_ACTION permission, which only brokers hold; kafkalab has no authorizer,
 so the listener stands for that permission and other listeners get CLUSTER_AUTHORIZATION_FAILED. A request
@@ -50,15 +53,15 @@ def _live_leaders(body, version: int) -> dict:
     return {lead.broker_id: (lead.host_name, lead.port) for lead in (body.live_leaders or ())}
 
 
-def leader_and_isr(broker, body, version: int):
+async def leader_and_isr(broker, body, version: int):
     states = _states(body, version)
     topic_ids = {t.topic_name: t.topic_id for t in body.topic_states} if version >= 5 else {}
     if body.controller_epoch < broker.replica_manager.controller_epoch:
         results = {(t, ps.partition_index): ErrorCode.STALE_CONTROLLER_EPOCH for t, ps in states}
         top = ErrorCode.STALE_CONTROLLER_EPOCH
     else:
-        results = broker.replica_manager.become_leader_or_follower(body.controller_id, body.controller_epoch,
-                                                                   states, topic_ids, _live_leaders(body, version))
+        results = await broker.replica_manager.become_leader_or_follower(
+            body.controller_id, body.controller_epoch, states, topic_ids, _live_leaders(body, version))
         top = ErrorCode.NONE
         offsets = [(ps, results.get((t, ps.partition_index))) for t, ps in states if t == "__consumer_offsets"]
         if offsets and hasattr(broker, "on_offsets_partitions"):
@@ -94,7 +97,7 @@ def update_metadata(broker, body, version: int):
     return UpdateMetadataResponse(error_code=ErrorCode.NONE)
 
 
-def stop_replica(broker, body, version: int):
+async def stop_replica(broker, body, version: int):
     if version >= 3:
         parts = [(t.topic_name, ps.partition_index, ps.delete_partition) for t in body.topic_states
                  for ps in t.partition_states]
@@ -102,7 +105,7 @@ def stop_replica(broker, body, version: int):
         parts = [(t.name, p, body.delete_partitions) for t in body.topics for p in t.partition_indexes]
     else:
         parts = [(p.topic_name, p.partition_index, body.delete_partitions) for p in body.ungrouped_partitions]
-    results = broker.replica_manager.stop_replicas(body.controller_epoch, parts)
+    results = await broker.replica_manager.stop_replicas(body.controller_epoch, parts)
     stopped = [p for t, p, _ in parts if t == "__consumer_offsets" and results.get((t, p)) == ErrorCode.NONE]
     if stopped and hasattr(broker, "on_offsets_partitions"):
         broker.on_offsets_partitions({}, stopped)

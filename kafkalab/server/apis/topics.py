@@ -22,6 +22,10 @@ The controller's broker does not create anything itself. For each topic it:
 
 What is checked, per topic, with Kafka's error codes:
 
+* Both creating requests -- more than 10,000 new partitions in the whole request (counted over its topics:
+  ``num_partitions``, ``num.partitions`` for -1, or the manual assignment's size; for CreatePartitions the
+  partitions each ``count`` adds): POLICY_VIOLATION "Excessively large number of partitions per request." for
+  every topic, nothing created (Kafka's ``MAX_PARTITIONS_PER_BATCH``).
 * CreateTopics -- a name listed twice in one request: INVALID_REQUEST for each entry; the name rules
   (INVALID_TOPIC_EXCEPTION); already there or being deleted: TOPIC_ALREADY_EXISTS; ``num_partitions`` and
   ``replication_factor`` (``-1`` means the broker's ``num.partitions`` / ``default.replication.factor``):
@@ -50,6 +54,7 @@ from typing import Optional
 
 from kafkalab.controller.channel import topic_uuid
 from kafkalab.protocol import ApiException, ApiKey, ErrorCode, response_class
+from kafkalab.server.admin_manager import validate_total_number_of_partitions
 from kafkalab.server.apis.base import Delayed, handles
 from kafkalab.server.metadata_cache import NO_LEADER
 from kafkalab.storage.log_config import LogConfig
@@ -81,6 +86,24 @@ def _failure(e: Exception) -> tuple[int, Optional[str]]:
         return ErrorCode.UNKNOWN_SERVER_ERROR, None
     message = str(e)
     return e.error_code, (None if message == e.info.message else message)
+
+
+def _all_have_leaders(broker, pending: dict[str, list[int]]):
+    """The check a creating request waits on: true once this broker's metadata cache shows a leader for every
+    partition in ``pending``. It forgets the partitions already seen with one, so a look every few milliseconds
+    costs only what is still missing, not a thousand lookups each time (the answer re-checks them all)."""
+    cache = broker.metadata_cache
+    missing = [(topic, p) for topic, partitions in pending.items() for p in partitions]
+
+    def done() -> bool:
+        nonlocal missing
+        while missing:
+            state = cache.partition_state(*missing[-1])
+            if state is None or state.leader == NO_LEADER:
+                return False
+            missing.pop()
+        return True
+    return done
 
 
 def _missing_leaders(broker, topic: str, partitions) -> int:
@@ -121,6 +144,9 @@ def handle_create_topics(broker, request):
         return R(throttle_time_ms=0, topics=tuple(R.CreatableTopicResult(name=t.name,
                                                                           error_code=ErrorCode.NOT_CONTROLLER)
                                                    for t in body.topics))
+    # the whole request fails (POLICY_VIOLATION for every topic) before anything is placed
+    validate_total_number_of_partitions(broker.admin.partitions_to_create(t.num_partitions, len(t.assignments))
+                                        for t in body.topics)
     names = [t.name for t in body.topics]
     results: list[dict] = []
     pending: dict[str, list[int]] = {}          # created topic -> its partitions (to wait for)
@@ -164,8 +190,7 @@ def handle_create_topics(broker, request):
         return respond(waited=False)
 
     async def wait():
-        await broker.admin.wait_for(lambda: not any(_missing_leaders(broker, n, ps) for n, ps in pending.items()),
-                                    body.timeout_ms)
+        await broker.admin.wait_for(_all_have_leaders(broker, pending), body.timeout_ms)
         return respond(waited=True)
     return Delayed(wait())
 
@@ -256,6 +281,9 @@ def handle_create_partitions(broker, request):
     if not _is_active_controller(broker):
         for t in body.topics:
             results[t.name] = [ErrorCode.NOT_CONTROLLER, None]
+    else:  # as CreateTopics: the partitions the whole request adds, before anything is placed
+        validate_total_number_of_partitions(broker.admin.partitions_to_add(t.name, t.count)
+                                            for t in {t.name: t for t in body.topics}.values())
     names = [t.name for t in body.topics]
     pending: dict[str, list[int]] = {}
     for t in body.topics:
@@ -288,7 +316,6 @@ def handle_create_partitions(broker, request):
         return respond(waited=False)
 
     async def wait():
-        await broker.admin.wait_for(lambda: not any(_missing_leaders(broker, n, ps) for n, ps in pending.items()),
-                                    body.timeout_ms)
+        await broker.admin.wait_for(_all_have_leaders(broker, pending), body.timeout_ms)
         return respond(waited=True)
     return Delayed(wait())
