@@ -191,6 +191,9 @@ def run_configuration(b: BrokerProcess, prof: ClientProfile, parts: int, tag: st
     c = out["consume"]
     c["broker_cpu_per_fetch"] = (c["broker_cpu_total_s"] / c["fetch_requests"]
                                  if c.get("broker_cpu_total_s") is not None and c.get("fetch_requests") else None)
+    # librdkafka fetches sessionless: every Fetch names every assigned partition, idle or not.
+    c["broker_cpu_per_partition_fetch"] = (c["broker_cpu_per_fetch"] / parts
+                                           if c["broker_cpu_per_fetch"] is not None else None)
     return out
 
 
@@ -323,6 +326,8 @@ CONFIG_METRICS = [
     ("broker CPU, produce acks=1", "us/rec", False, lambda c: _per_record(c.get("produce_acks1"))),
     ("broker CPU, consume", "us/rec", False, lambda c: _per_record(c.get("consume"))),
     ("broker CPU per Fetch request", "us/fetch", False, lambda c: _consumed(c, "broker_cpu_per_fetch", 1e6)),
+    ("broker CPU per partition per Fetch", "us", False,
+     lambda c: _consumed(c, "broker_cpu_per_partition_fetch", 1e6)),
     ("Produce requests (producer, acks=1)", "count", False, lambda c: (c.get("produce_acks1") or {}).get("produce_requests")),
     ("records per Produce request (acks=1)", "rec/req", True, lambda c: _records_per_request(c.get("produce_acks1"))),
     ("Fetch requests (consumer)", "count", False, lambda c: _consumed(c, "fetch_requests")),

@@ -381,7 +381,7 @@ class _Gen:
             if id(f) in present or f.ignorable or not self.strict:
                 continue
             dflt = self.const(self.message.default_value(f), "dflt")
-            lines.append(f"{ind}if {local[f.attr]} != {dflt}:")
+            lines.append(f"{ind}if {local[f.attr]} is not {dflt} and {local[f.attr]} != {dflt}:")
             lines.append(f"{ind}    raise _EncodeError('{self.message.name}: field {f.name} is not supported at "
                          f"version {self.version} but has a non-default value')")
         i = 0
@@ -415,8 +415,10 @@ class _Gen:
         for f in tagged:
             dflt = self.const(self.message.default_value(f), "dflt")
             saved = self.name("out")
-            # A tagged value goes into its own buffer first: its size precedes it on the wire.
-            lines.append(f"{ind}if {local[f.attr]} != {dflt} or {f.tag} in {pt}:")
+            # A tagged value goes into its own buffer first: its size precedes it on the wire. (The identity test
+            # first: a struct left at its default is the default object, and its == is a Python-level call.)
+            v = local[f.attr]
+            lines.append(f"{ind}if ({v} is not {dflt} and {v} != {dflt}) or {f.tag} in {pt}:")
             lines.append(f"{ind}    {saved} = out; out = []; w = out.append")
             self.write_value(f, local[f.attr], lines, ind + "    ")
             lines.append(f"{ind}    {tf}.append(({f.tag}, b''.join(out)))")

@@ -194,6 +194,7 @@ class Message:
         self.latest_unstable = latest_unstable
         self.listeners = tuple(listeners)
         self._classes: dict[str, type] = {}
+        self._struct_defaults: dict[str, object] = {}
         self._attached = False
 
     def __repr__(self) -> str:
@@ -272,8 +273,13 @@ class Message:
         if f.is_array:
             return ()
         if f.is_struct:
-            # Kafka: a non-nullable struct defaults to an instance with every field at its default.
-            return self.struct_class(f)()
+            # Kafka: a non-nullable struct defaults to an instance with every field at its default. One shared
+            # instance per struct type (they are immutable): the body classes and the codec then hold the same
+            # object, and the encoder's "left at its default?" test is an identity check.
+            default = self._struct_defaults.get(f.element_type)
+            if default is None:
+                default = self._struct_defaults[f.element_type] = self.struct_class(f)()
+            return default
         t = f.type
         if t == "bool":
             return False
