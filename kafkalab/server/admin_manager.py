@@ -37,7 +37,7 @@ from kafkalab.storage.log_config import TOPIC_CONFIGS, LogConfig
 from kafkalab.zk import NodeExistsException, NoNodeException, TopicExistsException
 from kafkalab.zk.paths import ConfigType
 
-__all__ = ["AdminManager", "validate_topic_name", "INTERNAL_TOPICS", "OP_SET", "OP_DELETE", "OP_APPEND",
+__all__ = ["AdminManager", "validate_topic_name", "is_legal_topic_name", "INTERNAL_TOPICS", "OP_SET", "OP_DELETE", "OP_APPEND",
            "OP_SUBTRACT"]
 
 log = logging.getLogger("kafkalab.server.AdminManager")
@@ -60,10 +60,20 @@ def validate_topic_name(name: str) -> None:
         raise ApiException(ErrorCode.INVALID_TOPIC_EXCEPTION,
                            f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, "
                            f"topic name: {name}")
-    if not _LEGAL.match(name):
+    if not _LEGAL.fullmatch(name):  # the whole name: ``$`` alone would let a trailing newline through
         raise ApiException(ErrorCode.INVALID_TOPIC_EXCEPTION,
                            f'Topic name "{name}" is illegal, it contains a character other than ASCII '
                            f"alphanumerics, '.', '_' and '-'")
+
+
+def is_legal_topic_name(name: str) -> bool:
+    """True when :func:`validate_topic_name` accepts ``name``: only such a topic can exist, so a request naming
+    another one is answered without looking it up (a NUL byte is not even a legal znode path)."""
+    try:
+        validate_topic_name(name)
+    except ApiException:
+        return False
+    return True
 
 
 def _collision_key(name: str) -> str:
@@ -245,14 +255,14 @@ class AdminManager:
     def is_topic_queued_for_deletion(self, name: str) -> bool:
         controller = self.broker.controller
         queued = controller is not None and name in controller.context.topics_being_deleted
-        return queued or self.zk.is_topic_marked_for_deletion(name)
+        return queued or (is_legal_topic_name(name) and self.zk.is_topic_marked_for_deletion(name))
 
     def create_partitions(self, name: str, count: int, assignment: Optional[list] = None,
                           validate_only: bool = False) -> list[int]:
         """CreatePartitions for one topic (``ZkAdminManager.createPartitions``,
         ``AdminZkClient.createNewPartitionsAssignment``). ``assignment`` is None (place them like a new topic's)
         or one replica list per new partition. Returns every partition the topic has afterwards."""
-        found = self.zk.get_replica_assignment_and_topic_id(name)
+        found = self.zk.get_replica_assignment_and_topic_id(name) if is_legal_topic_name(name) else None
         if found is None or not found.assignment:
             raise ApiException(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
         existing = {p: list(ra.replicas) for p, ra in found.assignment.items()}
@@ -313,6 +323,7 @@ class AdminManager:
         notification every broker reacts to."""
         if not name:
             raise ApiException(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
+        validate_topic_name(name)   # first, as AdminZkClient.validateTopicConfig (and before any znode path)
         overrides = dict(self.topic_overrides(name))
         for key, op, value in changes:
             if op == OP_SET:
@@ -343,7 +354,6 @@ class AdminManager:
                 raise ApiException(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
         if not self.broker.metadata_cache.contains_topic(name) or not self.zk.topic_exists(name):
             raise ApiException(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
-        validate_topic_name(name)
         try:
             self._validate_topic_configs(overrides)
         except ApiException as e:
