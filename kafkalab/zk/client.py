@@ -47,7 +47,8 @@ from kafkalab.zk.paths import (BROKER_IDS_PATH, BROKER_SEQUENCE_ID_PATH, CLUSTER
                                TopicIdReplicaAssignment, TopicPartition, config_entity_path, config_entity_type_path,
                                decode_broker_info, decode_cluster_id, decode_config_change_notification,
                                decode_controller, decode_controller_epoch, decode_entity_config,
-                               decode_isr_change_notification,
+                               decode_isr_change_notification, encode_log_dir_event_notification,
+                               log_dir_event_notification_path,
                                decode_partition_state, decode_preferred_replica_election, decode_producer_id_block,
                                decode_topic_assignment, delete_topic_path, encode_broker_info, encode_cluster_id,
                                encode_config_change_notification, encode_controller, encode_controller_epoch,
@@ -502,6 +503,11 @@ class KafkaZkClient:
 
     def delete_topic_znode(self, topic: str, expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION) -> None:
         self.delete_recursive(topic_path(topic), expected_controller_epoch_zk_version)
+
+    def propagate_log_dir_event(self, broker_id: int) -> str:
+        """A broker tells the controller one of its log dirs failed: a new ``log_dir_event_<seq>``."""
+        return self.create_sequential_persistent_path(log_dir_event_notification_path(),
+                                                      encode_log_dir_event_notification(broker_id))
 
     def propagate_isr_changes(self, partitions: Iterable[TopicPartition]) -> str:
         """A leader tells the controller its ISR changed: a new ``isr_change_<seq>``; returns its path."""
