@@ -36,8 +36,9 @@ partition under ``/isr_change_notification``, whose watch tells the controller t
 runs :meth:`ReplicaManager.handle_log_dir_failure` on the broker's loop. Every partition whose log lives there
 goes *offline*: its fetcher stops, and from then on Produce, Fetch, ListOffsets, LeaderAndIsr and StopReplica
 answer KAFKA_STORAGE_ERROR for it ("Partition t-0 is in an offline log directory") until the broker restarts.
-The log manager closes those logs, the broker writes ``/log_dir_event_notification/log_dir_event_<seq>``, and
-if no log dir is left the broker halts.
+The log manager closes those logs, the broker writes ``/log_dir_event_notification/log_dir_event_<seq>`` (the
+controller then asks it about its replicas and moves the leadership of the offline ones, see
+:mod:`kafkalab.controller.log_dir_failures`), and if no log dir is left the broker halts.
 
 The purgatories' timers are driven on the broker's event loop with the broker's ``Time``: a real clock, or
 a ``MockTime`` whose ``advance`` expires delayed requests exactly when a test moves it.

@@ -14,7 +14,8 @@ the cause, and, the first time a directory fails, hands it to the *failure handl
 * the log manager closes their logs and stops writing checkpoints there; no clean-shutdown marker is written
   there at shutdown, so the next start recovers it;
 * DescribeLogDirs reports the directory with KAFKA_STORAGE_ERROR;
-* the broker writes ``/log_dir_event_notification/log_dir_event_<seq>`` for the controller;
+* the broker writes ``/log_dir_event_notification/log_dir_event_<seq>``; the controller then moves the
+  leadership of those replicas to other ISR members (``kafkalab.controller.log_dir_failures``);
 * when no directory is left, the broker halts ("Shutdown broker because all log dirs in ... have failed"):
   another replica must take over, since this broker can store nothing.
 

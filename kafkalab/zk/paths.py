@@ -47,6 +47,7 @@ __all__ = [
     "DELETE_TOPICS_PATH", "PREFERRED_REPLICA_ELECTION_PATH", "ISR_CHANGE_NOTIFICATION_PATH", "ISR_CHANGE_PREFIX",
     "CLUSTER_PATH", "CLUSTER_ID_PATH", "PRODUCER_ID_BLOCK_PATH", "CONSUMERS_PATH", "LOG_DIR_EVENT_NOTIFICATION_PATH",
     "LOG_DIR_EVENT_PREFIX", "LOG_DIR_FAILURE_EVENT", "log_dir_event_notification_path", "encode_log_dir_event_notification",
+    "decode_log_dir_event_notification",
     "PERSISTENT_ZK_PATHS", "ConfigType", "DEFAULT_ENTITY",
     "broker_id_path", "topic_path", "topic_partitions_path", "topic_partition_path", "topic_partition_state_path",
     "config_entity_type_path", "config_entity_path", "delete_topic_path", "isr_change_notification_path",
@@ -499,7 +500,13 @@ def decode_isr_change_notification(data: bytes) -> list[TopicPartition]:
 
 def encode_log_dir_event_notification(broker_id: int, event: int = LOG_DIR_FAILURE_EVENT) -> bytes:
     """``LogDirEventNotificationSequenceZNode``: which broker had a log dir event (``{"version":1,...}``)."""
-    return json.dumps({"version": 1, "broker": broker_id, "event": event}, separators=(",", ":")).encode()
+    return _json({"version": 1, "broker": broker_id, "event": event})
+
+
+def decode_log_dir_event_notification(data: bytes) -> int:
+    """The broker id of a ``log_dir_event_<seq>`` notification."""
+    z = "LogDirEventNotificationSequenceZNode"
+    return _field(z, _parse(z, data), "broker", int)
 
 
 def encode_preferred_replica_election(partitions: Iterable[TopicPartition]) -> bytes:

@@ -3,8 +3,9 @@
 The failure is an OSError from the file system (ENOSPC from the segment's write, or a checkpoint that cannot be
 written): the request that hit it gets KAFKA_STORAGE_ERROR, the error is logged with Kafka's message, the
 directory's partitions stop being served, DescribeLogDirs reports the directory with KAFKA_STORAGE_ERROR, the
-controller is notified under ``/log_dir_event_notification``, and a broker with no log dir left halts. Nothing
-acknowledged is lost. A clean shutdown (SIGTERM) whose high-watermark checkpoint fails logs it and exits 0.
+controller is notified under ``/log_dir_event_notification`` and moves the offline replicas' leadership to another
+ISR member, and a broker with no log dir left halts. Nothing acknowledged is lost. A clean shutdown (SIGTERM)
+whose high-watermark checkpoint fails logs it and exits 0.
 """
 from __future__ import annotations
 
@@ -98,13 +99,46 @@ def test_a_failed_append_takes_only_its_log_dir_offline(tmp_path, monkeypatch, c
 
         assert broker.is_running
         assert broker.log_manager.offline_log_dirs == [failing]
-        assert broker.zk.get_children("/log_dir_event_notification")
+        wait_until(lambda: ("leader_and_isr_response_received", "ok") in broker.controller.event_log)
+        assert ("log_dir_event_notification", "ok") in broker.controller.event_log     # notified, then asked
         logged = messages(caplog)
         assert f"Error while appending records to t-0 in dir {failing} (OSError: [Errno 28] " \
                f"No space left on device)" in logged
         assert f"Stopping serving logs in dir {failing}" in logged
         assert f"[ReplicaManager broker=0] Stopped serving replicas in dir {failing}" in logged
         assert not any("Shutdown broker" in m for m in logged)
+
+
+class TwoDisksEach(Cluster):
+    """Every broker with two log dirs, ``disk-a`` and ``disk-b``."""
+
+    def _broker_config(self, broker_id: int) -> dict:
+        config = super()._broker_config(broker_id)
+        config["log.dirs"] = ",".join(f"{config['log.dirs']}/disk-{d}" for d in "ab")
+        return config
+
+
+def test_the_controller_moves_leadership_off_a_failed_log_dir(monkeypatch):
+    with TwoDisksEach(brokers=2) as cluster:
+        cluster.create_topic("t", assignment={0: [0, 1], 1: [0, 1]})       # broker 0 leads both
+        leader, follower = cluster.broker(0), cluster.broker(1)
+        with Conn(leader.bound_endpoints[0].port) as conn:
+            assert produce(conn, "t", 0, b"acked").error_code == ErrorCode.NONE
+            assert produce(conn, "t", 1, b"acked").error_code == ErrorCode.NONE
+            failing = leader.log_manager.get_log("t", 0).parent_dir
+            assert leader.log_manager.get_log("t", 1).parent_dir != failing
+            fail_writes_under(monkeypatch, failing)
+            assert produce(conn, "t", 0).error_code == ErrorCode.KAFKA_STORAGE_ERROR
+
+        def state(p):
+            return follower.metadata_cache.partition_state("t", p)
+        wait_until(lambda: state(0).leader == 1)
+        assert state(0).isr == (1,) and state(0).offline_replicas == (0,)
+        assert state(1).leader == 0 and set(state(1).isr) == {0, 1} and state(1).offline_replicas == ()
+        assert leader.is_running and not cluster.zk_store.get_children("/log_dir_event_notification")
+        with Conn(follower.bound_endpoints[0].port) as conn:
+            assert produce(conn, "t", 0, b"after").error_code == ErrorCode.NONE   # the new leader serves
+        assert follower.log_manager.get_log("t", 0).log_end_offset == 2         # "acked" was replicated
 
 
 def test_a_broker_whose_every_log_dir_failed_halts_and_loses_nothing(monkeypatch, caplog):
