@@ -256,7 +256,8 @@ class UnifiedLog:
 
     def delete_old_segments(self) -> int:
         """Apply retention (:class:`~.retention.LogRetention`); returns how many segments were deleted."""
-        return self.retention.delete_old_segments()
+        with _storage_errors("Error while deleting segments for {tp} in dir {dir}", self):
+            return self.retention.delete_old_segments()
 
     def maybe_increment_high_watermark(self, offset: int) -> bool:
         """Move the high watermark forward only (the leader's rule); True if it moved."""
@@ -447,7 +448,8 @@ class UnifiedLog:
         if target_offset < 0:
             raise ValueError(f"Cannot truncate partition {self.topic_partition} to a negative offset "
                              f"({target_offset}).")
-        with self._lock:
+        with self._lock, _storage_errors(f"Error while truncating log to offset {target_offset} for {{tp}} in dir "
+                                         "{dir}", self):
             if target_offset >= self.log_end_offset:
                 self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
                 return False
