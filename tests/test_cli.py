@@ -65,3 +65,26 @@ def test_broker_started_line_names_the_bound_listener(tmp_path):
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
     assert line.strip() == f"[KafkaServer id=0] started (listeners: PLAINTEXT://127.0.0.1:{port})"
+
+
+def test_broker_command_exits_1_when_the_broker_halts():
+    # Every log dir failed: the broker halts itself (Kafka's Exit.halt(1)) and `kafkalab broker` exits with 1.
+    import asyncio
+
+    from kafkalab.cli.broker import _serve
+
+    class HaltingBroker:
+        broker_id = 0
+        socket_server = type("Sockets", (), {"bound_endpoints": staticmethod(lambda: [])})()
+        shut_down = False
+
+        async def startup(self):
+            self.halted = asyncio.Event()
+            asyncio.get_running_loop().call_later(0.01, self.halted.set)
+
+        async def shutdown(self):
+            self.shut_down = True
+
+    broker = HaltingBroker()
+    assert asyncio.run(asyncio.wait_for(_serve(broker), 10)) == 1
+    assert broker.shut_down        # (a no-op on a halted broker, which is no longer running)

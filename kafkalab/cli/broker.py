@@ -76,8 +76,12 @@ async def _serve(server) -> int:
         # the broker logs this line itself at INFO; keep it when the log level hides INFO
         print(f"[KafkaServer id={server.broker_id}] started (listeners: "
               f"{', '.join(str(ep) for ep in server.socket_server.bound_endpoints())})", file=sys.stderr, flush=True)
+    stopping = asyncio.ensure_future(stop.wait())
+    halting = asyncio.ensure_future(server.halted.wait())
     try:
-        await stop.wait()
+        await asyncio.wait((stopping, halting), return_when=asyncio.FIRST_COMPLETED)
     finally:
+        for waiter in (stopping, halting):
+            waiter.cancel()
         await server.shutdown()
-    return 0
+    return 1 if server.halted.is_set() else 0   # halted: every log dir failed (Kafka's Exit.halt(1))

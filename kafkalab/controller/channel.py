@@ -104,7 +104,8 @@ class ControllerBrokerRequestBatch:
         ctx = self.context
         state = ctx.partition_states.get(tp)
         replicas = tuple(ctx.replicas(tp))
-        offline = tuple(b for b in replicas if b not in ctx.live_brokers)
+        offline = tuple(b for b in replicas if b not in ctx.live_brokers
+                        or tp in ctx.replicas_on_offline_dirs.get(b, ()))
         if state is None or tp[0] in ctx.topics_being_deleted:
             leader, epoch, isr, zkv, cepoch = LEADER_DURING_DELETE, -1, (), 0, ctx.epoch
             if state is not None:

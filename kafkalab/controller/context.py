@@ -28,6 +28,8 @@ class ControllerContext:
         self.partition_states: dict[tuple[str, int], object] = {}  # -> LeaderIsrAndControllerEpoch
         self.topics_being_deleted: set[str] = set()
         self.inter_broker_listener: str = "PLAINTEXT"
+        #: broker id -> partitions whose replica there is in a failed log dir (until that broker restarts)
+        self.replicas_on_offline_dirs: dict[int, set[tuple[str, int]]] = {}
 
     def clear(self) -> None:
         self.__init__()
@@ -41,6 +43,10 @@ class ControllerContext:
 
     def is_live(self, broker_id: int) -> bool:
         return broker_id in self.live_brokers and broker_id not in self.shutting_down_brokers
+
+    def is_replica_online(self, broker_id: int, tp: tuple[str, int]) -> bool:
+        """The broker is live and the replica's log dir has not failed (Kafka's ``isReplicaOnline``)."""
+        return self.is_live(broker_id) and tp not in self.replicas_on_offline_dirs.get(broker_id, ())
 
     def replicas(self, tp: tuple[str, int]) -> tuple[int, ...]:
         return self.assignments.get(tp, ())
@@ -64,7 +70,7 @@ class ControllerContext:
             state = self.partition_states.get(tp)
             if tp[0] in self.topics_being_deleted:
                 continue
-            if state is None or not self.is_live(state.leader_and_isr.leader):
+            if state is None or not self.is_replica_online(state.leader_and_isr.leader, tp):
                 out.append(tp)
         return sorted(out)
 

@@ -20,6 +20,8 @@ The active controller works through **events**, one at a time (Kafka's Controlle
 * *partition modification* -- CreatePartitions added partitions to a topic;
 * *topic deletion* (``/admin/delete_topics``) -- StopReplica with delete to every replica, then the znodes go;
 * *ISR change notification* -- a leader changed an ISR in ZooKeeper; all brokers get UpdateMetadata;
+* *log dir event notification* / *LeaderAndIsr response received* -- a broker's log dir failed: its replicas
+  there go offline and lose their leaderships (:mod:`.log_dir_failures`);
 * *controlled shutdown* (a ControlledShutdown request, key 7, from a broker about to stop) -- the broker is
   marked shutting down; each partition it leads gets a new leader among the other ISR members (chosen as in
   :func:`~.election.controlled_shutdown_leader`), it leaves the ISR of those it follows (after a StopReplica
@@ -47,7 +49,9 @@ from typing import Callable, NamedTuple, Optional
 from kafkalab.controller.channel import ControllerBrokerRequestBatch, send_all
 from kafkalab.controller.context import ControllerContext
 from kafkalab.controller.election import controlled_shutdown_leader, offline_partition_leader
-from kafkalab.protocol import ErrorCode
+from kafkalab.controller.log_dir_failures import (on_leader_and_isr_response_received, on_log_dir_event_notification,
+                                                  storage_errors_in, watch_log_dir_events)
+from kafkalab.protocol import ApiKey, ErrorCode
 from kafkalab.zk import ControllerMovedException, KeeperException, NodeExistsException
 from kafkalab.zk.paths import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
 
@@ -229,6 +233,7 @@ class KafkaController:
         deletions = self.zk.get_topic_deletions(watch=self._watch("topic_deletion"))
         ctx.topics_being_deleted.update(t for t in deletions if (t, 0) in ctx.assignments or t in ctx.topic_ids)
         self.zk.get_all_isr_change_notifications(watch=self._watch("isr_change_notification"))
+        watch_log_dir_events(self.zk, ctx, self._watch("log_dir_event_notification"))
         batch = self._batch()
         batch.add_update_metadata(ctx.live_broker_ids(), list(ctx.assignments))
         # Partitions never initialised (the creator died halfway) or without a live leader need an election.
@@ -274,9 +279,17 @@ class KafkaController:
         if hasattr(self.channel, "enqueue"):
             # Kafka's controller never waits for brokers: each request joins its broker's queue.
             for broker_id, api_key, version, body in requests:
-                self.channel.enqueue(broker_id, api_key, version, body)
+                self.channel.enqueue(broker_id, api_key, version, body,
+                                     callback=self._on_response if api_key == ApiKey.LEADER_AND_ISR else None)
             return
-        await send_all(self.channel, requests)
+        await send_all(self.channel, requests, on_response=self._on_response)
+
+    def _on_response(self, broker_id: int, api_key: int, response) -> None:
+        """A LeaderAndIsr answer with KAFKA_STORAGE_ERROR partitions becomes a LeaderAndIsrResponseReceived event."""
+        if api_key == ApiKey.LEADER_AND_ISR and self.is_active:
+            failed = storage_errors_in(response, self.context)
+            if failed:
+                self.enqueue("leader_and_isr_response_received", broker_id, failed)
 
     # ------------------------------------------------------------------------------------------ partitions
     async def _initialize_partitions(self, partitions, batch) -> None:
@@ -323,8 +336,8 @@ class KafkaController:
             if state is None:
                 continue
             lai = state.leader_and_isr
-            election = offline_partition_leader(ctx.replicas(tp), lai.isr, ctx.live_broker_ids(),
-                                                self.unclean_election(tp[0]))
+            online = [b for b in ctx.live_broker_ids() if ctx.is_replica_online(b, tp)]
+            election = offline_partition_leader(ctx.replicas(tp), lai.isr, online, self.unclean_election(tp[0]))
             if election.leader < 0:
                 if lai.leader != -1:  # record that the partition is offline: leader -1, same ISR
                     updates[tp] = lai.new_leader_and_isr(-1, lai.isr)
@@ -373,12 +386,14 @@ class KafkaController:
             ctx.live_brokers.pop(b, None)
             ctx.broker_epochs.pop(b, None)
             ctx.shutting_down_brokers.discard(b)
+            ctx.replicas_on_offline_dirs.pop(b, None)
             self._remove_channel(b)
         for b in new:
             info, epoch = registered[b]
             ctx.live_brokers[b] = info
             ctx.broker_epochs[b] = epoch
             ctx.shutting_down_brokers.discard(b)  # a new incarnation (restart, or a new session)
+            ctx.replicas_on_offline_dirs.pop(b, None)
             self._remove_channel(b)  # a bounced broker: its old connection is dead
             self._add_channel(b)
         if dead:
@@ -530,6 +545,15 @@ class KafkaController:
             self.zk.delete_topic_deletions([topic], ctx.epoch_zk_version)
             ctx.remove_topic(topic)
 
+    # ------------------------------------------------------------------------------------------ log dir failures
+    async def _on_log_dir_event_notification(self) -> None:
+        if self.is_active:
+            await on_log_dir_event_notification(self, self._watch("log_dir_event_notification"))
+
+    async def _on_leader_and_isr_response_received(self, broker_id: int, partitions: list) -> None:
+        if self.is_active:
+            await on_leader_and_isr_response_received(self, broker_id, partitions)
+
     # ------------------------------------------------------------------------------------------ ISR changes
     async def _on_isr_change_notification(self) -> None:
         if not self.is_active:
@@ -581,4 +605,11 @@ EVENTS: dict[str, ControllerEvent] = {
                                                "changed an ISR"),
     "controlled_shutdown": ControllerEvent(KafkaController._on_controlled_shutdown, "ControlledShutdown",
                                            "a ControlledShutdown request (key 7) from a broker about to stop"),
+    "log_dir_event_notification": ControllerEvent(KafkaController._on_log_dir_event_notification,
+                                                  "LogDirEventNotification",
+                                                  "watch on the children of /log_dir_event_notification: a "
+                                                  "broker's log dir failed"),
+    "leader_and_isr_response_received": ControllerEvent(KafkaController._on_leader_and_isr_response_received,
+                                                        "LeaderAndIsrResponseReceived",
+                                                        "a LeaderAndIsr response with KAFKA_STORAGE_ERROR partitions"),
 }

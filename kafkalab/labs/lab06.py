@@ -46,7 +46,8 @@ from kafkalab.viz.style import UI_FONT as _FONT
 __all__ = ["TOPIC", "T0", "FILE_ROLES", "file_tree", "read_masked", "Segment", "IndexEntry", "BatchInfo",
            "segments", "batches_of", "index_entries", "time_index_entries", "segment_file_for", "lookup_walk",
            "dump_log", "produce_batches", "list_offsets", "ByteDiff", "SegmentMap", "HEADER_FIELDS", "deletable_by_time",
-           "compacted", "check_segment_file", "check_index_position", "check_retention", "check_compaction"]
+           "compacted", "check_segment_file", "check_index_position", "check_retention", "check_compaction",
+           "recovered_log_end_offset", "check_recovery"]
 
 TOPIC = "readings"
 #: The timestamp of the first record the lab produces (2023-11-14 22:13:20 UTC); every later one is fixed too.
@@ -570,3 +571,35 @@ def check_compaction(answer: Any, records: Sequence[tuple[str, Optional[str]]]) 
         hint = "every key keeps exactly one record: its latest (a tombstone counts)"
     return check(title, False, f"{len(set(got) & set(expected))} of {len(expected)} right, "
                                f"{len(set(got) - set(expected))} wrong", hint=hint)
+
+
+def recovered_log_end_offset(log_file) -> int:
+    """The log end offset after recovery scans ``log_file`` (the only segment): the base offset of the first
+    batch that is incomplete or fails its CRC, or the offset after the last batch when all are valid."""
+    batches = batches_of(log_file)
+    bad = next((b for b in batches if not b.crc_valid), None)
+    if bad is not None:
+        return bad.base_offset
+    return batches[-1].last_offset + 1 if batches else int(Path(log_file).stem)
+
+
+def check_recovery(answer: Any, log_file) -> CheckResult:
+    """Exercise: the log end offset once recovery has scanned the corrupted ``log_file``."""
+    batches = batches_of(log_file)
+    expected = recovered_log_end_offset(log_file)
+    served = batches[-1].last_offset + 1 if batches else expected
+    bad = next((b for b in batches if b.base_offset == expected), None)
+
+    def diagnose(a):
+        if not isinstance(a, int) or isinstance(a, bool):
+            return "give an offset (an int)"
+        if a == served:
+            return ("without .kafka_cleanshutdown the broker does scan this segment: it holds the recovery point, "
+                    "so recovery re-reads it batch by batch and checks each CRC")
+        if bad is not None and a > expected:
+            return "recovery does not skip a bad batch: it cuts the log there, and every later batch goes too"
+        if a == expected - 1:
+            return "the log end offset is the *next* offset to write: one past the last record kept"
+        return None
+    return check_equal("Exercise 5 · what recovery keeps", answer, expected, diagnose=diagnose,
+                       hint="the base offset of the first batch whose CRC fails")

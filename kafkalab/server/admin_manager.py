@@ -45,8 +45,8 @@ from kafkalab.storage.log_config import TOPIC_CONFIGS, LogConfig
 from kafkalab.zk import NodeExistsException, NoNodeException, TopicExistsException
 from kafkalab.zk.paths import ConfigType
 
-__all__ = ["AdminManager", "validate_topic_name", "validate_total_number_of_partitions", "INTERNAL_TOPICS",
-           "MAX_PARTITIONS_PER_BATCH", "OP_SET", "OP_DELETE", "OP_APPEND", "OP_SUBTRACT"]
+__all__ = ["AdminManager", "validate_topic_name", "is_legal_topic_name", "validate_total_number_of_partitions",
+           "INTERNAL_TOPICS", "MAX_PARTITIONS_PER_BATCH", "OP_SET", "OP_DELETE", "OP_APPEND", "OP_SUBTRACT"]
 
 log = logging.getLogger("kafkalab.server.AdminManager")
 
@@ -72,7 +72,7 @@ def validate_topic_name(name: str) -> None:
         raise ApiException(ErrorCode.INVALID_TOPIC_EXCEPTION,
                            f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, "
                            f"topic name: {name}")
-    if not _LEGAL.match(name):
+    if not _LEGAL.fullmatch(name):  # the whole name: ``$`` alone would let a trailing newline through
         raise ApiException(ErrorCode.INVALID_TOPIC_EXCEPTION,
                            f'Topic name "{name}" is illegal, it contains a character other than ASCII '
                            f"alphanumerics, '.', '_' and '-'")
@@ -89,6 +89,16 @@ def validate_total_number_of_partitions(counts: Iterable[int]) -> None:
             total += count
             if total > MAX_PARTITIONS_PER_BATCH:
                 raise ApiException(ErrorCode.POLICY_VIOLATION, EXCESSIVE_PARTITIONS)
+
+
+def is_legal_topic_name(name: str) -> bool:
+    """True when :func:`validate_topic_name` accepts ``name``: only such a topic can exist, so a request naming
+    another one is answered without looking it up (a NUL byte is not even a legal znode path)."""
+    try:
+        validate_topic_name(name)
+    except ApiException:
+        return False
+    return True
 
 
 def _collision_key(name: str) -> str:
@@ -211,7 +221,7 @@ class AdminManager:
     def partitions_to_add(self, name: str, count: int) -> int:
         """How many partitions a CreatePartitions entry adds to ``name`` (0 when it adds none, or the topic is
         unknown: its own checks answer those)."""
-        current = self.zk.get_topic_partition_count(name)
+        current = self.zk.get_topic_partition_count(name) if is_legal_topic_name(name) else None
         return 0 if current is None else max(0, count - current)
 
     def _validate_topic_configs(self, configs: dict) -> LogConfig:
@@ -285,14 +295,14 @@ class AdminManager:
     def is_topic_queued_for_deletion(self, name: str) -> bool:
         controller = self.broker.controller
         queued = controller is not None and name in controller.context.topics_being_deleted
-        return queued or self.zk.is_topic_marked_for_deletion(name)
+        return queued or (is_legal_topic_name(name) and self.zk.is_topic_marked_for_deletion(name))
 
     def create_partitions(self, name: str, count: int, assignment: Optional[list] = None,
                           validate_only: bool = False) -> list[int]:
         """CreatePartitions for one topic (``ZkAdminManager.createPartitions``,
         ``AdminZkClient.createNewPartitionsAssignment``). ``assignment`` is None (place them like a new topic's)
         or one replica list per new partition. Returns every partition the topic has afterwards."""
-        found = self.zk.get_replica_assignment_and_topic_id(name)
+        found = self.zk.get_replica_assignment_and_topic_id(name) if is_legal_topic_name(name) else None
         if found is None or not found.assignment:
             raise ApiException(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
         existing = {p: list(ra.replicas) for p, ra in found.assignment.items()}
@@ -354,6 +364,7 @@ class AdminManager:
         notification every broker reacts to."""
         if not name:
             raise ApiException(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
+        validate_topic_name(name)   # first, as AdminZkClient.validateTopicConfig (and before any znode path)
         overrides = dict(self.topic_overrides(name))
         for key, op, value in changes:
             if op == OP_SET:
@@ -384,7 +395,6 @@ class AdminManager:
                 raise ApiException(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
         if not self.broker.metadata_cache.contains_topic(name) or not self.zk.topic_exists(name):
             raise ApiException(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
-        validate_topic_name(name)
         try:
             self._validate_topic_configs(overrides)
         except ApiException as e:

@@ -40,6 +40,11 @@ do: its controller module resigns, a new session is opened, the broker registers
 new **broker epoch** -- and runs for controller again. The controller sees a new broker: LeaderAndIsr makes
 it a follower of its partitions, it truncates and catches up, and the leaders put it back in the ISR.
 
+**A failed disk** takes its log dir offline (:mod:`kafkalab.storage.log_dir_failure_channel`); when every log
+dir failed the broker *halts*, as Kafka's ``Exit.halt(1)``: it stops as a crash would (:meth:`KafkaServer.kill`,
+no clean shutdown, so its logs are recovered at the next start) and sets :attr:`KafkaServer.halted`;
+``kafkalab broker`` then exits with status 1.
+
 Mirrors: ``core/src/main/scala/kafka/server/KafkaServer.scala`` (``controlledShutdown``), and for the session:
 ``zookeeper/ZooKeeperClient.scala`` (``reinitialize``) with ``KafkaController``'s state-change handler.
 """
@@ -100,6 +105,8 @@ class KafkaServer:
         self.group_coordinator = None
         self.broker_epoch = -1
         self.controlled_shutdown_succeeded: Optional[bool] = None
+        #: set once the broker halted itself because every log dir failed (made at start-up, on its loop)
+        self.halted: Optional[asyncio.Event] = None
         # (host, port) -> is the network link to that broker up? Injected by fault-injection harnesses.
         self.link_filter: Optional[Callable[[str, int], bool]] = None
 
@@ -107,6 +114,7 @@ class KafkaServer:
     async def startup(self) -> "KafkaServer":
         loop = asyncio.get_running_loop()
         cfg = self.config
+        self.halted = asyncio.Event()
         if self.zk_store is None:
             data_dir = cfg["kafkalab.zookeeper.data.dir"] or str(Path(cfg.log_dirs[0]).resolve().parent / "zookeeper")
             self.zk_store = ZkStore(data_dir, time=self.time)
@@ -124,7 +132,7 @@ class KafkaServer:
         # 2. logs
         self.log_manager = LogManager([str(d) for d in cfg.log_dirs], LogConfig.from_broker(cfg.originals),
                                       time=self.time, scheduler=self.scheduler, broker_id=self.broker_id,
-                                      cluster_id=self.cluster_id, broker_props=cfg.originals)
+                                      cluster_id=self.cluster_id, broker_props=cfg.originals, halt=self._halt)
         self.log_manager.startup(self._topic_configs())
         # 3. partitions and admin
         self.admin = AdminManager(self)
@@ -267,6 +275,14 @@ class KafkaServer:
         return out
 
     # ------------------------------------------------------------------------------------------ shutdown
+    def _halt(self) -> None:
+        """Kafka's ``Exit.halt(1)`` after every log dir failed: stop at once, as a crash (on this broker's loop)."""
+        async def halt():
+            await self.kill(expire_session=True)
+            self.halted.set()
+        if self.is_running:
+            asyncio.get_running_loop().create_task(halt(), name=f"{self.name}-halt")
+
     async def kill(self, *, expire_session: bool = True, lose_unflushed: bool = False) -> None:
         """An abrupt stop (a crash, ``kill -9``): sockets dropped, nothing flushed or checkpointed; with
         ``lose_unflushed`` also the OS page cache is lost (a machine crash: bytes never fsync'd vanish). With

@@ -35,11 +35,19 @@ the HW is added back on its next fetch. The leader writes each change itself to
 partition under ``/isr_change_notification``, whose watch tells the controller to send UpdateMetadata.
 (Kafka batches those notifications every 2.5 s; kafkalab writes one per event-loop turn with changes.)
 
+**A failed log directory** (:mod:`kafkalab.storage.log_dir_failure_channel`): the first I/O error in a log dir
+runs :meth:`ReplicaManager.handle_log_dir_failure` on the broker's loop. Every partition whose log lives there
+goes *offline*: its fetcher stops, and from then on Produce, Fetch, ListOffsets, LeaderAndIsr and StopReplica
+answer KAFKA_STORAGE_ERROR for it ("Partition t-0 is in an offline log directory") until the broker restarts.
+The log manager closes those logs, the broker writes ``/log_dir_event_notification/log_dir_event_<seq>`` (the
+controller then asks it about its replicas and moves the leadership of the offline ones, see
+:mod:`kafkalab.controller.log_dir_failures`), and if no log dir is left the broker halts.
+
 The purgatories' timers are driven on the broker's event loop with the broker's ``Time``: a real clock, or
 a ``MockTime`` whose ``advance`` expires delayed requests exactly when a test moves it.
 
 Mirrors: ``core/src/main/scala/kafka/server/ReplicaManager.scala`` (``appendRecords``, ``fetchMessages``,
-``becomeLeaderOrFollower``, ``maybeShrinkIsr``, ``maybePropagateIsrChanges``).
+``becomeLeaderOrFollower``, ``maybeShrinkIsr``, ``maybePropagateIsrChanges``, ``handleLogDirFailure``).
 """
 from __future__ import annotations
 
@@ -86,6 +94,9 @@ class ReplicaManager:
         self.replica_lag_time_max_ms = int(get("replica.lag.time.max.ms"))
         self.high_watermark_checkpoint_interval_ms = int(get("replica.high.watermark.checkpoint.interval.ms"))
         self.partitions: dict[tuple[str, int], Partition] = {}
+        #: partitions whose log dir failed (Kafka's ``HostedPartition.Offline``)
+        self.offline_partitions: set[tuple[str, int]] = set()
+        self._failed_log_dirs: set[str] = set()
         self.controller_epoch = -1
         self._lock = threading.RLock()
         self._state_change_lock = asyncio.Lock()
@@ -114,6 +125,9 @@ class ReplicaManager:
                 purgatory.run(), name=f"ExpirationReaper-{self.broker_id}-{purgatory.purgatory_name}"))
         if isinstance(self.time, MockTime):
             self.time.on_advance(lambda: self._on_loop(self._poll_purgatories))
+        # Kafka's LogDirFailureHandler thread: always later on the loop, never inside the failed call
+        self.log_manager.log_dir_failure_channel.set_handler(
+            lambda log_dir: self._later_on_loop(lambda: self.handle_log_dir_failure(log_dir)))
         if self.scheduler is not None:
             self.scheduler.schedule("isr-expiration", lambda: self._on_loop(self.maybe_shrink_isr),
                                     delay_ms=0, period_ms=max(1, self.replica_lag_time_max_ms // 2))
@@ -130,10 +144,41 @@ class ReplicaManager:
         if not self._running:
             return
         hws = {tp: p.log.high_watermark for tp, p in list(self.partitions.items()) if p.log is not None}
-        try:
-            self.log_manager.checkpoint_high_watermarks(hws)
-        except OSError as e:
-            log.warning("broker %s: high watermark checkpoint failed: %s", self.broker_id, e)
+        self.log_manager.checkpoint_high_watermarks(hws)   # a failed write takes its log dir offline
+
+    def _later_on_loop(self, fn) -> None:
+        if self._running and self._loop is not None:
+            try:
+                self._loop.call_soon_threadsafe(fn)
+            except RuntimeError:  # the loop is closed
+                pass
+
+    def handle_log_dir_failure(self, log_dir: str) -> None:
+        """Stop serving every replica in ``log_dir`` (Kafka's ``ReplicaManager.handleLogDirFailure``)."""
+        if log_dir in self._failed_log_dirs or not self._running:
+            return
+        self._failed_log_dirs.add(log_dir)
+        log.warning("[ReplicaManager broker=%s] Stopping serving replicas in dir %s", self.broker_id, log_dir)
+        with self._lock:
+            offline = sorted(tp for tp, p in self.partitions.items()
+                             if p.log is not None and p.log.parent_dir == log_dir)
+            if offline and self.replica_fetcher_manager is not None:
+                self.replica_fetcher_manager.remove_fetcher_for_partitions(offline)
+            for tp in offline:
+                del self.partitions[tp]
+                self.offline_partitions.add(tp)
+            log.warning("[ReplicaManager broker=%s] Broker %s stopped fetcher for partitions %s and stopped moving "
+                        "logs for partitions  because they are in the failed log directory %s.", self.broker_id,
+                        self.broker_id, ",".join(f"{t}-{p}" for t, p in offline), log_dir)
+        self.log_manager.handle_log_dir_failure(log_dir)
+        if self.zk is not None:
+            try:
+                self.zk.propagate_log_dir_event(self.broker_id)
+            except Exception as e:  # the session is gone: the controller learns it from the broker's znode
+                log.info("broker %s: log dir event notification failed: %s", self.broker_id, e)
+        log.warning("[ReplicaManager broker=%s] Stopped serving replicas in dir %s", self.broker_id, log_dir)
+        for tp in offline:
+            self.try_complete_delayed(tp)
 
     def _on_loop(self, fn) -> None:
         """Run ``fn`` on the broker's event loop (timers and a MockTime may call from other threads)."""
@@ -169,6 +214,9 @@ class ReplicaManager:
         p = self.partitions.get((topic, partition))
         if p is not None:
             return p
+        if (topic, partition) in self.offline_partitions:
+            raise PartitionError(ErrorCode.KAFKA_STORAGE_ERROR,
+                                 f"Partition {topic}-{partition} is in an offline log directory")
         if self.metadata_cache.partition_state(topic, partition) is not None:
             raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -229,6 +277,11 @@ class ReplicaManager:
         if self.broker_id not in state.replicas:
             results[key] = ErrorCode.NONE
             return
+        if key in self.offline_partitions:
+            log.warning("broker %s: ignoring LeaderAndIsr for %s-%s: it is in an offline log directory",
+                        self.broker_id, *key)
+            results[key] = ErrorCode.KAFKA_STORAGE_ERROR
+            return
         p = self.partitions.get(key)
         if p is None:
             if topic not in configs:
@@ -269,6 +322,9 @@ class ReplicaManager:
             for i, (topic, index, delete) in enumerate(partitions):
                 if i and i % PARTITIONS_PER_TURN == 0:
                     await asyncio.sleep(0)
+                if (topic, index) in self.offline_partitions:
+                    results[(topic, index)] = ErrorCode.KAFKA_STORAGE_ERROR
+                    continue
                 with self._lock:
                     p = self.partitions.pop((topic, index), None)
                     if delete:

@@ -71,25 +71,34 @@ LATEST_TIERED_TIMESTAMP = -5
 
 
 @contextlib.contextmanager
-def _storage_errors(what: str, log_):
-    """Kafka's ``maybeHandleIOException``: an I/O failure becomes KAFKA_STORAGE_ERROR for the client."""
+def _storage_errors(message: str, log_):
+    """Kafka's ``maybeHandleIOException``: an I/O failure is reported to the log dir failure channel (the
+    directory goes offline) and becomes KAFKA_STORAGE_ERROR for the client. ``message`` is Kafka's, with
+    ``{tp}`` and ``{dir}`` filled in only when something failed."""
     try:
         yield
     except OSError as e:
-        raise KafkaStorageError(f"Error while {what} for {log_.topic_partition} in dir {log_.parent_dir}: {e}") from e
+        text = message.format(tp=log_.topic_partition, dir=log_.parent_dir)
+        channel = log_.log_dir_failure_channel
+        if channel is not None:
+            channel.maybe_add_offline_log_dir(log_.parent_dir, text, e)
+        raise KafkaStorageError(f"{text}: {e}") from e
 
 
 class UnifiedLog:
     """The log of one partition replica in ``<log dir>/<topic>-<partition>``.
 
     ``had_clean_shutdown=False`` runs recovery from ``recovery_point``; ``log_start_offset`` and
-    ``recovery_point`` come from the log dir's checkpoint files (the LogManager reads them).
+    ``recovery_point`` come from the log dir's checkpoint files (the LogManager reads them). An I/O error is
+    reported to ``log_dir_failure_channel`` (the LogManager's) when there is one.
     """
 
     def __init__(self, directory, config, *, log_start_offset: int = 0, recovery_point: int = 0, scheduler=None,
                  time=None, had_clean_shutdown: bool = True, topic_id=None,
-                 producer_id_expiration_ms: int = SERVER_LOG_CONFIGS.default("producer.id.expiration.ms")):
+                 producer_id_expiration_ms: int = SERVER_LOG_CONFIGS.default("producer.id.expiration.ms"),
+                 log_dir_failure_channel=None):
         self.time = time or SystemTime()
+        self.log_dir_failure_channel = log_dir_failure_channel
         self.scheduler = scheduler
         self._lock = threading.RLock()
         directory = str(directory)
@@ -247,7 +256,8 @@ class UnifiedLog:
 
     def delete_old_segments(self) -> int:
         """Apply retention (:class:`~.retention.LogRetention`); returns how many segments were deleted."""
-        return self.retention.delete_old_segments()
+        with _storage_errors("Error while deleting segments for {tp} in dir {dir}", self):
+            return self.retention.delete_old_segments()
 
     def maybe_increment_high_watermark(self, offset: int) -> bool:
         """Move the high watermark forward only (the leader's rule); True if it moved."""
@@ -317,13 +327,13 @@ class UnifiedLog:
     def append_as_leader(self, records, *, leader_epoch: int, origin="client") -> LogAppendInfo:
         """Validate ``records`` (one producer batch), give them offsets from the log end offset and the
         leader epoch, and append them. Raises a :class:`~kafkalab.storage.errors.StorageError`."""
-        with _storage_errors("appending records", self):
+        with _storage_errors("Error while appending records to {tp} in dir {dir}", self):
             return self.appender.append(records, AppendOrigin.of(origin), assign_offsets=True, leader_epoch=leader_epoch,
                                 ignore_record_size=False)
 
     def append_as_follower(self, records) -> LogAppendInfo:
         """Append batches fetched from the leader as they are (offsets and leader epochs included)."""
-        with _storage_errors("appending records", self):
+        with _storage_errors("Error while appending records to {tp} in dir {dir}", self):
             return self.appender.append(records, AppendOrigin.REPLICATION, assign_offsets=False, leader_epoch=-1,
                                 ignore_record_size=True)
 
@@ -334,7 +344,7 @@ class UnifiedLog:
         high watermark or last stable offset), at most ``max_bytes`` unless ``min_one_message`` lets the first
         batch exceed it. OFFSET_OUT_OF_RANGE below the log start offset or past the log end offset."""
         isolation = FetchIsolation.of(isolation)
-        with self._lock, _storage_errors("reading", self):
+        with self._lock, _storage_errors("Exception while reading from {tp} in dir {dir}", self):
             if start_offset < self._log_start_offset:
                 raise OffsetOutOfRangeError(f"Received request for offset {start_offset} for partition "
                                             f"{self.topic_partition}, but we only have log segments starting from "
@@ -403,7 +413,7 @@ class UnifiedLog:
     def roll(self, expected_next_offset: Optional[int] = None):
         """Start a new active segment; snapshot producer state at its base offset and flush the old segment
         in the background (Kafka does not make the appending thread wait for fsync)."""
-        with self._lock, _storage_errors("rolling a segment", self):
+        with self._lock, _storage_errors("Error while rolling log segment for {tp} in dir {dir}", self):
             new_segment = self._local.roll(expected_next_offset)
             self._hw_metadata = None
             psm = self.producer_state_manager
@@ -429,7 +439,8 @@ class UnifiedLog:
 
     def _flush(self, offset: int, *, including_offset: bool) -> None:
         flush_offset = offset + 1 if including_offset else offset
-        with self._lock, _storage_errors("flushing", self):
+        with self._lock, _storage_errors("Error while flushing log for {tp} in dir {dir} with offset "
+                                         f"{flush_offset} (exclusive)", self):
             if flush_offset > self._local.recovery_point:
                 self._local.flush(flush_offset)
                 self._local.mark_flushed(offset)
@@ -440,7 +451,8 @@ class UnifiedLog:
         if target_offset < 0:
             raise ValueError(f"Cannot truncate partition {self.topic_partition} to a negative offset "
                              f"({target_offset}).")
-        with self._lock:
+        with self._lock, _storage_errors(f"Error while truncating log to offset {target_offset} for {{tp}} in dir "
+                                         "{dir}", self):
             if target_offset >= self.log_end_offset:
                 self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
                 return False
@@ -490,6 +502,14 @@ class UnifiedLog:
                 return
             self.producer_state_manager.take_snapshot()
             self._local.close()
+
+    def close_handlers(self) -> None:
+        """Close the files as they are, without a snapshot or flush (Kafka's ``closeHandlers``): the log
+        directory failed, and writing anything more there is pointless."""
+        with self._lock:
+            for segment in self.segments:
+                segment.close_handlers()
+            self._local.closed = True
 
     @property
     def closed(self) -> bool:

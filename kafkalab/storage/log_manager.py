@@ -27,6 +27,11 @@ All of them start after ``log.initial.task.delay.ms`` (30 s). A clean ``shutdown
 log, writes the checkpoints and, last, the clean-shutdown marker. :meth:`LogManager.simulate_crash` instead
 drops everything on the floor as a power cut would.
 
+**A failed directory** (any I/O error there, see :mod:`.log_dir_failure_channel`) is taken offline by
+:meth:`LogManager.handle_log_dir_failure`: its logs are closed as they are and forgotten, no checkpoint or
+clean-shutdown marker is written there any more (the next start recovers it), new logs go to the live
+directories only. With no live directory left the broker must stop: the log manager calls its ``halt``.
+
 Mirrors: ``core/src/main/scala/kafka/log/LogManager.scala`` (ZooKeeper-era broker: meta.properties v0).
 """
 from __future__ import annotations
@@ -46,6 +51,7 @@ from kafkalab.storage.cleaner import LogCleaner
 from kafkalab.storage.errors import KafkaStorageError, StorageError
 from kafkalab.storage.log import UnifiedLog
 from kafkalab.storage.log_config import LogConfig, LogManagerConfig
+from kafkalab.storage.log_dir_failure_channel import LogDirFailureChannel
 from kafkalab.storage.log_file_utils import TopicPartition
 
 __all__ = ["LogManager", "LOCK_FILE_NAME"]
@@ -70,10 +76,16 @@ class LogManager:
 
     def __init__(self, log_dirs, default_config: Optional[LogConfig] = None, *, time=None, scheduler=None,
                  broker_id: int = 0, cluster_id: Optional[str] = None, broker_props: Optional[Mapping] = None,
-                 topic_configs: Optional[Mapping[str, LogConfig]] = None, cleaner_enable: Optional[bool] = None):
+                 topic_configs: Optional[Mapping[str, LogConfig]] = None, cleaner_enable: Optional[bool] = None,
+                 log_dir_failure_channel: Optional[LogDirFailureChannel] = None, halt=None):
         if isinstance(log_dirs, (str, os.PathLike)):
             log_dirs = [log_dirs]
         self.log_dirs = [os.path.abspath(str(d)) for d in log_dirs]
+        #: where I/O errors are reported; the replica manager sets its failure handler
+        self.log_dir_failure_channel = log_dir_failure_channel or LogDirFailureChannel()
+        #: Kafka's ``Exit.halt(1)`` when every log dir failed (the broker passes its own; alone: nothing more)
+        self.halt = halt
+        self._live_log_dirs = list(self.log_dirs)   # until handle_log_dir_failure takes one away
         self.default_config = default_config or LogConfig.from_broker(broker_props or {})
         self.time = time or SystemTime()
         self.scheduler = scheduler
@@ -179,7 +191,8 @@ class LogManager:
             unified = UnifiedLog(path, self._config_for(tp.topic), log_start_offset=log_start_offsets.get(tp, 0),
                                  recovery_point=recovery_points.get(tp, 0), scheduler=self.scheduler, time=self.time,
                                  had_clean_shutdown=clean,
-                                 producer_id_expiration_ms=self.config.producer_id_expiration_ms)
+                                 producer_id_expiration_ms=self.config.producer_id_expiration_ms,
+                                 log_dir_failure_channel=self.log_dir_failure_channel)
             if tp in high_watermarks:
                 self.high_watermark_checkpoints[tp] = high_watermarks[tp]
                 unified.update_high_watermark(high_watermarks[tp])
@@ -209,6 +222,41 @@ class LogManager:
             self._tasks.append(self._delete_task)
 
     # ------------------------------------------------------------------------------------------- access
+    @property
+    def live_log_dirs(self) -> list[str]:
+        return list(self._live_log_dirs)
+
+    @property
+    def offline_log_dirs(self) -> list[str]:
+        return [d for d in self.log_dirs if d not in self._live_log_dirs]
+
+    def is_log_dir_online(self, log_dir: str) -> bool:
+        return log_dir in self._live_log_dirs
+
+    def _storage_failure(self, log_dir: str, message: str, error: OSError) -> None:
+        self.log_dir_failure_channel.maybe_add_offline_log_dir(log_dir, message, error)
+
+    def handle_log_dir_failure(self, log_dir: str) -> list:
+        """Stop serving ``log_dir`` (Kafka's ``LogManager.handleLogDirFailure``): close its logs as they are and
+        forget them. Returns the partitions that went offline; with no live dir left, halts the broker."""
+        log.warning("Stopping serving logs in dir %s", log_dir)
+        if log_dir in self._live_log_dirs:
+            self._live_log_dirs.remove(log_dir)
+        if not self._live_log_dirs:
+            log.critical("Shutdown broker because all log dirs in %s have failed", ", ".join(self.log_dirs))
+            if self.halt is not None:
+                self.halt()
+        offline = [tp for tp, lg in list(self.current_logs.items()) if lg.parent_dir == log_dir]
+        for tp in offline:
+            removed = self.current_logs.pop(tp)
+            try:
+                removed.close_handlers()
+            except OSError:
+                pass
+        log.warning("Partitions %s are offline due to failure on log directory %s",
+                    ",".join(str(tp) for tp in offline), log_dir)
+        return offline
+
     def get_log(self, topic, partition=None) -> Optional[UnifiedLog]:
         return self.current_logs.get(_tp(topic, partition))
 
@@ -230,19 +278,25 @@ class LogManager:
             return existing
         if config is not None:
             self.topic_configs.setdefault(topic, config)
-        log_dir = self.log_dirs[0]
-        if len(self.log_dirs) > 1:   # the dir holding the fewest partitions (Kafka's nextLogDirs)
-            counts = {d: 0 for d in self.log_dirs}
+        live = self.live_log_dirs
+        if not live:
+            raise KafkaStorageError(f"Can not create log for {tp} because log directories "
+                                    f"{','.join(self.offline_log_dirs)} are offline")
+        log_dir = live[0]
+        if len(live) > 1:   # the dir holding the fewest partitions (Kafka's nextLogDirs)
+            counts = {d: 0 for d in live}
             for lg in list(self.current_logs.values()):
                 counts[lg.parent_dir] = counts.get(lg.parent_dir, 0) + 1
-            log_dir = min(self.log_dirs, key=lambda d: counts.get(d, 0))
+            log_dir = min(live, key=lambda d: counts.get(d, 0))
         path = os.path.join(log_dir, names.log_dir_name(tp))
         try:
-            os.makedirs(path, exist_ok=True)
+            unified = UnifiedLog(path, config or self._config_for(topic), scheduler=self.scheduler, time=self.time,
+                                 topic_id=topic_id, producer_id_expiration_ms=self.config.producer_id_expiration_ms,
+                                 log_dir_failure_channel=self.log_dir_failure_channel)
         except OSError as e:
-            raise KafkaStorageError(f"Error while creating log for {tp} in dir {log_dir}: {e}") from e
-        unified = UnifiedLog(path, config or self._config_for(topic), scheduler=self.scheduler, time=self.time,
-                             topic_id=topic_id, producer_id_expiration_ms=self.config.producer_id_expiration_ms)
+            message = f"Error while creating log for {tp} in dir {log_dir}"
+            self._storage_failure(log_dir, message, e)
+            raise KafkaStorageError(f"{message}: {e}") from e
         self.current_logs[tp] = unified
         log.info("Created log for partition %s in %s with properties %s", tp, path,
                  unified.config.overridden_configs_as_string())
@@ -342,23 +396,39 @@ class LogManager:
         return {tp: lg for tp, lg in list(self.current_logs.items()) if lg.parent_dir == log_dir}
 
     def checkpoint_dir(self, log_dir: str) -> None:
-        """Write ``log_dir``'s recovery-point and log-start-offset checkpoints for the logs it holds now."""
-        logs = self._logs_in_dir(log_dir)
-        OffsetCheckpointFile(os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT_FILE)).write(
-            {tp: lg.recovery_point for tp, lg in logs.items()})
-        OffsetCheckpointFile(os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT_FILE)).write(
-            {tp: lg.log_start_offset for tp, lg in logs.items() if lg.log_start_offset > lg.segments[0].base_offset})
+        """Write ``log_dir``'s recovery-point and log-start-offset checkpoints for the logs it holds now (nothing
+        for an offline dir; an I/O error while writing takes the dir offline)."""
+        self._checkpoint_recovery_offsets_in_dir(log_dir)
+        self._checkpoint_log_start_offsets_in_dir(log_dir)
 
-    def checkpoint_log_recovery_offsets(self) -> None:
-        for log_dir in self.log_dirs:
+    def _checkpoint_recovery_offsets_in_dir(self, log_dir: str) -> None:
+        if not self.is_log_dir_online(log_dir):
+            return
+        try:
             OffsetCheckpointFile(os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT_FILE)).write(
                 {tp: lg.recovery_point for tp, lg in self._logs_in_dir(log_dir).items()})
+        except OSError as e:
+            self._storage_failure(log_dir, f"Disk error while writing recovery offsets checkpoint in directory "
+                                           f"{log_dir}: {e}", e)
 
-    def checkpoint_log_start_offsets(self) -> None:
-        for log_dir in self.log_dirs:
+    def _checkpoint_log_start_offsets_in_dir(self, log_dir: str) -> None:
+        if not self.is_log_dir_online(log_dir):
+            return
+        try:
             OffsetCheckpointFile(os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT_FILE)).write(
                 {tp: lg.log_start_offset for tp, lg in self._logs_in_dir(log_dir).items()
                  if lg.log_start_offset > lg.segments[0].base_offset})
+        except OSError as e:
+            self._storage_failure(log_dir, f"Disk error while writing log start offsets checkpoint in directory "
+                                           f"{log_dir}: {e}", e)
+
+    def checkpoint_log_recovery_offsets(self) -> None:
+        for log_dir in self.log_dirs:
+            self._checkpoint_recovery_offsets_in_dir(log_dir)
+
+    def checkpoint_log_start_offsets(self) -> None:
+        for log_dir in self.log_dirs:
+            self._checkpoint_log_start_offsets_in_dir(log_dir)
 
     def checkpoint_high_watermarks(self, high_watermarks: Optional[Mapping] = None) -> None:
         """Write ``replication-offset-checkpoint`` in every log dir: the given ``{(topic, partition): hw}``
@@ -366,11 +436,18 @@ class LogManager:
         if high_watermarks is None:
             high_watermarks = {tp: lg.high_watermark for tp, lg in list(self.current_logs.items())}
         hws = {_tp(k): v for k, v in high_watermarks.items()}
-        for log_dir in self.log_dirs:
+        for log_dir in self.live_log_dirs:
+            if self.log_dir_failure_channel.has_offline_log_dir(log_dir):
+                continue      # failed already (and said so); its handler may not have run yet
             in_dir = self._logs_in_dir(log_dir)
-            OffsetCheckpointFile(os.path.join(log_dir, REPLICATION_OFFSET_CHECKPOINT_FILE)).write(
-                {tp: hw for tp, hw in hws.items() if tp in in_dir})
-        self.high_watermark_checkpoints.update(hws)
+            path = os.path.join(log_dir, REPLICATION_OFFSET_CHECKPOINT_FILE)
+            try:
+                OffsetCheckpointFile(path).write({tp: hw for tp, hw in hws.items() if tp in in_dir})
+            except OSError as e:   # CheckpointFileWithFailureHandler, then ReplicaManager.checkpointHighWatermarks
+                self._storage_failure(log_dir, f"Error while writing to checkpoint file {path}", e)
+                log.error("Error while writing to highwatermark file in directory %s", log_dir)
+                continue
+            self.high_watermark_checkpoints.update({tp: hw for tp, hw in hws.items() if tp in in_dir})
 
     def truncate_to(self, partition_offsets: Mapping) -> None:
         """Truncate several logs (a follower after OffsetForLeaderEpoch) and checkpoint their recovery points."""
@@ -395,21 +472,38 @@ class LogManager:
             self.cleaner.shutdown()
 
     def shutdown(self, broker_epoch: int = -1) -> None:
-        """Flush and close every log, write the checkpoints, then the clean-shutdown marker."""
+        """Flush and close every log, write the checkpoints, then the clean-shutdown marker -- in each live
+        log dir. A dir where an I/O error was reported (now or before) gets no marker, so its logs are recovered
+        at the next start; the others are still closed cleanly."""
         log.info("Shutting down.")
         self._stop_tasks()
-        for lg in self.current_logs.values():
-            if not lg.closed:
-                lg.flush(force_flush_active_segment=True)
-                lg.close()
         for item, _ in self.logs_to_be_deleted:
             if isinstance(item, UnifiedLog) and not item.closed:
-                item.close()
-        for log_dir in self.log_dirs:
+                try:
+                    item.close()
+                except (OSError, KafkaStorageError) as e:
+                    log.error("Error while closing log %s being deleted: %s", item.dir, e)
+        closed = []
+        for log_dir in self.live_log_dirs:
+            try:
+                for lg in self._logs_in_dir(log_dir).values():
+                    if not lg.closed:
+                        lg.flush(force_flush_active_segment=True)
+                        lg.close()
+                closed.append(log_dir)
+            except (OSError, KafkaStorageError) as e:
+                log.error("There was an error in one of the threads during LogManager shutdown: %s", e)
+        for log_dir in closed:
             self.checkpoint_dir(log_dir)
         self.checkpoint_high_watermarks()
-        for log_dir in self.log_dirs:
-            CleanShutdownFile(log_dir).write(broker_epoch)
+        for log_dir in closed:
+            if self.log_dir_failure_channel.has_offline_log_dir(log_dir):
+                log.warning("Not writing the clean shutdown file in %s: an I/O error was reported there", log_dir)
+                continue
+            try:
+                CleanShutdownFile(log_dir).write(broker_epoch)
+            except OSError as e:
+                log.error("There was an error in one of the threads during LogManager shutdown: %s", e)
         self._unlock_dirs()
         log.info("Shutdown complete.")
 

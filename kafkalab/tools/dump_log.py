@@ -15,7 +15,11 @@ the same output shape, so a learner can put the two side by side::
 By file suffix: ``.log`` (batches, with ``--deep-iteration`` every record, with ``--print-data-log`` keys
 and values as UTF-8 text), ``.index`` (``offset: N position: M``), ``.timeindex`` (``timestamp: T offset:
 N``), ``.snapshot`` (producer state), ``.txnindex`` (aborted transactions) and -- a kafkalab extension --
-``leader-epoch-checkpoint``. ``--verify-index-only`` checks every index entry against the ``.log`` and
+``leader-epoch-checkpoint``. A batch whose CRC-32C does not match its bytes prints ``isvalid: false``, as in
+Kafka; with ``--deep-iteration`` kafkalab also lists each such batch again on stderr at the end ("Found invalid
+batches in :<file>", one line per batch with Kafka's "Record is corrupt (stored crc = ..., computed crc = ...)"),
+so that one bad batch in a long dump is not missed. Its records are still printed as they are: a corrupted
+byte shows as a wrong key or value, or as "Could not decode the records". ``--verify-index-only`` checks every index entry against the ``.log`` and
 reports mismatches on stderr; ``--index-sanity-check`` runs the check a broker runs at startup.
 ``--offsets-decoder`` (and the other record decoders) are not supported yet: they need the formats of the
 group and transaction coordinators, which kafkalab does not have yet; the records are printed raw instead.
@@ -31,7 +35,7 @@ import sys
 from typing import Optional, Sequence, TextIO
 
 from kafkalab.protocol.errors import DecodeError
-from kafkalab.records import crc_is_valid, decode_batch, parse_end_txn_marker
+from kafkalab.records import batch_checksum, crc_is_valid, decode_batch, parse_end_txn_marker, stored_checksum
 from kafkalab.records.control import ControlRecordType
 from kafkalab.storage import log_file_utils as names
 from kafkalab.storage.checkpoints import LeaderEpochCheckpointFile
@@ -72,6 +76,7 @@ class _Errors:
         self.time_mismatches: dict = {}
         self.time_out_of_order: dict = {}
         self.shallow_not_found: dict = {}
+        self.invalid_batches: dict = {}          # a kafkalab extension: path -> [(base, last, position, stored, computed)]
 
     def print(self, err: TextIO) -> None:
         for name, pairs in self.index_mismatches.items():
@@ -94,6 +99,11 @@ class _Errors:
             print(f"Non-consecutive offsets in {name}", file=err)
             for first, second in pairs:
                 print(f"  {first} is followed by {second}", file=err)
+        for name, batches in self.invalid_batches.items():
+            print(f"Found invalid batches in :{name}", file=err)
+            for base, last, position, stored, computed in batches:
+                print(f"  baseOffset: {base} lastOffset: {last} position: {position}: Record is corrupt "
+                      f"(stored crc = {stored}, computed crc = {computed})", file=err)
 
 
 def _record_line(batch, record, args) -> str:
@@ -136,6 +146,7 @@ def dump_log(path: str, args, out: TextIO, err: TextIO, errors: _Errors) -> None
         for batch in records.batches(0, limit):
             h = batch.header
             data = records.read(batch.position, batch.size)
+            valid = crc_is_valid(data)
             print(f"baseOffset: {h.base_offset} lastOffset: {h.last_offset} count: {h.records_count} baseSequence: "
                   f"{h.base_sequence} lastSequence: {h.last_sequence} producerId: {h.producer_id} producerEpoch: "
                   f"{h.producer_epoch} partitionLeaderEpoch: {h.partition_leader_epoch} isTransactional: "
@@ -143,8 +154,11 @@ def dump_log(path: str, args, out: TextIO, err: TextIO, errors: _Errors) -> None
                   f"{_optional_long(h.delete_horizon_ms if h.has_delete_horizon_ms else None)} position: {valid_bytes} "
                   f"{_TIMESTAMP_TYPES[h.timestamp_type]}: {h.max_timestamp} size: {batch.size} magic: {h.magic} "
                   f"compresscodec: {_CODEC_NAMES.get(h.attributes & 7, 'unknown')} crc: {h.crc} isvalid: "
-                  f"{_bool(crc_is_valid(data))}", file=out)
+                  f"{_bool(valid)}", file=out)
             if args.deep_iteration:
+                if not valid:
+                    errors.invalid_batches.setdefault(os.path.abspath(path), []).append(
+                        (h.base_offset, h.last_offset, valid_bytes, stored_checksum(data), batch_checksum(data)))
                 try:
                     decoded = decode_batch(data, verify=False)
                 except DecodeError as e:

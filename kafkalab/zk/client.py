@@ -48,7 +48,9 @@ from kafkalab.zk.paths import (BROKER_IDS_PATH, BROKER_SEQUENCE_ID_PATH, CLUSTER
                                TopicIdReplicaAssignment, TopicPartition, config_entity_path, config_entity_type_path,
                                decode_broker_info, decode_cluster_id, decode_config_change_notification,
                                decode_controller, decode_controller_epoch, decode_entity_config,
-                               decode_isr_change_notification,
+                               decode_isr_change_notification, decode_log_dir_event_notification,
+                               encode_log_dir_event_notification, log_dir_event_notification_path,
+                               LOG_DIR_EVENT_NOTIFICATION_PATH, LOG_DIR_EVENT_PREFIX,
                                decode_partition_state, decode_preferred_replica_election, decode_producer_id_block,
                                decode_topic_assignment, delete_topic_path, encode_broker_info, encode_cluster_id,
                                encode_config_change_notification, encode_controller, encode_controller_epoch,
@@ -498,6 +500,32 @@ class KafkaZkClient:
 
     def delete_topic_znode(self, topic: str, expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION) -> None:
         self.delete_recursive(topic_path(topic), expected_controller_epoch_zk_version)
+
+    def propagate_log_dir_event(self, broker_id: int) -> str:
+        """A broker tells the controller one of its log dirs failed: a new ``log_dir_event_<seq>``."""
+        return self.create_sequential_persistent_path(log_dir_event_notification_path(),
+                                                      encode_log_dir_event_notification(broker_id))
+
+    def get_all_log_dir_event_notifications(self, watch: Optional[Watcher] = None) -> list[str]:
+        """Sequence numbers of the pending ``log_dir_event_<seq>`` notifications."""
+        return [sequence_number(c, LOG_DIR_EVENT_PREFIX)
+                for c in self.get_children(LOG_DIR_EVENT_NOTIFICATION_PATH, watch)]
+
+    def get_broker_ids_from_log_dir_event_notifications(self, sequence_numbers: Iterable[str]) -> list[int]:
+        out = []
+        for seq in sequence_numbers:
+            data, _ = self.get_data_and_stat(log_dir_event_notification_path(seq))
+            if data is not None:
+                out.append(decode_log_dir_event_notification(data))
+        return out
+
+    def delete_log_dir_event_notifications(self, sequence_numbers: Iterable[str],
+                                           expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION) -> None:
+        for seq in sequence_numbers:
+            try:
+                self._write(DeleteOp(log_dir_event_notification_path(seq)), expected_controller_epoch_zk_version)
+            except NoNodeException:
+                pass
 
     def propagate_isr_changes(self, partitions: Iterable[TopicPartition]) -> str:
         """A leader tells the controller its ISR changed: a new ``isr_change_<seq>``; returns its path."""

@@ -46,6 +46,8 @@ __all__ = [
     "BROKER_SEQUENCE_ID_PATH", "CONFIG_PATH", "CONFIG_CHANGES_PATH", "CONFIG_CHANGE_PREFIX", "ADMIN_PATH",
     "DELETE_TOPICS_PATH", "PREFERRED_REPLICA_ELECTION_PATH", "ISR_CHANGE_NOTIFICATION_PATH", "ISR_CHANGE_PREFIX",
     "CLUSTER_PATH", "CLUSTER_ID_PATH", "PRODUCER_ID_BLOCK_PATH", "CONSUMERS_PATH", "LOG_DIR_EVENT_NOTIFICATION_PATH",
+    "LOG_DIR_EVENT_PREFIX", "LOG_DIR_FAILURE_EVENT", "log_dir_event_notification_path", "encode_log_dir_event_notification",
+    "decode_log_dir_event_notification",
     "PERSISTENT_ZK_PATHS", "ConfigType", "DEFAULT_ENTITY",
     "broker_id_path", "topic_path", "topic_partitions_path", "topic_partition_path", "topic_partition_state_path",
     "config_entity_type_path", "config_entity_path", "delete_topic_path", "isr_change_notification_path",
@@ -83,6 +85,9 @@ CLUSTER_ID_PATH = "/cluster/id"
 PRODUCER_ID_BLOCK_PATH = "/latest_producer_id_block"
 CONSUMERS_PATH = "/consumers"  # the pre-0.9 consumer's offsets; still created on startup
 LOG_DIR_EVENT_NOTIFICATION_PATH = "/log_dir_event_notification"
+LOG_DIR_EVENT_PREFIX = "log_dir_event_"
+#: ``LogDirEventNotificationHandler.LogDirFailureEvent``: the one event a broker reports there
+LOG_DIR_FAILURE_EVENT = 1
 
 
 class ConfigType:
@@ -133,6 +138,11 @@ def delete_topic_path(topic: str) -> str:
 def isr_change_notification_path(sequence_number: str = "") -> str:
     """With no argument: the prefix to create sequentially under."""
     return f"{ISR_CHANGE_NOTIFICATION_PATH}/{ISR_CHANGE_PREFIX}{sequence_number}"
+
+
+def log_dir_event_notification_path(sequence_number: str = "") -> str:
+    """With no argument: the prefix to create sequentially under."""
+    return f"{LOG_DIR_EVENT_NOTIFICATION_PATH}/{LOG_DIR_EVENT_PREFIX}{sequence_number}"
 
 
 def sequence_number(name: str, prefix: str) -> str:
@@ -486,6 +496,17 @@ def encode_isr_change_notification(partitions: Iterable[TopicPartition]) -> byte
 
 def decode_isr_change_notification(data: bytes) -> list[TopicPartition]:
     return _decode_partitions("IsrChangeNotificationSequenceZNode", data)
+
+
+def encode_log_dir_event_notification(broker_id: int, event: int = LOG_DIR_FAILURE_EVENT) -> bytes:
+    """``LogDirEventNotificationSequenceZNode``: which broker had a log dir event (``{"version":1,...}``)."""
+    return _json({"version": 1, "broker": broker_id, "event": event})
+
+
+def decode_log_dir_event_notification(data: bytes) -> int:
+    """The broker id of a ``log_dir_event_<seq>`` notification."""
+    z = "LogDirEventNotificationSequenceZNode"
+    return _field(z, _parse(z, data), "broker", int)
 
 
 def encode_preferred_replica_election(partitions: Iterable[TopicPartition]) -> bytes:

@@ -20,7 +20,8 @@
 # 4. walk a lookup: segment, sparse offset index, batch headers;
 # 5. read a segment with `kafkalab dump-log` (Kafka's `kafka-dump-log.sh`);
 # 6. re-read a partition from any offset, and find the offset for a point in time;
-# 7. explain retention by time and by size, compaction and tombstones, and crash recovery.
+# 7. explain retention by time and by size, compaction and tombstones, and crash recovery;
+# 8. say when recovery checks a segment and when a corrupted one is served as it is.
 
 # %% [markdown]
 # ### Where this lab sits
@@ -44,9 +45,11 @@
 # | reading the files, pictures, checks | `kafkalab/labs/lab06.py` | — |
 
 # %%
+import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -546,6 +549,100 @@ kept = sorted({key: offset for offset, (key, value) in enumerate(LOG)}.values())
 lab06.check_compaction(kept, LOG)
 
 # %% [markdown]
+# ### Exercise 5 · A bad byte after a clean shutdown
+#
+# Section 10's recovery runs only after an **unclean** shutdown. After a clean one, `.kafka_cleanshutdown` is
+# there, and the broker opens its segments without reading a single batch: with 1 GiB segments and thousands of
+# partitions, checking everything at every start would take hours. So what becomes of a byte that goes bad on
+# disk *while the broker is stopped* (a failing disk, a stray write)? Start a broker, produce six one-record
+# batches of payments, stop it cleanly, flip one bit in the value at offset 3, and start it again:
+
+# %%
+EX_DIR = BASE / "exercise-5"
+cluster = Cluster(brokers=1, log_dirs=str(EX_DIR)).start()
+cluster.create_topic("payments", partitions=1, config={"retention.ms": -1})
+payments = [build_batch([SimpleRecord(b"payment-%d" % i, b'{"eur": %d}' % (10 * i + 5), (), lab06.T0 + 1000 * i)])
+            for i in range(6)]
+print("base offsets assigned:", lab06.produce_batches(cluster.bootstrap_servers, "payments", payments))
+cluster.stop_broker(0)                                 # clean: flush, checkpoints, then .kafka_cleanshutdown
+EX_SEGMENT = EX_DIR / "broker-0" / "payments-0" / "00000000000000000000.log"
+data = bytearray(EX_SEGMENT.read_bytes())
+data[data.index(b'{"eur": 35}') + 8] ^= 0x01           # one bit: "35" becomes "25"
+EX_SEGMENT.write_bytes(bytes(data))
+cluster.start_broker(0)
+print(cluster.broker(0).log_manager.get_log("payments", 0).recovery_report.summary())
+
+# %% [markdown]
+# The broker serves the segment as it is: it never looks inside the batches it sends (section 2, `sendfile`).
+# Only a **consumer** can notice: with `check.crcs` (off by default in librdkafka, on in Kafka's Java client) it
+# recomputes each batch's CRC-32C, reports the bad batch and cannot get past it. Without the check, the
+# application gets a wrong payment and nobody is told:
+
+# %%
+def read_payments(check_crcs, count):
+    """Read ``count`` records of payments-0 from offset 0; stop at the first error."""
+    reader = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "lab06-payments",
+                       "enable.auto.commit": False, "check.crcs": check_crcs,
+                       "client.software.name": "kafkalab-lab", "client.software.version": "1.0"})
+    reader.assign([TopicPartition("payments", 0, 0)])
+    seen, deadline = [], time.monotonic() + 15
+    while len(seen) < count and time.monotonic() < deadline:
+        for m in reader.consume(count - len(seen), timeout=1.0):
+            if m.error():                              # the consumer stays stuck here: report it once
+                reader.close()
+                return seen + [f"error: {m.error().str()}"]
+            seen.append(f"offset {m.offset()}: {m.value().decode()}")
+    reader.close()
+    return seen
+
+
+print("check.crcs=true: ", *read_payments(True, 6), sep="\n  ")
+print("check.crcs=false:", *read_payments(False, 6), sep="\n  ")
+
+# %% [markdown]
+# `kafkalab dump-log --deep-iteration` finds the batch without a broker: its line says `isvalid: false`, and the
+# tool lists every such batch again at the end (on stderr), with the CRC stored in the batch and the one
+# computed from its bytes:
+
+# %%
+dumped = lab06.dump_log(EX_SEGMENT.parent, [EX_SEGMENT.name], "--deep-iteration")
+print(dumped.replace(str(EX_SEGMENT.parent.resolve()) + os.sep, ""))
+
+# %% [markdown]
+# Kafka's answer is **recovery**, and it runs only when the marker is missing. Delete `.kafka_cleanshutdown` and
+# start the broker: it takes this start for one after a crash, re-reads every segment from the one holding the
+# recovery point (here the only segment) batch by batch, checks each batch's size and CRC, and cuts the log at
+# the first batch that fails (section 10).
+#
+# **What is the log end offset of `payments-0` after that recovery?** Work it out from the dump above.
+
+# %% tags=["solution"]
+recovered_leo = next(b.base_offset for b in lab06.batches_of(EX_SEGMENT) if not b.crc_valid)
+
+# %%
+lab06.check_recovery(recovered_leo, EX_SEGMENT)
+
+# %% [markdown]
+# Now let the broker do it:
+
+# %%
+cluster.stop_broker(0)
+(EX_DIR / "broker-0" / ".kafka_cleanshutdown").unlink()    # as if the broker had crashed
+cluster.start_broker(0)
+recovered = cluster.broker(0).log_manager.get_log("payments", 0)
+print(recovered.recovery_report.summary().replace("; ", "\n  "))
+print("check.crcs=true:", *read_payments(True, recovered.log_end_offset), sep="\n  ")
+cluster.stop()
+
+# %% [markdown]
+# The bad batch is gone, and with it every batch after it (a log has no holes), though all of them were
+# acknowledged. On a real cluster that is where replication earns its keep: the broker follows the leader again,
+# and fetches offsets 3-5 back from a replica whose disk was fine (lab 08). On a single broker they are lost.
+# So after a clean shutdown Kafka trusts the disk; the checks are the consumers' CRCs and, when they complain,
+# an operator with `kafka-dump-log.sh --deep-iteration`, who removes the bad replica's directory (or its
+# clean-shutdown marker) and lets replication or recovery do the rest.
+
+# %% [markdown]
 # ## 12 · Recap
 #
 # * **A partition is a directory** `<log.dirs>/<topic>-<partition>` of segments; each segment is a `.log`, an
@@ -563,7 +660,8 @@ lab06.check_compaction(kept, LOG)
 # * **Compaction (C27)** keeps the latest record per key at its original offset; tombstones stay for
 #   `delete.retention.ms`; the active segment is never cleaned.
 # * **Recovery** after an unclean shutdown scans from the recovery point, keeps every complete CRC-valid batch
-#   and cuts the rest.
+#   and cuts the rest. After a clean shutdown (`.kafka_cleanshutdown`) nothing is checked: a segment corrupted on
+#   disk is served as it is, and only a consumer's `check.crcs` (or `dump-log --deep-iteration`) notices.
 #
 # **Next:** lab 07, *Fetching, the high watermark and purgatory*: the bytes go the other way, from the `.log`
 # to the consumer.

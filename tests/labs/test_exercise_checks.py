@@ -246,3 +246,26 @@ def test_lab06_read_masked_hides_random_ids(tmp_path):
     p.write_text("#\n#Sat Nov 21 21:11:07 UTC 2026\ncluster.id=cKstcqjBpJqIagI5MWCBVw\nversion=0\nbroker.id=0\n")
     text = lab06.read_masked(p)
     assert "cKstcq" not in text and "2026" not in text and "broker.id=0" in text
+
+
+def test_lab06_recovery_after_a_corrupted_byte(tmp_path):
+    log = UnifiedLog(tmp_path / "payments-0", LogConfig({}), time=MockTime(start_ms=lab06.T0))
+    for i in range(6):
+        log.append_as_leader(build_batch([SimpleRecord(b"p%d" % i, b'{"eur": %d}' % (10 * i + 5), (), lab06.T0)]),
+                             leader_epoch=0)
+    log.close()
+    segment = tmp_path / "payments-0" / "00000000000000000000.log"
+    assert lab06.recovered_log_end_offset(segment) == 6                    # nothing bad yet
+    data = bytearray(segment.read_bytes())
+    data[data.index(b'{"eur": 35}') + 8] ^= 0x01
+    segment.write_bytes(bytes(data))
+    assert lab06.check_recovery(3, segment).passed
+    assert "does scan this segment" in lab06.check_recovery(6, segment).hint
+    assert "does not skip a bad batch" in lab06.check_recovery(5, segment).hint
+    assert "*next* offset" in lab06.check_recovery(2, segment).hint
+    assert not lab06.check_recovery("3", segment).passed
+    assert lab06.check_recovery(..., segment).status == "todo"
+    recovered = UnifiedLog(tmp_path / "payments-0", LogConfig({}), time=MockTime(start_ms=lab06.T0),
+                           had_clean_shutdown=False)
+    assert recovered.log_end_offset == 3                                   # the storage layer agrees
+    recovered.close()

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from kafkalab.records import SimpleRecord, build_batch, build_end_txn_marker_batch
+from kafkalab.records import SimpleRecord, batch_checksum, build_batch, build_end_txn_marker_batch
 from kafkalab.tools.dump_log import main
 
 from .helpers import T0
@@ -97,6 +97,22 @@ def test_trailing_garbage_and_index_verification(lab_log):
     out, err = dump("--files", "00000000000000000000.index", "--verify-index-only")
     assert out == "Dumping 00000000000000000000.index\n"
     assert err == f"Mismatches in :{os.path.abspath('00000000000000000000.index')}\n  Index offset: 2, log offset: 3\n"
+
+
+def test_deep_iteration_reports_a_corrupted_batch(lab_log):
+    data = bytearray(open("00000000000000000000.log", "rb").read())
+    data[data.index(b"world")] ^= 0x01                                  # one bit of batch 3's value, after a clean close
+    open("00000000000000000000.log", "wb").write(bytes(data))
+    bad = bytes(data[104:177])
+    out, err = dump("--files", "00000000000000000000.log", "--deep-iteration")
+    lines = out.splitlines()
+    assert lines[2].endswith("isvalid: true") and lines[6].endswith("crc: 989962056 isvalid: false")
+    assert lines[7] == "| offset: 3 CreateTime: 1700000000005 keySize: -1 valueSize: 5 sequence: -1 headerKeys: []"
+    assert err == (f"Found invalid batches in :{os.path.abspath('00000000000000000000.log')}\n"
+                   f"  baseOffset: 3 lastOffset: 3 position: 104: Record is corrupt (stored crc = 989962056, "
+                   f"computed crc = {batch_checksum(bad)})\n")
+    _, shallow_err = dump("--files", "00000000000000000000.log")             # without it: only isvalid: false
+    assert shallow_err == ""
 
 
 def test_index_sanity_check(lab_log):

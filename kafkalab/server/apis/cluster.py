@@ -25,7 +25,8 @@ cache, which holds the same facts.)
 absolute path), the partitions it holds with their size on disk in bytes, ``offset_lag`` (how far a
 replica's log end is behind the high watermark; 0 for a leader) and ``is_future_key`` (a replica being
 moved between directories -- never in kafkalab); from v4 the file system's total and usable bytes. A null
-topic list asks for every partition. Unlike the others it describes only the broker that receives it, so
+topic list asks for every partition. A directory that failed (an I/O error took it offline) is listed with
+KAFKA_STORAGE_ERROR and nothing else. Unlike the others it describes only the broker that receives it, so
 tools send it to each broker.
 
 Mirrors: ``KafkaApis.handleDescribeCluster`` and ``AuthHelper.computeDescribeClusterResponse``;
@@ -187,7 +188,11 @@ def handle_describe_log_dirs(broker, request):
     else:
         wanted = {(t.topic, p) for t in body.topics for p in t.partitions}
     results = []
+    offline = set(broker.log_manager.offline_log_dirs)
     for log_dir in dict.fromkeys(os.path.abspath(str(d)) for d in broker.config.log_dirs):
+        if log_dir in offline:   # a failed dir: listed, with no partitions (ReplicaManager.describeLogDirs)
+            results.append(R.DescribeLogDirsResult(error_code=ErrorCode.KAFKA_STORAGE_ERROR, log_dir=log_dir))
+            continue
         try:
             usage = shutil.disk_usage(log_dir)
         except OSError:

@@ -40,6 +40,7 @@ Mirrors: ``core/src/main/scala/kafka/server/ConfigHelper.scala`` (``describeConf
 from __future__ import annotations
 
 import collections
+import logging
 import re
 from typing import Optional
 
@@ -54,13 +55,15 @@ __all__ = ["handle_describe_configs", "handle_incremental_alter_configs", "RESOU
 DescribeResponse = response_class(ApiKey.DESCRIBE_CONFIGS)
 AlterResponse = response_class(ApiKey.INCREMENTAL_ALTER_CONFIGS)
 
+log = logging.getLogger("kafkalab.server.KafkaApis")
+
 #: ``ConfigResource.Type`` ids.
 RESOURCE_TYPES = {0: "UNKNOWN", 2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS", 32: "GROUP"}
 TOPIC, BROKER = 2, 4
 #: Would a live change of a broker config take effect? Not yet: every broker config is read-only.
 DYNAMIC_BROKER_CONFIGS_SUPPORTED = False
 
-_INTEGER = re.compile(r"^[+-]?\d+$")
+_INTEGER = re.compile(r"[+-]?\d+\Z")
 _LISTENER_OVERRIDE = re.compile(r"^listener\.name\.[^.]*\.(.*)$")
 
 
@@ -70,6 +73,7 @@ def _resource(resource_type: int, name: str) -> str:
 
 def _failure(e: Exception) -> tuple[int, Optional[str]]:
     if not isinstance(e, ApiException):
+        log.exception("unexpected error in an admin request")
         return ErrorCode.UNKNOWN_SERVER_ERROR, None
     message = str(e)
     return e.error_code, (None if message == e.info.message else message)
