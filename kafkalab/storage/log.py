@@ -33,7 +33,6 @@ Mirrors: ``core/src/main/scala/kafka/log/UnifiedLog.scala`` (Kafka 3.9; tiered s
 """
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import threading
@@ -70,19 +69,29 @@ EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
 
 
-@contextlib.contextmanager
-def _storage_errors(message: str, log_):
+class _storage_errors:
     """Kafka's ``maybeHandleIOException``: an I/O failure is reported to the log dir failure channel (the
     directory goes offline) and becomes KAFKA_STORAGE_ERROR for the client. ``message`` is Kafka's, with
-    ``{tp}`` and ``{dir}`` filled in only when something failed."""
-    try:
-        yield
-    except OSError as e:
-        text = message.format(tp=log_.topic_partition, dir=log_.parent_dir)
+    ``{tp}`` and ``{dir}`` filled in only when something failed. (A class rather than a generator-based
+    context manager: every read and append of every partition passes through it.)"""
+
+    __slots__ = ("message", "log")
+
+    def __init__(self, message: str, log_):
+        self.message, self.log = message, log_
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is None or not issubclass(exc_type, OSError):
+            return False
+        log_ = self.log
+        text = self.message.format(tp=log_.topic_partition, dir=log_.parent_dir)
         channel = log_.log_dir_failure_channel
         if channel is not None:
-            channel.maybe_add_offline_log_dir(log_.parent_dir, text, e)
-        raise KafkaStorageError(f"{text}: {e}") from e
+            channel.maybe_add_offline_log_dir(log_.parent_dir, text, exc)
+        raise KafkaStorageError(f"{text}: {exc}") from exc
 
 
 class UnifiedLog:
