@@ -467,7 +467,13 @@ class SocketServer:
         for piece in out:
             total += len(piece)
         out[0] = _SIZE.pack(total)
-        await self._write_pieces(writer, out)
+        try:
+            data = b"".join(out)        # every piece in memory (the usual case): one write
+        except TypeError:               # file regions among them: sendfile for those
+            await self._write_pieces(writer, out)
+        else:
+            writer.write(data)
+            await writer.drain()
         return total + 4
 
     async def _write_pieces(self, writer: _Connection, pieces: list) -> None:
