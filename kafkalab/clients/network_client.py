@@ -59,7 +59,7 @@ from typing import Callable, Optional
 
 from kafkalab.clients.api_versions import NodeApiVersions, client_range
 from kafkalab.clients.clock import ClientClock
-from kafkalab.clients.errors import ClientClosedError, NetworkException, RequestTimedOut
+from kafkalab.clients.errors import ClientClosedError, NetworkException, RequestTimedOut, SslAuthenticationException
 from kafkalab.clients.metadata import BrokerInfo, ClusterView, Metadata
 from kafkalab.clients.tracing import TraceEvent
 from kafkalab.protocol import (ApiKey, DecodeError, ErrorCode, KafkaProtocolError, decode_response,
@@ -143,8 +143,8 @@ class BrokerConnection:
                 setup_timeout_ms)
         except ssl.SSLError as e:       # the handshake failed: an untrusted certificate, a wrong host name...
             self.closed = True
-            raise NetworkException(f"SSL handshake failed with node {self.node_id} at {self.address}: "
-                                   f"{e.reason or e}") from e
+            raise SslAuthenticationException(f"SSL handshake failed with node {self.node_id} at {self.address}: "
+                                             f"{e.reason or e}") from e
         except (OSError, asyncio.TimeoutError) as e:
             self.closed = True
             raise NetworkException(f"cannot connect to node {self.node_id} at {self.address}: "
@@ -537,8 +537,9 @@ class NetworkClient:
             first = False
             try:
                 await self.update_metadata(self.metadata.request_topics())
-            except NetworkException:
-                pass
+            except NetworkException as e:
+                if not e.retriable:     # a failed TLS handshake: waiting longer cannot help
+                    raise
 
     def broker(self, node_id: int) -> Optional[BrokerInfo]:
         return self.metadata.cluster.brokers.get(node_id)
