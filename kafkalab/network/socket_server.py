@@ -543,15 +543,17 @@ class SocketServer:
         saves the loop's per-call set-up (pausing reads, waiters) when the socket keeps up.
 
         Never on TLS: the socket under a TLS transport carries encrypted records, so file bytes written to
-        it directly would corrupt the stream. There the loop's ``sendfile`` falls back to reading the file
-        in chunks and writing them through the transport, which encrypts them (Kafka's TLS transport copies
-        too: ``SslTransportLayer.transferFrom``)."""
+        it directly would corrupt the stream. There :func:`_copy_through_tls` reads the file in chunks and
+        writes them through the transport, which encrypts them (Kafka's TLS transport copies too:
+        ``SslTransportLayer.transferFrom``)."""
         fd = os.open(region.path, os.O_RDONLY)
         try:
             position, remaining = region.position, region.size
+            if writer.tls:
+                await _copy_through_tls(writer, fd, position, remaining)
+                return
             transport, sock = writer.transport, writer.get_extra_info("socket")
-            if (sock is not None and not writer.tls and not transport.is_closing()
-                    and transport.get_write_buffer_size() == 0):
+            if sock is not None and not transport.is_closing() and transport.get_write_buffer_size() == 0:
                 sent = _sendfile_while_it_takes(sock.fileno(), fd, position, remaining)
                 position, remaining = position + sent, remaining - sent
             if remaining:
@@ -559,6 +561,23 @@ class SocketServer:
                     await asyncio.get_running_loop().sendfile(transport, f, position, remaining, fallback=True)
         finally:
             os.close(fd)
+
+
+#: Bytes of a log file read per write on a TLS connection (the TLS layer cuts them into 16 KiB records).
+TLS_COPY_CHUNK = 256 * 1024
+
+
+async def _copy_through_tls(writer: _Connection, fd: int, position: int, count: int) -> None:
+    """Read ``count`` bytes of the file at ``position`` and write them through the (TLS) transport, waiting for
+    room after each chunk. A file that ends early (truncated under us) closes the connection: the response's
+    size is already on the wire, so a short one would leave the client out of step."""
+    while count:
+        chunk = os.pread(fd, min(count, TLS_COPY_CHUNK), position)
+        if not chunk:
+            raise ConnectionAbortedError(f"log file ended {count} bytes early while sending a fetch response")
+        writer.write(chunk)
+        position, count = position + len(chunk), count - len(chunk)
+        await writer.drain()
 
 
 def _sendfile_while_it_takes(out_fd: int, in_fd: int, position: int, count: int) -> int:

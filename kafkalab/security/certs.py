@@ -38,6 +38,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from .ssl_principal import distinguished_name
+
 __all__ = ["CertificateAuthority", "Identity", "IdentityFiles", "DEFAULT_HOSTS"]
 
 #: What a lab broker is reached by: hostname verification (``ssl.endpoint.identification.algorithm=https``)
@@ -99,7 +101,7 @@ class IdentityFiles:
 class Identity:
     """A certificate issued by a :class:`CertificateAuthority`, with its private key (PEM)."""
 
-    subject: str              # the distinguished name, RFC 2253 order: CN=...,OU=...
+    subject: str              # the distinguished name as Kafka prints it (RFC 2253): CN=...,OU=...
     certificate_pem: bytes
     private_key_pem: bytes    # PKCS#8; encrypted with key_password when one was given
     ca_pem: bytes
@@ -225,5 +227,5 @@ class CertificateAuthority:
         encryption = (serialization.BestAvailableEncryption(key_password.encode()) if key_password
                       else serialization.NoEncryption())
         key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption)
-        return Identity(cert.subject.rfc4514_string(), _pem(cert), key_pem, self.certificate_pem,
+        return Identity(distinguished_name(cert.subject), _pem(cert), key_pem, self.certificate_pem,
                         key_password or None)

@@ -189,3 +189,47 @@ def test_kafkalab_broker_exits_non_zero_for_an_ssl_listener_without_a_keystore(t
     assert result.returncode != 0
     assert NO_KEYSTORE_MESSAGE in result.stderr
     assert "Traceback" not in result.stderr
+
+
+# -- brokers among themselves over TLS ----------------------------------------------------------------------------
+def test_brokers_talk_to_each_other_over_an_ssl_inter_broker_listener_with_client_certificates(pki):
+    overrides = {"listeners": "SSL://127.0.0.1:0", "security.inter.broker.protocol": "SSL",
+                 **pki.broker_configs(client_auth="required")}
+    with Cluster(brokers=2, overrides=overrides) as c:
+        c.create_topic("replicated", 1, replication_factor=2)
+        assert c.wait_until(lambda: len(c.partition_state("replicated", 0)["isr"]) == 2, timeout=20)
+        port = c.broker(0).socket_server.bound_port("SSL")
+        configs = {"bootstrap.servers": f"127.0.0.1:{port}", "security.protocol": "SSL",
+                   "ssl.truststore.type": "PEM", "ssl.truststore.location": str(pki.broker_files.ca),
+                   "ssl.keystore.type": "PEM", "ssl.keystore.location": str(pki.alice_files.keystore)}
+        assert produce_and_consume(configs, "replicated", [b"x", b"y"]) == [b"x", b"y"]
+
+
+def test_a_fetch_response_larger_than_the_socket_buffer_arrives_whole_over_tls(pki, monkeypatch):
+    """As tests/broker/test_sendfile.py, through TLS: a tiny send buffer and a client that reads late, so the
+    copy through the TLS layer has to wait for room again and again."""
+    from kafkalab.records import build_batch, decode_batches
+    Produce, Fetch = request_class(ApiKey.PRODUCE), request_class(ApiKey.FETCH)
+    monkeypatch.setattr(socket_server, "_sendfile_while_it_takes", lambda *a: pytest.fail("sendfile past TLS"))
+    values = [bytes([i]) * 200_000 for i in range(4)]   # one batch under message.max.bytes
+    overrides = {"listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0", "socket.send.buffer.bytes": "4096",
+                 **pki.broker_configs()}
+    with Cluster(brokers=1, overrides=overrides) as c:
+        c.create_topic("big-tls", 1)
+        with connect(c, pki, "SSL") as sock:
+            batch = build_batch([(b"k", v, [], 1_700_000_000_000) for v in values])
+            produced = call(sock, Produce(transactional_id=None, acks=1, timeout_ms=5000, topic_data=(
+                Produce.TopicProduceData(name="big-tls", partition_data=(
+                    Produce.PartitionProduceData(index=0, records=batch),)),)), 9, ApiKey.PRODUCE)
+            assert produced.responses[0].partition_responses[0].error_code == 0
+            fetch = Fetch(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=8 << 20, isolation_level=0,
+                          session_id=0, session_epoch=-1, topics=(Fetch.FetchTopic(topic="big-tls", partitions=(
+                              Fetch.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=8 << 20),)),),
+                          forgotten_topics_data=(), rack_id="")
+            sock.sendall(encode_request(make_request(fetch, api_version=12, correlation_id=4, client_id="t"),
+                                        size_prefix=True))
+            time.sleep(0.3)                      # let the broker fill its send buffer and wait
+            size = struct.unpack(">i", _read(sock, 4))[0]
+            body = decode_response(_read(sock, size), ApiKey.FETCH, 12).body
+    [partition] = body.responses[0].partitions
+    assert [r.value for b in decode_batches(partition.records) for r in b.records] == values
