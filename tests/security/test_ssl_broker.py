@@ -127,6 +127,19 @@ def test_the_mtls_listener_refuses_a_client_without_a_certificate(cluster, pki):
             call(sock, Metadata(topics=()), 12, ApiKey.METADATA)
 
 
+def test_a_tls_client_on_the_plaintext_port_is_closed_and_the_broker_goes_on(cluster, pki, caplog):
+    """The ClientHello's first bytes (0x16 0x03 0x01 ...) read as a frame size of ~369 MB: above
+    socket.request.max.bytes, so the broker closes the connection without allocating anything."""
+    raw = socket.create_connection(("127.0.0.1", port_of(cluster, "PLAINTEXT")), timeout=5)
+    context = ssl.create_default_context(cafile=str(pki.broker_files.ca))
+    with pytest.raises((ssl.SSLError, ConnectionError)):
+        context.wrap_socket(raw, server_hostname="localhost")
+    raw.close()
+    with connect(cluster, pki, "PLAINTEXT") as sock:
+        assert call(sock, Metadata(topics=()), 12, ApiKey.METADATA).brokers
+    assert "Invalid receive (size = 3" in caplog.text
+
+
 # -- one broker, several listeners: answers name the listener the request came in on -------------------------------
 @pytest.mark.parametrize("listener", ["PLAINTEXT", "SSL", "MTLS"])
 def test_metadata_find_coordinator_and_describe_cluster_answer_with_the_listener_asked_on(cluster, pki, listener):

@@ -148,3 +148,5 @@ def test_listener_overrides_and_sasl_ssl_client_auth(pki):
         == "requested"
     assert "listener.name.internal.ssl.client.auth" not in config.unknown
     assert str(config.values["ssl.key.password"]) == "[hidden]"
+    with_inline = KafkaConfig({**config.originals, "listener.name.internal.ssl.key.password": "inline-secret"})
+    assert KEY_PASSWORD not in repr(with_inline) and "inline-secret" not in repr(with_inline)
