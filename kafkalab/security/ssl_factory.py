@@ -52,6 +52,7 @@ NO_KEYSTORE_MESSAGE = ("A client SSLEngine created with the provided settings ca
 
 _VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 _PEM_ENTRY = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----")
+_PEM_BLOCK = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----(.*?)-----END \1-----", re.DOTALL)
 _VERIFY = {"required": ssl.CERT_REQUIRED, "requested": ssl.CERT_OPTIONAL, "none": ssl.CERT_NONE}
 
 
@@ -145,7 +146,7 @@ class SslFactory:
             if password is not None:
                 raise ConfigException("SSL key store password cannot be specified with PEM format, only key "
                                       "password may be specified.")
-            self._load_inline_keystore(chain, key, key_password)
+            self._load_inline_keystore(_normalized_pem(chain), _normalized_pem(key), key_password)
             return True
         if chain is not None:
             raise ConfigException("SSL certificate chain is specified, but private key is not specified")
@@ -201,7 +202,7 @@ class SslFactory:
                 raise ConfigException("SSL trust store password cannot be specified for PEM format.")
             try:
                 _check_certificates(certificates)
-                self.context.load_verify_locations(cadata=certificates)
+                self.context.load_verify_locations(cadata=_normalized_pem(certificates))
             except (ssl.SSLError, ValueError) as e:
                 raise ConfigException(f"Invalid PEM truststore configs: {_reason(e)}") from None
             return True
@@ -221,6 +222,18 @@ class SslFactory:
         except (OSError, ssl.SSLError, ValueError) as e:
             raise ConfigException(f"Failed to load PEM SSL keystore {location}: {_reason(e)}") from None
         return True
+
+
+def _normalized_pem(text: str) -> str:
+    """Inline PEM as OpenSSL reads it: each block's base64 re-wrapped at 64 characters. A value from a
+    ``.properties`` file often arrives on one line (continuation lines joined), which Kafka's PEM parser
+    accepts and OpenSSL does not."""
+    blocks = []
+    for label, body in _PEM_BLOCK.findall(text):
+        data = "".join(body.split())
+        lines = [data[i:i + 64] for i in range(0, len(data), 64)]
+        blocks.append("\n".join([f"-----BEGIN {label}-----", *lines, f"-----END {label}-----"]))
+    return "\n".join(blocks) + "\n" if blocks else text
 
 
 def _check_certificates(text: str) -> None:

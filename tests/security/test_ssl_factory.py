@@ -60,6 +60,18 @@ def test_a_pem_keystore_file_and_inline_pem_both_make_a_server_context(pki):
     assert inline.context.verify_mode == ssl.CERT_OPTIONAL and inline.has_keystore
 
 
+def test_inline_pem_on_one_line_as_a_properties_file_gives_it(pki, tmp_path):
+    from kafkalab.common.config import load_properties
+    lines = ["ssl.keystore.type=PEM", "ssl.truststore.type=PEM"]
+    for key, pem in (("ssl.keystore.key", pki.alice.private_key_pem), ("ssl.keystore.certificate.chain",
+                     pki.alice.chain_pem), ("ssl.truststore.certificates", pki.alice.ca_pem)):
+        lines.append(f"{key}=" + " \\\n    ".join(pem.decode().strip().splitlines()))
+    (tmp_path / "server.properties").write_text("\n".join(lines) + "\n")
+    props = load_properties(tmp_path / "server.properties")
+    assert "\n" not in props["ssl.keystore.key"]            # continuation lines joined: one line of PEM
+    assert factory(**props).has_keystore
+
+
 def test_protocol_versions_and_hostname_verification():
     tls12 = factory(CLIENT, **{"ssl.protocol": "TLSv1.2"}).context
     assert tls12.maximum_version == ssl.TLSVersion.TLSv1_2
