@@ -19,6 +19,7 @@ from tests.security._pki import make_pki
 
 from ._broker_support import (PHASE_S, Rec, aiokafka_consume, aiokafka_produce, assert_same_records,
                               confluent_consume, confluent_produce, kafka_python_consume, kafka_python_produce,
+                              run_async,
                               kafkajs, kafkajs_records, kcat, kcat_lines, sample_records, unique)
 
 pytestmark = pytest.mark.interop
@@ -125,6 +126,23 @@ def test_aiokafka_over_ssl(tls_cluster, tls_topic, pki):
     aiokafka_produce(bootstrap(tls_cluster), tls_topic, records, **conf())
     assert_same_records(aiokafka_consume(bootstrap(tls_cluster), tls_topic, [0, 1], len(records), **conf()),
                         records)
+
+
+def test_aiokafka_that_does_not_trust_the_ca_fails(tls_cluster, pki):
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.errors import KafkaError
+    from aiokafka.helpers import create_ssl_context
+
+    async def main():
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap(tls_cluster), security_protocol="SSL",
+                                    ssl_context=create_ssl_context(cafile=str(pki.other_ca)),
+                                    request_timeout_ms=3000)
+        try:
+            with pytest.raises(KafkaError):
+                await producer.start()
+        finally:
+            await producer.stop()
+    run_async(main())
 
 
 # -- kcat -----------------------------------------------------------------------------------------------------------
