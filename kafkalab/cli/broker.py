@@ -66,9 +66,11 @@ async def _serve(server) -> int:
             loop.add_signal_handler(sig, stop.set)
         except (NotImplementedError, RuntimeError):  # Windows: Ctrl-C still raises KeyboardInterrupt
             pass
+    from kafkalab.common.config import ConfigException
+
     try:
         await server.startup()
-    except OSError as e:
+    except (OSError, ConfigException) as e:
         print(f"kafkalab broker: could not start: {e}", file=sys.stderr)
         await server.shutdown()
         return 1

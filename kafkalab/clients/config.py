@@ -32,6 +32,7 @@ from typing import Any, Optional
 from kafkalab.common.config import (INT_MAX, CaseInsensitiveValidString, ConfigDef, ConfigException, ConfigKey,
                                     Importance, NO_DEFAULT_VALUE, NonEmptyList, Password, Range, ValidList,
                                     Type, suggest)
+from kafkalab.security.ssl_configs import define_client_ssl_configs
 
 T = Type
 
@@ -46,8 +47,8 @@ one_of = CaseInsensitiveValidString.in_
 
 # -- the definitions -------------------------------------------------------------------------------------------------
 def _common() -> ConfigDef:
-    """``CommonClientConfigs``: the keys every client has."""
-    return (
+    """``CommonClientConfigs``: the keys every client has (and ``SslConfigs``' TLS keys)."""
+    return define_client_ssl_configs(
         ConfigDef(lenient_booleans=True)
         .define("bootstrap.servers", T.LIST, NO_DEFAULT_VALUE,
                 NonEmptyList("Missing required configuration 'bootstrap.servers': give a list of host:port"), H,
@@ -77,7 +78,7 @@ def _common() -> ConfigDef:
                 "this.", inert=True)
         .define("security.protocol", T.STRING, "PLAINTEXT", one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT",
                                                                     "SASL_SSL"), M,
-                "Protocol used to talk to brokers.", inert=True)
+                "Protocol used to talk to brokers: SSL and SASL_SSL connect with TLS (the ssl.* keys).")
         .define("metrics.sample.window.ms", T.LONG, 30_000, at_least(0), L, "Metrics sample window.", inert=True)
         .define("metrics.num.samples", T.INT, 2, at_least(1), L, "Samples kept per metric.", inert=True)
         .define("metrics.recording.level", T.STRING, "INFO", one_of("INFO", "DEBUG", "TRACE"), L,

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from kafkalab.protocol import ErrorCode, KafkaProtocolError
 
-__all__ = ["KafkaProtocolError", "NetworkException", "RequestTimedOut", "KafkaTimeoutError", "ClientClosedError",
+__all__ = ["KafkaProtocolError", "NetworkException", "SslAuthenticationException", "RequestTimedOut",
+           "KafkaTimeoutError", "ClientClosedError",
            "raise_for"]
 
 
@@ -31,6 +32,14 @@ class NetworkException(KafkaProtocolError):
 
     def __init__(self, message: str):
         super().__init__(self.error_code, message)
+
+
+class SslAuthenticationException(NetworkException):
+    """The TLS handshake failed: the broker's certificate is not trusted or does not name the host, or the
+    broker refused ours. Retrying cannot help, so it is not retried: the operation fails with the reason
+    (Java's ``SslAuthenticationException``, raised from the metadata wait and admin calls)."""
+
+    retriable = False
 
 
 class RequestTimedOut(KafkaProtocolError):

@@ -23,6 +23,11 @@ Per connection:
   in-flight request fails with ``NETWORK_EXCEPTION``; callers retry both.
 * **Reconnect backoff.** After a failed connection the next attempt waits ``reconnect.backoff.ms``, doubling
   per consecutive failure up to ``reconnect.backoff.max.ms`` (with ±20 % jitter, as Java does).
+* **TLS.** With ``security.protocol`` SSL (or SASL_SSL) every connection starts with a TLS handshake, on one
+  context made from the ``ssl.*`` keys when the client is created (:mod:`kafkalab.security.ssl_factory`): the
+  broker's chain is checked against ``ssl.truststore.*``, its name against the host connected to
+  (``ssl.endpoint.identification.algorithm=https``), and ``ssl.keystore.*`` is the certificate the client
+  presents when the broker asks for one. A failed handshake fails the connection with its reason.
 
 Every one of these deadlines is decided by the client's injected ``Time`` (``NetworkClient(config,
 time=MockTime())``) through a :class:`~.clock.ClientClock` (``client.waits``): with a mock clock a request
@@ -47,17 +52,19 @@ import asyncio
 import collections
 import importlib.metadata
 import random
+import ssl
 import struct
 from time import perf_counter
 from typing import Callable, Optional
 
 from kafkalab.clients.api_versions import NodeApiVersions, client_range
 from kafkalab.clients.clock import ClientClock
-from kafkalab.clients.errors import ClientClosedError, NetworkException, RequestTimedOut
+from kafkalab.clients.errors import ClientClosedError, NetworkException, RequestTimedOut, SslAuthenticationException
 from kafkalab.clients.metadata import BrokerInfo, ClusterView, Metadata
 from kafkalab.clients.tracing import TraceEvent
 from kafkalab.protocol import (ApiKey, DecodeError, ErrorCode, KafkaProtocolError, decode_response,
                                encode_request, make_request, request_class)
+from kafkalab.security.ssl_factory import CLIENT, SslFactory
 
 __all__ = ["NetworkClient", "BrokerConnection", "parse_bootstrap"]
 
@@ -130,8 +137,14 @@ class BrokerConnection:
     # -- opening ----------------------------------------------------------------------------------------------
     async def open(self, setup_timeout_ms: float) -> None:
         try:
+            tls = self.client.ssl_context
             self._reader, self._writer = await self.client.waits.wait_for(
-                asyncio.open_connection(self.host, self.port), setup_timeout_ms)
+                asyncio.open_connection(self.host, self.port, ssl=tls, server_hostname=self.host if tls else None),
+                setup_timeout_ms)
+        except ssl.SSLError as e:       # the handshake failed: an untrusted certificate, a wrong host name...
+            self.closed = True
+            raise SslAuthenticationException(f"SSL handshake failed with node {self.node_id} at {self.address}: "
+                                             f"{e.reason or e}") from e
         except (OSError, asyncio.TimeoutError) as e:
             self.closed = True
             raise NetworkException(f"cannot connect to node {self.node_id} at {self.address}: "
@@ -281,6 +294,10 @@ class NetworkClient:
         self.reconnect_backoff_ms = config["reconnect.backoff.ms"]
         self.reconnect_backoff_max_ms = config["reconnect.backoff.max.ms"]
         self.setup_timeout_ms = config["socket.connection.setup.timeout.ms"]
+        #: TLS for security.protocol SSL / SASL_SSL: one context from the ssl.* keys, checked now
+        self.ssl_context = (SslFactory(CLIENT, config).context
+                            if str(config.get("security.protocol", "PLAINTEXT")).upper() in ("SSL", "SASL_SSL")
+                            else None)
         self.allow_auto_topic_creation = allow_auto_topic_creation
         self.metadata = Metadata(metadata_max_age_ms=config["metadata.max.age.ms"],
                                  retry_backoff_ms=config["retry.backoff.ms"])
@@ -520,8 +537,9 @@ class NetworkClient:
             first = False
             try:
                 await self.update_metadata(self.metadata.request_topics())
-            except NetworkException:
-                pass
+            except NetworkException as e:
+                if not e.retriable:     # a failed TLS handshake: waiting longer cannot help
+                    raise
 
     def broker(self, node_id: int) -> Optional[BrokerInfo]:
         return self.metadata.cluster.brokers.get(node_id)

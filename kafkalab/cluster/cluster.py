@@ -96,9 +96,13 @@ class Cluster:
                                                  name="zk-session-expiry")
         self.zk_store = self.call(lambda: ZkStore(str(self.base_dir / "zookeeper"), time=self.time,
                                                   scheduler=self._zk_scheduler, tick_time_ms=self.zk_tick_time_ms))
-        for broker_id in range(self.num_brokers):
-            self.start_broker(broker_id)
-        self.wait_for_controller()
+        try:
+            for broker_id in range(self.num_brokers):
+                self.start_broker(broker_id)
+            self.wait_for_controller()
+        except BaseException:   # a broker refused its configuration: release the loop and the store, then say why
+            self.stop()
+            raise
         return self
 
     def _broker_config(self, broker_id: int) -> dict:

@@ -19,6 +19,9 @@ A failed or timed-out request closes the connection; the caller reconnects (and 
 arrives: False means the network link is down (fault injection in ``kafkalab.cluster``), and the request fails
 as a refused or dropped connection would.
 ``sent`` keeps the last requests (correlation id, API, version) for labs.
+When the inter-broker listener speaks TLS (SSL, SASL_SSL) the connection is made with ``ssl_context``: the
+broker's client-side context from that listener's ``ssl.*`` settings (its key store is the certificate it
+presents when the listener asks for one).
 
 Mirrors: the ``NetworkClient`` set-ups in ``core/src/main/scala/kafka/controller/ControllerChannelManager.scala``
 and ``core/src/main/scala/kafka/server/BrokerBlockingSender.scala``.
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import ssl
 import struct
 from typing import Callable, Optional
 
@@ -112,8 +116,10 @@ class InterBrokerConnection:
 
     def __init__(self, host: str, port: int, *, client_id: str, request_timeout_ms: int = 30000,
                  connect_timeout_ms: int = 10000, max_response_bytes: int = 104857600 * 2,
-                 link_check: Optional[Callable[[str, int], bool]] = None):
+                 link_check: Optional[Callable[[str, int], bool]] = None,
+                 ssl_context: Optional[ssl.SSLContext] = None):
         self.link_check = link_check
+        self.ssl_context = ssl_context
         self.host = host
         self.port = port
         self.client_id = client_id
@@ -139,7 +145,8 @@ class InterBrokerConnection:
             return
         loop = asyncio.get_running_loop()
         self._transport, self._protocol = await asyncio.wait_for(
-            loop.create_connection(lambda: _ResponseProtocol(self.max_response_bytes), self.host, self.port),
+            loop.create_connection(lambda: _ResponseProtocol(self.max_response_bytes), self.host, self.port,
+                                   ssl=self.ssl_context, server_hostname=self.host if self.ssl_context else None),
             self.connect_timeout_ms / 1000.0)
 
     async def send(self, api_key: int, api_version: int, body):

@@ -22,7 +22,17 @@ For every listener the broker binds one server socket (Kafka's *acceptor*). Each
    processed one at a time and answered in the order they were sent, however many the client pipelines;
    the extra ones wait in the socket buffer (reading pauses while a complete request waits its turn).
 4. writes the response. Record batches read from a log file go out with ``sendfile`` (zero-copy: the bytes
-   go from the page cache to the socket without passing through Python) when they are large enough.
+   go from the page cache to the socket without passing through Python) when they are large enough -- except
+   on TLS connections, where the bytes must be encrypted on their way: there they are read and written
+   through the TLS layer in chunks, as Kafka's ``SslTransportLayer.transferFrom`` copies them.
+
+Listeners whose security protocol is SSL or SASL_SSL get an ``ssl.SSLContext`` (one
+:class:`~kafkalab.security.ssl_factory.SslFactory` per listener, from its ``ssl.*`` settings): asyncio runs the
+TLS handshake before the connection reaches its processor, and a handshake that fails (a plaintext client,
+garbage instead of a ClientHello, an untrusted client certificate) or does not finish within
+``connections.max.idle.ms`` only drops that connection. On SSL listeners the client certificate's
+distinguished name (after ``ssl.principal.mapping.rules``) becomes the connection's ``principal``; without one
+the principal is ``User:ANONYMOUS``, as on PLAINTEXT.
 
 Idle connections are closed after ``connections.max.idle.ms``.
 
@@ -39,7 +49,7 @@ import os
 import socket
 import struct
 from time import monotonic
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional
 
 from kafkalab.common.time import SYSTEM, Time
 from kafkalab.network.endpoint import EndPoint
@@ -48,6 +58,7 @@ from kafkalab.network.request_channel import (ANONYMOUS, CloseConnectionResponse
 from kafkalab.protocol import (RESPONSE_HEADER, ApiKey, DecodeError, ErrorCode, FrameReader, InvalidReceiveError,
                                UnsupportedVersionError, api_name, codec, decode_request, response_class,
                                response_header_version, response_schema)
+from kafkalab.security.ssl_factory import SslFactory
 
 __all__ = ["SocketServer", "FileRegion", "SENDFILE_THRESHOLD"]
 
@@ -122,13 +133,36 @@ class _Connection(asyncio.BufferedProtocol):
         self._drain_waiter: Optional[asyncio.Future] = None
         self._paused_writing = False
         self.last_activity = monotonic()   # bytes received; the idle clock (connections.max.idle.ms) restarts
+        self.principal: str = ANONYMOUS     # who the peer is: a client certificate's name, a SASL user
+        self.tls = False                    # a TLS transport: never sendfile past it
 
     # ---------------------------------------------------------------------- protocol callbacks (the loop)
     def connection_made(self, transport) -> None:
         self.transport = transport
+        ssl_object = transport.get_extra_info("ssl_object")
+        if ssl_object is not None:          # the TLS handshake is done (asyncio completes it first)
+            self.tls = True
+            if not self._authenticate_certificate(ssl_object):
+                transport.close()
+                return
         if self.server.paused:
             transport.pause_reading()
         self.server._spawn(self.ep, self)
+
+    def _authenticate_certificate(self, ssl_object) -> bool:
+        """On an SSL listener the principal is the client certificate's (mapped) name; on SASL_SSL it is
+        decided by SASL later. False when no ``ssl.principal.mapping.rules`` rule applies (Kafka fails the
+        authentication and closes the connection)."""
+        factory = self.server.ssl_factories.get(self.ep.listener_name)
+        if factory is None or self.ep.security_protocol != "SSL":
+            return True
+        try:
+            self.principal = factory.principal(ssl_object)
+        except ValueError as e:
+            peer = self.transport.get_extra_info("peername") or ("?", 0)
+            log.info("%s: failed authentication with %s (SSL principal: %s)", self.server.name, peer[0], e)
+            return False
+        return True
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self.frames.get_buffer()
@@ -245,8 +279,15 @@ class SocketServer:
     def __init__(self, endpoints: list[EndPoint], channel: RequestChannel, enabled_apis: dict[int, tuple[int, int]],
                  *, max_request_bytes: int = 104857600, connections_max_idle_ms: int = 600_000,
                  send_buffer_bytes: int = -1, receive_buffer_bytes: int = -1,
-                 time: Time = SYSTEM, on_close: Optional[Callable[[str], None]] = None, name: str = "broker"):
+                 time: Time = SYSTEM, on_close: Optional[Callable[[str], None]] = None, name: str = "broker",
+                 ssl_factories: Optional[Mapping[str, SslFactory]] = None):
         self.endpoints = endpoints
+        #: listener name -> its server-side SslFactory (SSL and SASL_SSL listeners)
+        self.ssl_factories: Mapping[str, SslFactory] = dict(ssl_factories or {})
+        missing = [ep.listener_name for ep in endpoints
+                   if ep.security_protocol in ("SSL", "SASL_SSL") and ep.listener_name not in self.ssl_factories]
+        if missing:     # never serve a TLS listener in the clear
+            raise ValueError(f"no SSL context for listener(s) {', '.join(missing)}")
         self.send_buffer_bytes = send_buffer_bytes          # socket.send.buffer.bytes (-1: the OS default)
         self.receive_buffer_bytes = receive_buffer_bytes    # socket.receive.buffer.bytes (-1: the OS default)
         self.channel = channel
@@ -267,8 +308,10 @@ class SocketServer:
     # ------------------------------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
         for ep in self.endpoints:
+            factory = self.ssl_factories.get(ep.listener_name)
+            tls = {} if factory is None else {"ssl": factory.context, "ssl_handshake_timeout": self.idle_timeout}
             server = await asyncio.get_running_loop().create_server(
-                lambda ep=ep: _Connection(self, ep), host=ep.host or None, port=ep.port, reuse_address=True)
+                lambda ep=ep: _Connection(self, ep), host=ep.host or None, port=ep.port, reuse_address=True, **tls)
             # Kafka's Acceptor sets the receive buffer on the listening socket, so that accepted sockets start
             # with it (the TCP window scale is agreed during the handshake), and the send buffer per connection.
             for sock in server.sockets:
@@ -419,7 +462,7 @@ class SocketServer:
         header = request.header
         if request.api_key == ApiKey.API_VERSIONS and request.api_version >= 3:
             software = (request.body.client_software_name, request.body.client_software_version)
-        context = RequestContext(conn_id, peer[0], peer[1], ep.listener_name, ep.security_protocol, ANONYMOUS,
+        context = RequestContext(conn_id, peer[0], peer[1], ep.listener_name, ep.security_protocol, writer.principal,
                                  header, software[0], software[1])
         net = NetworkRequest(context, request.body, len(frame) + 4, start_ns, received_ms)
         await self.channel.send_request(net)
@@ -503,10 +546,18 @@ class SocketServer:
         nothing written earlier can be overtaken) ``os.sendfile`` goes straight to the socket for as much as
         it takes; whatever it did not take goes through the event loop's ``sendfile``, which waits until the
         socket can take more. A response of a thousand partitions is a thousand of these: the direct call
-        saves the loop's per-call set-up (pausing reads, waiters) when the socket keeps up."""
+        saves the loop's per-call set-up (pausing reads, waiters) when the socket keeps up.
+
+        Never on TLS: the socket under a TLS transport carries encrypted records, so file bytes written to
+        it directly would corrupt the stream. There :func:`_copy_through_tls` reads the file in chunks and
+        writes them through the transport, which encrypts them (Kafka's TLS transport copies too:
+        ``SslTransportLayer.transferFrom``)."""
         fd = os.open(region.path, os.O_RDONLY)
         try:
             position, remaining = region.position, region.size
+            if writer.tls:
+                await _copy_through_tls(writer, fd, position, remaining)
+                return
             transport, sock = writer.transport, writer.get_extra_info("socket")
             if sock is not None and not transport.is_closing() and transport.get_write_buffer_size() == 0:
                 sent = _sendfile_while_it_takes(sock.fileno(), fd, position, remaining)
@@ -516,6 +567,23 @@ class SocketServer:
                     await asyncio.get_running_loop().sendfile(transport, f, position, remaining, fallback=True)
         finally:
             os.close(fd)
+
+
+#: Bytes of a log file read per write on a TLS connection (the TLS layer cuts them into 16 KiB records).
+TLS_COPY_CHUNK = 256 * 1024
+
+
+async def _copy_through_tls(writer: _Connection, fd: int, position: int, count: int) -> None:
+    """Read ``count`` bytes of the file at ``position`` and write them through the (TLS) transport, waiting for
+    room after each chunk. A file that ends early (truncated under us) closes the connection: the response's
+    size is already on the wire, so a short one would leave the client out of step."""
+    while count:
+        chunk = os.pread(fd, min(count, TLS_COPY_CHUNK), position)
+        if not chunk:
+            raise ConnectionAbortedError(f"log file ended {count} bytes early while sending a fetch response")
+        writer.write(chunk)
+        position, count = position + len(chunk), count - len(chunk)
+        await writer.drain()
 
 
 def _sendfile_while_it_takes(out_fd: int, in_fd: int, position: int, count: int) -> int:

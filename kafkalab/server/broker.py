@@ -63,6 +63,7 @@ from kafkalab.coordinator.group import GroupConfig, GroupCoordinator
 from kafkalab.network import RequestChannel, SocketServer
 from kafkalab.network.inter_broker_client import InterBrokerConnection
 from kafkalab.protocol import ApiKey, ErrorCode, request_class
+from kafkalab.security.ssl_factory import CLIENT, SERVER, SslFactory
 from kafkalab.server.admin_manager import AdminManager
 from kafkalab.server.apis import KafkaApis, enabled_apis
 from kafkalab.server.apis.groups import BrokerOffsetsLog
@@ -109,11 +110,16 @@ class KafkaServer:
         self.halted: Optional[asyncio.Event] = None
         # (host, port) -> is the network link to that broker up? Injected by fault-injection harnesses.
         self.link_filter: Optional[Callable[[str, int], bool]] = None
+        #: listener name -> server-side SslFactory of each SSL / SASL_SSL listener, made first at start-up
+        self.ssl_factories: dict[str, SslFactory] = {}
+        #: the client side of TLS on the inter-broker listener (controller channel, replica fetchers)
+        self.inter_broker_ssl_context = None
 
     # ------------------------------------------------------------------------------------------ startup
     async def startup(self) -> "KafkaServer":
         loop = asyncio.get_running_loop()
         cfg = self.config
+        self._make_ssl_factories()      # 0. refuse a TLS listener that is not fully configured, before anything
         self.halted = asyncio.Event()
         if self.zk_store is None:
             data_dir = cfg["kafkalab.zookeeper.data.dir"] or str(Path(cfg.log_dirs[0]).resolve().parent / "zookeeper")
@@ -143,7 +149,8 @@ class KafkaServer:
         self.replica_manager.replica_fetcher_manager = ReplicaFetcherManager(
             self.broker_id, self.replica_manager, cfg,
             connect=lambda host, port, client_id, timeout_ms: InterBrokerConnection(
-                host, port, client_id=client_id, request_timeout_ms=timeout_ms, link_check=self._link_up))
+                host, port, client_id=client_id, request_timeout_ms=timeout_ms, link_check=self._link_up,
+                ssl_context=self.inter_broker_ssl_context))
         self.fetch_manager = FetchManager(FetchSessionCache(cfg["max.incremental.fetch.session.cache.slots"],
                                                             cfg["min.incremental.fetch.session.eviction.ms"]),
                                           self.time)
@@ -162,7 +169,7 @@ class KafkaServer:
                                           connections_max_idle_ms=cfg["connections.max.idle.ms"], time=self.time,
                                           send_buffer_bytes=cfg["socket.send.buffer.bytes"],
                                           receive_buffer_bytes=cfg["socket.receive.buffer.bytes"],
-                                          name=self.name)
+                                          name=self.name, ssl_factories=self.ssl_factories)
         await self.socket_server.start()
         bound = {ep.listener_name: ep for ep in self.socket_server.bound_endpoints()}
         self.bound_endpoints = [ep._replace(port=bound[ep.listener_name].port if ep.port == 0 else ep.port)
@@ -174,7 +181,8 @@ class KafkaServer:
         # 6. controller
         timeout_ms = cfg["controller.socket.timeout.ms"]
         channel = ControllerChannelManager(self.broker_id, lambda host, port, client_id: InterBrokerConnection(
-            host, port, client_id=client_id, request_timeout_ms=timeout_ms, link_check=self._link_up))
+            host, port, client_id=client_id, request_timeout_ms=timeout_ms, link_check=self._link_up,
+            ssl_context=self.inter_broker_ssl_context))
         self.controller = KafkaController(self.broker_id, self.zk, channel,
                                           inter_broker_listener=cfg.inter_broker_listener_name,
                                           unclean_election=self._unclean_election, name=f"Controller id={self.broker_id}")
@@ -183,6 +191,20 @@ class KafkaServer:
         log.info("[%s] started (listeners: %s)", self.name,
                  ", ".join(str(e) for e in self.socket_server.bound_endpoints()))
         return self
+
+    def _make_ssl_factories(self) -> None:
+        """An SslFactory per SSL / SASL_SSL listener (Kafka builds them with the channel builders when the
+        socket server starts); a missing key store, an unreadable PEM file or a JKS store stops the broker here
+        with a ConfigException. A TLS inter-broker listener also needs the client side."""
+        cfg = self.config
+        tls = ("SSL", "SASL_SSL")
+        self.ssl_factories = {ep.listener_name: SslFactory(SERVER, cfg.listener_ssl_values(ep.listener_name),
+                                                           listener_name=ep.listener_name)
+                              for ep in cfg.listeners if ep.security_protocol in tls}
+        inter_broker = cfg.inter_broker_listener_name
+        if cfg.protocol_map.get(inter_broker) in tls:
+            self.inter_broker_ssl_context = SslFactory(CLIENT, cfg.listener_ssl_values(inter_broker),
+                                                       listener_name=inter_broker).context
 
     def _broker_info(self) -> BrokerInfo:
         return BrokerInfo(self.broker_id, tuple(ZkEndPoint(ep.host, ep.port, ep.listener_name, ep.security_protocol)

@@ -35,6 +35,7 @@ from kafkalab.common.config import (AbstractConfig, ConfigDef, ConfigException, 
 from kafkalab.common.config import Type as T
 from kafkalab.coordinator.group.coordinator_config import GROUP_COORDINATOR_CONFIGS
 from kafkalab.network.endpoint import DEFAULT_SECURITY_PROTOCOL_MAP, EndPoint, parse_listeners, parse_protocol_map
+from kafkalab.security.ssl_configs import define_broker_ssl_configs, listener_ssl_values
 from kafkalab.storage.server_log_configs import SERVER_LOG_CONFIGS
 
 __all__ = ["ConfigKey", "KafkaConfig", "BROKER_CONFIGS", "SERVER_CONFIGS", "load_properties", "ConfigException",
@@ -122,6 +123,8 @@ SERVER_CONFIGS = (
     .define("kafkalab.zookeeper.data.dir", T.STRING, None, None, L, "Where the embedded coordination store keeps "
             "its data (default: 'zookeeper' next to the first log dir).")
 )
+# TLS: Kafka's ssl.* keys, declared once for the broker and the clients (kafkalab.security.ssl_configs).
+define_broker_ssl_configs(SERVER_CONFIGS)
 
 #: Every broker key kafkalab implements: its own, the group coordinator's and the log's.
 BROKER_CONFIGS = ConfigDef(SERVER_CONFIGS, GROUP_COORDINATOR_CONFIGS, SERVER_LOG_CONFIGS)
@@ -182,6 +185,12 @@ class KafkaConfig(AbstractConfig):
             if ep.security_protocol == proto:
                 return ep.listener_name
         return proto
+
+    def listener_ssl_values(self, listener_name: str) -> dict[str, Any]:
+        """The ``ssl.*`` values of one listener: its ``listener.name.<listener>.ssl.*`` overrides, else the
+        broker-wide values (Kafka's ``valuesWithPrefixOverride``)."""
+        protocol = self.protocol_map.get(listener_name.upper(), "PLAINTEXT")
+        return listener_ssl_values(self.values, self.originals, self.definitions, listener_name, protocol)
 
     @property
     def log_dirs(self) -> list[Path]:

@@ -9,14 +9,25 @@
 //                "records": [{"partition": 0, "key": b64|null, "value": b64|null,
 //                             "headers": [[name, b64]], "timestamp": ms}]},
 //    "offsets": {"timestamp": ms},
-//    "consume": {"group": "g", "count": 12}}
+//    "consume": {"group": "g", "count": 12},
+//    "ssl": {"ca": "ca.pem", "cert": "client.pem", "key": "client.key"}}   (optional: TLS, cert/key for mTLS)
 //
 // Keys, values and header values travel base64-encoded so that any bytes survive the JSON.
 // kafkajs has no consumer without a group (Consumer requires a groupId and joins it): "consume" joins the
 // group, reads "count" records from the beginning, commits and leaves.
 'use strict'
 
+const fs = require('fs')
 const { Kafka, logLevel, CompressionTypes } = require('kafkajs')
+
+// kafkajs' "ssl" option (Node's tls.connect options) from the spec's PEM file names
+function tlsOptions (ssl) {
+  if (!ssl) return undefined
+  const options = { ca: [fs.readFileSync(ssl.ca, 'utf-8')] }
+  if (ssl.cert) options.cert = fs.readFileSync(ssl.cert, 'utf-8')
+  if (ssl.key) options.key = fs.readFileSync(ssl.key, 'utf-8')
+  return options
+}
 
 const REPORT = 'KAFKALAB-REPORT '
 
@@ -138,6 +149,7 @@ async function main () {
   const kafka = new Kafka({
     clientId: spec.client_id || 'kafkajs-kafkalab',
     brokers: spec.brokers,
+    ssl: tlsOptions(spec.ssl),
     connectionTimeout: timeout,
     requestTimeout: timeout,
     retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1000 },
