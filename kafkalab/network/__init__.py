@@ -2,7 +2,8 @@
 
 * :mod:`.endpoint` -- ``PLAINTEXT://host:port`` listeners and security protocols.
 * :mod:`.request_channel` -- the bounded request queue, response actions, request timing, metrics and log.
-* :mod:`.socket_server` -- acceptors and per-connection processors; Kafka's rules for bad input; sendfile.
+* :mod:`.socket_server` -- acceptors and per-connection processors; Kafka's rules for bad input.
+* :mod:`.response_send` -- writing a response: pieces in memory joined, log slices with sendfile or through TLS.
 
 Mirrors ``core/src/main/scala/kafka/network/``. This room knows nothing about logs, partitions or clients.
 """
@@ -10,7 +11,8 @@ from kafkalab.network.endpoint import EndPoint, parse_listeners, parse_protocol_
 from kafkalab.network.request_channel import (ANONYMOUS, CloseConnectionResponse, NetworkRequest, NoOpResponse,
                                               RequestChannel, RequestContext, RequestLog, RequestMetrics,
                                               RequestRecord, SendResponse)
-from kafkalab.network.socket_server import SENDFILE_THRESHOLD, FileRegion, RecordsSlices, SocketServer
+from kafkalab.network.response_send import SENDFILE_THRESHOLD, FileRegion, RecordsSlices
+from kafkalab.network.socket_server import SocketServer
 
 __all__ = ["EndPoint", "parse_listeners", "parse_protocol_map", "ANONYMOUS", "RequestChannel",
            "RequestContext", "NetworkRequest", "RequestLog", "RequestMetrics", "RequestRecord", "SendResponse",

@@ -21,7 +21,7 @@ For every listener the broker binds one server socket (Kafka's *acceptor*). Each
    from this client until the response to this one has been written. So on one connection requests are
    processed one at a time and answered in the order they were sent, however many the client pipelines;
    the extra ones wait in the socket buffer (reading pauses while a complete request waits its turn).
-4. writes the response. Record batches read from a log file go out with ``sendfile`` (zero-copy: the bytes
+4. writes the response (:mod:`kafkalab.network.response_send`). Record batches read from a log file go out with ``sendfile`` (zero-copy: the bytes
    go from the page cache to the socket without passing through Python) when they are large enough -- except
    on TLS connections, where the bytes must be encrypted on their way: there they are read and written
    through the TLS layer in chunks, as Kafka's ``SslTransportLayer.transferFrom`` copies them.
@@ -45,9 +45,7 @@ import asyncio
 import collections
 import itertools
 import logging
-import os
 import socket
-import struct
 from time import monotonic
 from typing import Callable, Mapping, Optional
 
@@ -55,55 +53,14 @@ from kafkalab.common.time import SYSTEM, Time
 from kafkalab.network.endpoint import EndPoint
 from kafkalab.network.request_channel import (ANONYMOUS, CloseConnectionResponse, NetworkRequest, NoOpResponse,
                                               RequestChannel, RequestContext, SendResponse)
-from kafkalab.protocol import (RESPONSE_HEADER, ApiKey, DecodeError, ErrorCode, FrameReader, InvalidReceiveError,
-                               UnsupportedVersionError, api_name, codec, decode_request, response_class,
-                               response_header_version, response_schema)
+from kafkalab.protocol import (ApiKey, DecodeError, ErrorCode, FrameReader, InvalidReceiveError,
+                               UnsupportedVersionError, api_name, decode_request, response_class)
+from kafkalab.network.response_send import FileRegion, send_file_region, send_response
 from kafkalab.security.ssl_factory import SslFactory
 
-__all__ = ["SocketServer", "FileRegion", "SENDFILE_THRESHOLD"]
+__all__ = ["SocketServer"]
 
 log = logging.getLogger("kafkalab.network.SocketServer")
-
-#: Record data at least this large is written with sendfile; smaller pieces are copied (cheaper syscalls).
-SENDFILE_THRESHOLD = 64 * 1024
-_SIZE = struct.Struct(">i")
-
-
-class FileRegion:
-    """Bytes of a file to be sent as they are (a log segment slice): zero-copy with ``sendfile``.
-
-    ``len()`` works, so a FileRegion can stand in for a ``records`` field when a response is encoded.
-    """
-
-    __slots__ = ("path", "position", "size")
-
-    def __init__(self, path, position: int, size: int):
-        self.path, self.position, self.size = path, position, size
-
-    def __len__(self) -> int:
-        return self.size
-
-    def read(self) -> bytes:
-        with open(self.path, "rb") as f:
-            f.seek(self.position)
-            return f.read(self.size)
-
-    def __repr__(self) -> str:
-        return f"FileRegion({os.path.basename(str(self.path))}, position={self.position}, size={self.size})"
-
-
-class RecordsSlices:
-    """Several FileRegions (or bytes) that together form one ``records`` field (a read across segments)."""
-
-    __slots__ = ("parts", "size")
-
-    def __init__(self, parts):
-        self.parts = list(parts)
-        self.size = sum(len(p) for p in self.parts)
-
-    def __len__(self) -> int:
-        return self.size
-
 
 class _Listener:
     def __init__(self, endpoint: EndPoint, server: asyncio.AbstractServer):
@@ -500,104 +457,12 @@ class SocketServer:
 
     async def _send(self, writer: _Connection, api_key: int, api_version: int, correlation_id: int,
                     body) -> int:
-        """Encode and write one response; file regions go out with sendfile. Returns the bytes written."""
-        out: list = [b""]
-        hv = response_header_version(api_key, api_version)
-        codec.encode_into(RESPONSE_HEADER, hv, RESPONSE_HEADER.body_class(correlation_id=correlation_id), out)
-        # Handlers fill every field they know; the version decides what goes on the wire (strict=False).
-        codec.encode_into(response_schema(api_key), api_version, body, out, strict=False)
-        total = 0
-        for piece in out:
-            total += len(piece)
-        out[0] = _SIZE.pack(total)
-        try:
-            data = b"".join(out)        # every piece in memory (the usual case): one write
-        except TypeError:               # file regions among them: sendfile for those
-            await self._write_pieces(writer, out)
-        else:
-            writer.write(data)
-            await writer.drain()
-        return total + 4
-
-    async def _write_pieces(self, writer: _Connection, pieces: list) -> None:
-        buffered: list = []
-        for piece in pieces:
-            if isinstance(piece, (bytes, bytearray, memoryview)):
-                buffered.append(piece)
-                continue
-            parts = piece.parts if isinstance(piece, RecordsSlices) else [piece]
-            for part in parts:
-                if isinstance(part, FileRegion) and part.size >= SENDFILE_THRESHOLD:
-                    if buffered:
-                        writer.write(b"".join(buffered))
-                        buffered = []
-                    await writer.drain()
-                    await self._sendfile(writer, part)
-                elif isinstance(part, FileRegion):
-                    buffered.append(part.read())
-                else:
-                    buffered.append(part)
-        if buffered:
-            writer.write(b"".join(buffered) if len(buffered) > 1 else buffered[0])
-        await writer.drain()
+        """Encode and write one response (:func:`~kafkalab.network.response_send.send_response`); file regions go
+        through :meth:`_sendfile`. Returns the bytes written."""
+        return await send_response(writer, api_key, api_version, correlation_id, body, self._sendfile)
 
     async def _sendfile(self, writer: _Connection, region: FileRegion) -> None:
-        """Send ``region`` from the page cache to the socket. While the transport has nothing buffered (so
-        nothing written earlier can be overtaken) ``os.sendfile`` goes straight to the socket for as much as
-        it takes; whatever it did not take goes through the event loop's ``sendfile``, which waits until the
-        socket can take more. A response of a thousand partitions is a thousand of these: the direct call
-        saves the loop's per-call set-up (pausing reads, waiters) when the socket keeps up.
-
-        Never on TLS: the socket under a TLS transport carries encrypted records, so file bytes written to
-        it directly would corrupt the stream. There :func:`_copy_through_tls` reads the file in chunks and
-        writes them through the transport, which encrypts them (Kafka's TLS transport copies too:
-        ``SslTransportLayer.transferFrom``)."""
-        fd = os.open(region.path, os.O_RDONLY)
-        try:
-            position, remaining = region.position, region.size
-            if writer.tls:
-                await _copy_through_tls(writer, fd, position, remaining)
-                return
-            transport, sock = writer.transport, writer.get_extra_info("socket")
-            if sock is not None and not transport.is_closing() and transport.get_write_buffer_size() == 0:
-                sent = _sendfile_while_it_takes(sock.fileno(), fd, position, remaining)
-                position, remaining = position + sent, remaining - sent
-            if remaining:
-                with os.fdopen(fd, "rb", closefd=False) as f:
-                    await asyncio.get_running_loop().sendfile(transport, f, position, remaining, fallback=True)
-        finally:
-            os.close(fd)
-
-
-#: Bytes of a log file read per write on a TLS connection (the TLS layer cuts them into 16 KiB records).
-TLS_COPY_CHUNK = 256 * 1024
-
-
-async def _copy_through_tls(writer: _Connection, fd: int, position: int, count: int) -> None:
-    """Read ``count`` bytes of the file at ``position`` and write them through the (TLS) transport, waiting for
-    room after each chunk. A file that ends early (truncated under us) closes the connection: the response's
-    size is already on the wire, so a short one would leave the client out of step."""
-    while count:
-        chunk = os.pread(fd, min(count, TLS_COPY_CHUNK), position)
-        if not chunk:
-            raise ConnectionAbortedError(f"log file ended {count} bytes early while sending a fetch response")
-        writer.write(chunk)
-        position, count = position + len(chunk), count - len(chunk)
-        await writer.drain()
-
-
-def _sendfile_while_it_takes(out_fd: int, in_fd: int, position: int, count: int) -> int:
-    """``os.sendfile`` on a non-blocking socket until done or the socket is full; returns the bytes sent."""
-    sent = 0
-    while sent < count:
-        try:
-            n = os.sendfile(out_fd, in_fd, position + sent, count - sent)
-        except (BlockingIOError, InterruptedError):
-            break
-        if n == 0:          # the file ends early (truncated under us): let the loop's sendfile report it
-            break
-        sent += n
-    return sent
+        await send_file_region(writer, region)
 
 
 def _client(header) -> str:

@@ -11,7 +11,7 @@ import random
 import time
 
 from kafkalab import Cluster
-from kafkalab.network import socket_server
+from kafkalab.network import response_send
 from kafkalab.protocol import ApiKey, decode_response, request_class
 from kafkalab.records import build_batch, decode_batches
 
@@ -24,13 +24,13 @@ PARTITIONS = 4
 
 def test_a_fetch_response_larger_than_the_socket_buffer_arrives_whole(monkeypatch):
     direct = []
-    original = socket_server._sendfile_while_it_takes
+    original = response_send._sendfile_while_it_takes
 
     def spy(out_fd, in_fd, position, count):
         sent = original(out_fd, in_fd, position, count)
         direct.append((sent, count))
         return sent
-    monkeypatch.setattr(socket_server, "_sendfile_while_it_takes", spy)
+    monkeypatch.setattr(response_send, "_sendfile_while_it_takes", spy)
 
     rnd = random.Random(7)
     values = {p: [rnd.randbytes(100_000) for _ in range(3)] for p in range(PARTITIONS)}   # incompressible

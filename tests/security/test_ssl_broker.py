@@ -16,7 +16,7 @@ from kafkalab import Cluster
 from kafkalab.clients import Admin, Consumer, Producer, TopicPartition
 from kafkalab.clients.errors import SslAuthenticationException
 from kafkalab.common.config import ConfigException
-from kafkalab.network import socket_server
+from kafkalab.network import response_send
 from kafkalab.protocol import ApiKey, decode_response, encode_request, make_request, request_class
 from kafkalab.security.ssl_factory import NO_KEYSTORE_MESSAGE
 
@@ -160,12 +160,12 @@ def test_metadata_find_coordinator_and_describe_cluster_answer_with_the_listener
 # -- record data and TLS: never sendfile -------------------------------------------------------------------------
 def test_large_records_are_copied_through_tls_never_sendfiled_past_it(cluster, pki, monkeypatch):
     direct = []
-    original = socket_server._sendfile_while_it_takes
+    original = response_send._sendfile_while_it_takes
 
     def spy(out_fd, in_fd, position, count):
         direct.append(count)
         return original(out_fd, in_fd, position, count)
-    monkeypatch.setattr(socket_server, "_sendfile_while_it_takes", spy)
+    monkeypatch.setattr(response_send, "_sendfile_while_it_takes", spy)
     values = [bytes([i]) * 200_000 for i in range(3)]     # each fetch slice far above SENDFILE_THRESHOLD
     cluster.create_topic("large-over-ssl", 1)
     assert produce_and_consume(ssl_configs(cluster, pki), "large-over-ssl", values) == values
@@ -223,7 +223,7 @@ def test_a_fetch_response_larger_than_the_socket_buffer_arrives_whole_over_tls(p
     copy through the TLS layer has to wait for room again and again."""
     from kafkalab.records import build_batch, decode_batches
     Produce, Fetch = request_class(ApiKey.PRODUCE), request_class(ApiKey.FETCH)
-    monkeypatch.setattr(socket_server, "_sendfile_while_it_takes", lambda *a: pytest.fail("sendfile past TLS"))
+    monkeypatch.setattr(response_send, "_sendfile_while_it_takes", lambda *a: pytest.fail("sendfile past TLS"))
     values = [bytes([i]) * 200_000 for i in range(4)]   # one batch under message.max.bytes
     overrides = {"listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0", "socket.send.buffer.bytes": "4096",
                  **pki.broker_configs()}

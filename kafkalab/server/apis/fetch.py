@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 
-from kafkalab.network.socket_server import SENDFILE_THRESHOLD, FileRegion, RecordsSlices
+from kafkalab.network.response_send import SENDFILE_THRESHOLD, FileRegion, RecordsSlices
 from kafkalab.protocol import ApiException, ApiKey, ErrorCode, response_class
 from kafkalab.purgatory import FetchParams, FetchPartitionInfo
 from kafkalab.server.apis.base import Delayed, handles
