@@ -362,6 +362,16 @@ class SocketServer:
                 if conn.retry_memory():
                     self._memory_muted.pop(conn, None)
 
+    def _release_once(self, size_bytes: int) -> Callable[[], None]:
+        """Gives a frame's bytes back to the pool on its first call (the request handler's or, for a frame that
+        never became a request, the processor's); later calls do nothing."""
+        pending = [size_bytes]
+
+        def release() -> None:
+            if pending:
+                self.release_memory(pending.pop())
+        return release
+
     def metrics(self) -> dict:
         """Kafka's SocketServer gauges ``MemoryPoolAvailable`` and ``MemoryPoolUsed``, and ``connection-count``
         per listener."""
@@ -462,12 +472,7 @@ class SocketServer:
                     break
                 if frame is None:
                     break
-                size, released = len(frame), []
-
-                def release(size=size, released=released) -> None:
-                    if not released:
-                        released.append(True)
-                        self.release_memory(size)
+                release = self._release_once(len(frame))
                 try:
                     outcome, software = await self._handle_frame(ep, conn_id, peer, frame, writer, software, release)
                 finally:
