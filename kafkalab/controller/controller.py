@@ -198,8 +198,9 @@ class KafkaController:
             return
         self.zk.controller_exists(watch=self._watch("controller_change"))
         self.active_controller_id = self.broker_id
+        listener = self.context.inter_broker_listener   # clear() forgets it; it is configuration, not state
         self.context.clear()
-        self.context.inter_broker_listener = self.context.inter_broker_listener or "PLAINTEXT"
+        self.context.inter_broker_listener = listener or "PLAINTEXT"
         self.context.epoch, self.context.epoch_zk_version = epoch, zk_version
         log.info("%s: elected as the controller with epoch %d", self.name, epoch)
         await self._on_controller_failover()

@@ -2,7 +2,9 @@
 
 * :mod:`.endpoint` -- ``PLAINTEXT://host:port`` listeners and security protocols.
 * :mod:`.request_channel` -- the bounded request queue, response actions, request timing, metrics and log.
-* :mod:`.socket_server` -- acceptors and per-connection processors; Kafka's rules for bad input.
+* :mod:`.acceptor` -- one accept loop per listening socket, counting each connection before it is served.
+* :mod:`.connection_quotas` -- max.connections (broker, listener), max.connections.per.ip, creation rate.
+* :mod:`.socket_server` -- per-connection processors; Kafka's rules for bad input; memory-pool muting.
 * :mod:`.response_send` -- writing a response: pieces in memory joined, log slices with sendfile or through TLS.
 
 Mirrors ``core/src/main/scala/kafka/network/``. This room knows nothing about logs, partitions or clients.

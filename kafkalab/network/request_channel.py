@@ -93,7 +93,7 @@ class NetworkRequest:
     """A decoded request travelling from a processor to a handler and back, with its timestamps (ns)."""
 
     __slots__ = ("context", "body", "request_bytes", "start_ns", "received_ms", "dequeue_ns", "local_complete_ns",
-                 "response_complete_ns", "response", "delayed", "error")
+                 "response_complete_ns", "response", "delayed", "error", "_release")
 
     def __init__(self, context: RequestContext, body, request_bytes: int, start_ns: int, received_ms: int = 0):
         self.context = context
@@ -107,6 +107,18 @@ class NetworkRequest:
         self.response: "asyncio.Future[Any]" = asyncio.get_running_loop().create_future()
         self.delayed = False       # completed later (waiting in purgatory): remote time > 0
         self.error: Optional[str] = None
+        self._release: Optional[Callable[[], None]] = None
+
+    def on_release(self, release: Callable[[], None]) -> None:
+        """What :meth:`release_buffer` does: give the request's bytes back to the memory pool."""
+        self._release = release
+
+    def release_buffer(self) -> None:
+        """The request's bytes go back to the memory pool (``queued.max.request.bytes``), once: Kafka's
+        ``Request.releaseBuffer``, called by the request handler when ``KafkaApis`` is done with the request."""
+        release, self._release = self._release, None
+        if release is not None:
+            release()
 
     @property
     def header(self):

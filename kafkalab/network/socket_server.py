@@ -2,15 +2,19 @@
 
 Theory of operation
 -------------------
-For every listener the broker binds one server socket (Kafka's *acceptor*). Each accepted connection gets a
-*processor* (here: one coroutine per connection) that
+For every listener the broker binds one server socket (Kafka's *acceptor*, :mod:`.acceptor`), which counts
+each new connection against ``max.connections``, ``max.connections.per.ip`` and ``max.connection.creation.rate``
+(:mod:`.connection_quotas`) before serving it. Each accepted connection gets a *processor* (here: one coroutine
+per connection) that
 
 1. reads bytes and cuts them into frames (an int32 size, then that many bytes). A size below 0 or above
    ``socket.request.max.bytes`` closes the connection at once: the broker never allocates from a size it has
    not checked (``InvalidReceiveException`` in Kafka). As in Kafka's ``NetworkReceive``, a large frame gets a
    buffer of its own once its size is known and the socket receives straight into it (an asyncio
    ``BufferedProtocol`` over :class:`~kafkalab.protocol.FrameReader`), so a 1 MB Produce request is copied
-   once, by the kernel, and its ``records`` are a view into that buffer.
+   once, by the kernel, and its ``records`` are a view into that buffer. That buffer grows as the bytes
+   arrive, and its announced size is taken from the memory pool (``queued.max.request.bytes``): when the pool
+   is empty the connection is muted until a request handler gives memory back.
 2. parses the request header and body *on the network side*. Anything that does not parse -- an unknown API
    key, a version the broker does not support, a body that runs short -- closes the connection **without a
    response**: the broker cannot know how the client would read one. The one exception is ApiVersions: a
@@ -37,7 +41,8 @@ the principal is ``User:ANONYMOUS``, as on PLAINTEXT.
 Idle connections are closed after ``connections.max.idle.ms``.
 
 Mirrors: ``core/src/main/scala/kafka/network/SocketServer.scala`` (Acceptor, Processor,
-``processCompletedReceives``, ``parseRequestHeader``) and ``clients/.../network/NetworkReceive.java``.
+``processCompletedReceives``, ``parseRequestHeader``, the ``MemoryPoolAvailable``/``MemoryPoolUsed`` gauges),
+``clients/.../network/NetworkReceive.java`` and the memory-pressure muting of ``Selector``/``KafkaChannel``.
 """
 from __future__ import annotations
 
@@ -49,7 +54,10 @@ import socket
 from time import monotonic
 from typing import Callable, Mapping, Optional
 
+from kafkalab.common.memory_pool import MemoryPool
 from kafkalab.common.time import SYSTEM, Time
+from kafkalab.network.acceptor import Acceptor, open_server_sockets
+from kafkalab.network.connection_quotas import ConnectionQuotas
 from kafkalab.network.endpoint import EndPoint
 from kafkalab.network.request_channel import (ANONYMOUS, CloseConnectionResponse, NetworkRequest, NoOpResponse,
                                               RequestChannel, RequestContext, SendResponse)
@@ -62,12 +70,6 @@ __all__ = ["SocketServer"]
 
 log = logging.getLogger("kafkalab.network.SocketServer")
 
-class _Listener:
-    def __init__(self, endpoint: EndPoint, server: asyncio.AbstractServer):
-        self.endpoint = endpoint
-        self.server = server
-        sock = server.sockets[0]
-        self.port = sock.getsockname()[1]
 
 
 class _Connection(asyncio.BufferedProtocol):
@@ -76,12 +78,15 @@ class _Connection(asyncio.BufferedProtocol):
     like an ``asyncio.StreamWriter``).
 
     Muting: while a complete frame waits for the processor, reading is paused, so further requests stay in
-    the client's socket buffer (Kafka's ``Selector.mute``)."""
+    the client's socket buffer (Kafka's ``Selector.mute``). Reading also pauses while the memory pool has no
+    room for the next request (``queued.max.request.bytes``): the server tries again when memory is released.
+    Every frame handed to the processor holds its size in the pool until :meth:`SocketServer.release_memory`."""
 
-    def __init__(self, server: "SocketServer", ep: EndPoint):
-        self.server, self.ep = server, ep
+    def __init__(self, server: "SocketServer", ep: EndPoint, ip: str = "?"):
+        self.server, self.ep, self.ip = server, ep, ip
         self.transport: Optional[asyncio.Transport] = None
-        self.frames = FrameReader(server.max_request_bytes, writable=True)   # Produce batches are patched in place
+        self.frames = FrameReader(server.max_request_bytes, writable=True,    # Produce batches are patched in place
+                                  pool=None if server.memory_pool is MemoryPool.NONE else server.memory_pool)
         self.ready: collections.deque = collections.deque()
         self.error: Optional[InvalidReceiveError] = None   # a bad size prefix: close once ready is served
         self.eof = False
@@ -134,10 +139,38 @@ class _Connection(asyncio.BufferedProtocol):
             self.transport.pause_reading()
             self._wake()
             return
+        self._received(done)
+
+    def _received(self, done: list) -> None:
         if done:
             self.ready.extend(done)
-            self.transport.pause_reading()   # mute until the processor has taken every complete frame
             self._wake()
+        if self.frames.memory_wanted:
+            self.server.muted_for_memory(self)
+        if done or self.frames.memory_wanted:
+            self.transport.pause_reading()   # mute until the processor has taken every complete frame
+
+    def retry_memory(self) -> bool:
+        """Memory was released: try to allocate the next frame again; True once it no longer waits for memory."""
+        if self.transport is None or self.transport.is_closing():
+            return True
+        self._received(self.frames.retry_allocation())
+        if not self.frames.memory_wanted:
+            self.maybe_resume()
+            return True
+        return False
+
+    def maybe_resume(self) -> None:
+        """Read again unless a complete frame waits, memory is short, the stream ended or the server is paused."""
+        if (not self.ready and self.error is None and not self.eof and not self.server.paused
+                and not self.frames.memory_wanted and self.transport is not None and not self.transport.is_closing()):
+            self.transport.resume_reading()
+
+    def release_all(self) -> None:
+        """The connection is gone: the frames nobody will process and a half-received one give back their memory."""
+        while self.ready:
+            self.server.release_memory(len(self.ready.popleft()))
+        self.frames.release_pending()
 
     def eof_received(self) -> bool:
         self.eof = True
@@ -147,6 +180,7 @@ class _Connection(asyncio.BufferedProtocol):
     def connection_lost(self, exc) -> None:
         self.eof = True
         self.lost = exc
+        self.server.connection_closed(self)
         self._wake()
         if self._drain_waiter is not None and not self._drain_waiter.done():
             self._drain_waiter.set_exception(ConnectionResetError("connection lost"))
@@ -187,8 +221,7 @@ class _Connection(asyncio.BufferedProtocol):
             finally:
                 self._waiter = None
         frame = self.ready.popleft()
-        if not self.ready and self.error is None and not self.eof and not self.server.paused:
-            self.transport.resume_reading()
+        self.maybe_resume()
         return frame
 
     def get_extra_info(self, name: str, default=None):
@@ -237,6 +270,7 @@ class SocketServer:
                  *, max_request_bytes: int = 104857600, connections_max_idle_ms: int = 600_000,
                  send_buffer_bytes: int = -1, receive_buffer_bytes: int = -1,
                  time: Time = SYSTEM, on_close: Optional[Callable[[str], None]] = None, name: str = "broker",
+                 memory_pool: MemoryPool = MemoryPool.NONE, connection_quotas: Optional[ConnectionQuotas] = None,
                  ssl_factories: Optional[Mapping[str, SslFactory]] = None):
         self.endpoints = endpoints
         #: listener name -> its server-side SslFactory (SSL and SASL_SSL listeners)
@@ -245,6 +279,15 @@ class SocketServer:
                    if ep.security_protocol in ("SSL", "SASL_SSL") and ep.listener_name not in self.ssl_factories]
         if missing:     # never serve a TLS listener in the clear
             raise ValueError(f"no SSL context for listener(s) {', '.join(missing)}")
+        #: ``queued.max.request.bytes`` (Kafka's SimpleMemoryPool; MemoryPool.NONE when -1)
+        self.memory_pool = memory_pool
+        #: max.connections, max.connections.per.ip(.overrides), max.connection.creation.rate
+        self.connection_quotas = connection_quotas or ConnectionQuotas(
+            max_connections=2147483647, max_connections_per_ip=2147483647, per_ip_overrides={},
+            max_connection_creation_rate=2147483647, listener_limits={ep.listener_name: (2147483647, 2147483647)
+                                                                      for ep in endpoints},
+            inter_broker_listener=None, time=time)
+        self._memory_muted: dict = {}      # connections waiting for the memory pool, oldest first
         self.send_buffer_bytes = send_buffer_bytes          # socket.send.buffer.bytes (-1: the OS default)
         self.receive_buffer_bytes = receive_buffer_bytes    # socket.receive.buffer.bytes (-1: the OS default)
         self.channel = channel
@@ -254,7 +297,7 @@ class SocketServer:
         self.time = time
         self.on_close = on_close
         self.name = name
-        self.listeners: dict[str, _Listener] = {}
+        self.listeners: dict[str, Acceptor] = {}
         self._connections: dict[str, asyncio.StreamWriter] = {}
         self._tasks: set[asyncio.Task] = set()
         self._index = itertools.count()
@@ -265,15 +308,81 @@ class SocketServer:
     # ------------------------------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
         for ep in self.endpoints:
-            factory = self.ssl_factories.get(ep.listener_name)
-            tls = {} if factory is None else {"ssl": factory.context, "ssl_handshake_timeout": self.idle_timeout}
-            server = await asyncio.get_running_loop().create_server(
-                lambda ep=ep: _Connection(self, ep), host=ep.host or None, port=ep.port, reuse_address=True, **tls)
+            sockets = open_server_sockets(ep.host, ep.port)
             # Kafka's Acceptor sets the receive buffer on the listening socket, so that accepted sockets start
             # with it (the TCP window scale is agreed during the handshake), and the send buffer per connection.
-            for sock in server.sockets:
+            for sock in sockets:
                 set_buffer_sizes(sock, -1, self.receive_buffer_bytes)
-            self.listeners[ep.listener_name] = _Listener(ep, server)
+            acceptor = Acceptor(ep, sockets, self.connection_quotas, self._serve_accepted, name=self.name,
+                                on_protected_accept=self._close_excess_connections)
+            self.listeners[ep.listener_name] = acceptor
+            acceptor.start()
+
+    async def _serve_accepted(self, ep: EndPoint, sock: socket.socket) -> None:
+        """An accepted, counted socket becomes a connection: its transport, its protocol, its processor."""
+        ip = sock.getpeername()[0]
+        factory = self.ssl_factories.get(ep.listener_name)
+        tls = {} if factory is None else {"ssl": factory.context, "ssl_handshake_timeout": self.idle_timeout}
+        await asyncio.get_running_loop().connect_accepted_socket(lambda: _Connection(self, ep, ip), sock, **tls)
+
+    def connection_closed(self, conn: _Connection) -> None:
+        """A connection's transport is gone: uncount it, give its memory back."""
+        self.connection_quotas.dec(conn.ep.listener_name, conn.ip)
+        self._memory_muted.pop(conn, None)
+        conn.release_all()
+        self._unmute_for_memory()
+
+    def _close_excess_connections(self) -> None:
+        """An inter-broker connection took the broker over ``max.connections``: close the least recently
+        active connections on the other listeners (Kafka's ``closeExcessConnections``)."""
+        quotas = self.connection_quotas
+        excess = quotas.total_count - quotas.broker_max_connections
+        candidates = sorted((c for c in self._protocols if not quotas.protected_listener(c.ep.listener_name)
+                             and c.transport is not None and not c.transport.is_closing()),
+                            key=lambda c: c.last_activity)
+        for conn in candidates[:max(0, excess)]:
+            log.info("%s: closing the least recently used connection on %s: max.connections=%d reached",
+                     self.name, conn.ep.listener_name, quotas.broker_max_connections)
+            conn.transport.close()
+
+    # ------------------------------------------------------------------------------------------ memory pool
+    def muted_for_memory(self, conn: _Connection) -> None:
+        self._memory_muted[conn] = True
+
+    def release_memory(self, size_bytes: int) -> None:
+        """A request's bytes go back to the pool; connections muted for memory try again (oldest first)."""
+        if size_bytes <= 0 or self.memory_pool is MemoryPool.NONE:
+            return
+        self.memory_pool.release(size_bytes)
+        self._unmute_for_memory()
+
+    def _unmute_for_memory(self) -> None:
+        if self._memory_muted and not self.memory_pool.is_out_of_memory():
+            for conn in list(self._memory_muted):
+                if self.memory_pool.is_out_of_memory():
+                    break
+                if conn.retry_memory():
+                    self._memory_muted.pop(conn, None)
+
+    def _release_once(self, size_bytes: int) -> Callable[[], None]:
+        """Gives a frame's bytes back to the pool on its first call (the request handler's or, for a frame that
+        never became a request, the processor's); later calls do nothing."""
+        pending = [size_bytes]
+
+        def release() -> None:
+            if pending:
+                self.release_memory(pending.pop())
+        return release
+
+    def metrics(self) -> dict:
+        """Kafka's SocketServer gauges ``MemoryPoolAvailable`` and ``MemoryPoolUsed``, and ``connection-count``
+        per listener."""
+        pool = self.memory_pool
+        result = {"MemoryPoolAvailable": pool.available_memory(),
+                  "MemoryPoolUsed": pool.size() - pool.available_memory()}
+        for name, count in self.connection_quotas.listener_counts.items():
+            result[f"connection-count,listener={name}"] = count
+        return result
 
     def _spawn(self, ep: EndPoint, conn: _Connection) -> None:
         task = asyncio.ensure_future(self._process(ep, conn))
@@ -293,8 +402,7 @@ class SocketServer:
     def resume(self) -> None:
         self.paused = False
         for conn in list(self._protocols):
-            if conn.transport is not None and not conn.transport.is_closing() and not conn.ready:
-                conn.transport.resume_reading()
+            conn.maybe_resume()
 
     def bound_port(self, listener_name: str) -> int:
         return self.listeners[listener_name].port
@@ -305,15 +413,15 @@ class SocketServer:
 
     async def stop_accepting(self) -> None:
         for listener in self.listeners.values():
-            listener.server.close()
+            listener.close()
         for listener in self.listeners.values():
-            await listener.server.wait_closed()
+            await listener.wait_closed()
 
     async def stop(self) -> None:
         """Stop accepting, close every connection, wait for the processors to finish."""
         self._closing = True
         for listener in self.listeners.values():
-            listener.server.close()
+            listener.close()
         for writer in list(self._connections.values()):
             writer.close()
         for task in list(self._tasks):
@@ -325,7 +433,7 @@ class SocketServer:
         """Drop every socket at once, as a killed process would (no flush, no FIN handshake politeness)."""
         self._closing = True
         for listener in self.listeners.values():
-            listener.server.close()
+            listener.close()
         for writer in list(self._connections.values()):
             transport = writer.transport
             if transport is not None:
@@ -366,7 +474,12 @@ class SocketServer:
                     break
                 if frame is None:
                     break
-                outcome, software = await self._handle_frame(ep, conn_id, peer, frame, writer, software)
+                release = self._release_once(len(frame))
+                try:
+                    outcome, software = await self._handle_frame(ep, conn_id, peer, frame, writer, software, release)
+                finally:
+                    frame = None
+                    release()
                 if outcome is not None:
                     reason = outcome
                     break
@@ -388,8 +501,9 @@ class SocketServer:
                 self.on_close(conn_id)
             log.debug("%s: closed %s (%s)", self.name, conn_id, reason)
 
-    async def _handle_frame(self, ep: EndPoint, conn_id: str, peer, frame, writer, software):
-        """Decode one frame, run it through the request channel, write the answer.
+    async def _handle_frame(self, ep: EndPoint, conn_id: str, peer, frame, writer, software, release):
+        """Decode one frame, run it through the request channel, write the answer. ``release`` gives the frame's
+        bytes back to the memory pool (the request handler calls it once KafkaApis is done with the request).
 
         Returns ``(reason_to_close or None, software)``.
         """
@@ -422,6 +536,7 @@ class SocketServer:
         context = RequestContext(conn_id, peer[0], peer[1], ep.listener_name, ep.security_protocol, writer.principal,
                                  header, software[0], software[1])
         net = NetworkRequest(context, request.body, len(frame) + 4, start_ns, received_ms)
+        net.on_release(release)
         await self.channel.send_request(net)
         action = await net.response
         if isinstance(action, SendResponse):

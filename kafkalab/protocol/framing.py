@@ -27,8 +27,14 @@ buffer of a connection and receives the next large frame into it again, but only
 frame is alive any more (so nobody can see its bytes change). Python itself keeps that count: a ``bytearray``
 refuses to change its size while any buffer export of it -- a ``memoryview``, or a slice of one -- exists
 (``BufferError``), so trying to shrink it by one byte is an exact, documented "is anyone looking?" test
-(a view's :meth:`memoryview.release` lifts it at once). The JVM gets the same effect from its heap; Kafka's
-``MemoryPool`` (``queued.max.request.bytes``) is the bounded form of it.
+(a view's :meth:`memoryview.release` lifts it at once). The JVM gets the same effect from its heap.
+
+A size prefix is only a promise: four bytes can announce 100 MB and then nothing follow. So a large frame's
+buffer is not allocated at its announced size: it starts as long as what has arrived (at least
+:data:`GROW_MIN_BYTES`) and doubles as bytes arrive, so the memory a connection holds follows what it sent.
+What the announced sizes may add up to is the job of a memory pool (Kafka's ``MemoryPool``,
+``queued.max.request.bytes``): given one, the reader takes each frame's size from it once the size is read, and
+stops (:attr:`FrameReader.memory_wanted`) when the pool has nothing left, until memory is released.
 
 Mirrors: ``clients/src/main/java/org/apache/kafka/common/network/NetworkReceive.java``.
 """
@@ -51,6 +57,8 @@ LARGE_FRAME_BYTES = 64 * 1024
 SCRATCH_BYTES = 64 * 1024
 #: The largest buffer a :class:`ReceiveBuffer` keeps for reuse (a rare 100 MB frame is not kept per connection).
 SPARE_MAX_BYTES = 16 * 1024 * 1024
+#: A large frame's buffer starts this long (or as long as what has arrived) and doubles as its bytes arrive.
+GROW_MIN_BYTES = 64 * 1024
 
 
 class InvalidReceiveError(DecodeError):
@@ -138,8 +146,54 @@ class ReceiveBuffer:
         return memoryview(buf)
 
 
+    def claim(self, size: int, first: int) -> FrameBuffer:
+        """A buffer to receive a frame of ``size`` bytes into, of which ``first`` have arrived: a free kept buffer
+        (preferring one large enough for the whole frame), else a new one only as long as needed so far (at
+        least :data:`GROW_MIN_BYTES`) -- :meth:`grow` lengthens it as the rest arrives. Hand it to :meth:`keep`
+        once the frame is complete."""
+        free = [buf for buf in self.spares if _unexported(buf)]
+        for buf in free:
+            if len(buf) >= size:
+                return buf
+        if free:
+            return self.grow(free[0], size, 0, first)
+        return FrameBuffer(min(size, max(first, GROW_MIN_BYTES)))
+
+    @staticmethod
+    def grow(buf: FrameBuffer, size: int, filled: int, wanted: int) -> FrameBuffer:
+        """``buf`` lengthened to hold at least ``wanted`` bytes (at most ``size``): twice what has arrived, so
+        the bytes touched stay within twice the bytes received and each byte is copied a bounded number of times.
+        Realloc moves it at most; a buffer something still looks at is replaced by a copy of its ``filled``
+        bytes."""
+        target = min(size, max(wanted, 2 * filled, GROW_MIN_BYTES))
+        if target <= len(buf):
+            return buf
+        try:
+            buf += bytes(target - len(buf))   # bytes(n) comes from calloc: the pages are written once, here
+            return buf
+        except BufferError:
+            fresh = FrameBuffer(target)
+            fresh[:filled] = memoryview(buf)[:filled]
+            return fresh
+
+    def keep(self, buf: FrameBuffer) -> None:
+        """``buf`` holds a complete frame now: keep it (newest first) for a later frame, unless it is huge."""
+        spares = self.spares
+        for i, spare in enumerate(spares):
+            if spare is buf:
+                del spares[i]
+                break
+        if len(buf) <= SPARE_MAX_BYTES:
+            spares.insert(0, buf)
+            del spares[self.KEEP:]
+
+
 class FrameReader:
     """Turns arriving bytes into complete frames (without their size prefixes).
+
+    With a ``pool`` (a :class:`~kafkalab.common.memory_pool.MemoryPool`) every frame's size is taken from it as
+    soon as the size prefix is read; when the pool says no, the reader stops (:attr:`memory_wanted`) until
+    :meth:`retry_allocation` succeeds. Whoever takes a frame gives its ``len()`` back to the pool when done.
 
     >>> r = FrameReader()
     >>> r.feed(b"\\x00\\x00\\x00\\x03ab")
@@ -150,12 +204,14 @@ class FrameReader:
     2
     """
 
-    def __init__(self, max_size: int = DEFAULT_MAX_FRAME_BYTES, *, writable: bool = False):
+    def __init__(self, max_size: int = DEFAULT_MAX_FRAME_BYTES, *, writable: bool = False, pool=None):
         self.max_size = max_size
         self.writable = writable  # large frames as writable views (for a handler that patches them in place)
+        self.pool = pool          # None: nothing is counted (Kafka's MemoryPool.NONE)
         self._buf = bytearray()
         self._need = -1  # size of the frame being assembled, -1 while the size is still unknown
-        self._frame: Optional[memoryview] = None  # a large frame's own buffer, while it is being filled
+        self._allocated = False   # the pool granted ``_need`` bytes for the frame being assembled
+        self._frame: Optional[FrameBuffer] = None  # a large frame's own buffer, grown as its bytes arrive
         self._filled = 0
         self._scratch: Optional[memoryview] = None
         self._large = ReceiveBuffer()
@@ -170,6 +226,26 @@ class FrameReader:
         """The size of the frame being assembled, or -1 if its size prefix has not fully arrived."""
         return self._need
 
+    @property
+    def memory_wanted(self) -> bool:
+        """The size of the next frame is known but the pool had no memory for it: stop reading until
+        :meth:`retry_allocation` succeeds (Kafka mutes the channel)."""
+        return self._need > 0 and not self._allocated
+
+    def retry_allocation(self) -> list:
+        """Ask the pool again; on success carry on with the bytes already received and return the frames they
+        complete (still ``memory_wanted`` and ``[]`` if the pool said no again)."""
+        if not self.memory_wanted:
+            return []
+        return self._feed(b"", True)
+
+    def release_pending(self) -> None:
+        """Give the pool back the memory of a frame that will never be completed (the connection closed)."""
+        if self._need > 0 and self._allocated and self.pool is not None:
+            self.pool.release(self._need)
+        self._allocated = False
+        self._frame = None
+
     def feed(self, data) -> list[bytes]:
         """Add received bytes; return every frame now complete. Raises InvalidReceiveError on a bad size.
 
@@ -182,7 +258,9 @@ class FrameReader:
     def get_buffer(self) -> memoryview:
         """Where the next received bytes should be written (then call :meth:`buffer_updated`)."""
         if self._frame is not None:
-            return self._frame[self._filled:]
+            if self._filled == len(self._frame):
+                self._frame = self._large.grow(self._frame, self._need, self._filled, self._filled + 1)
+            return memoryview(self._frame)[self._filled:self._need]
         if self._scratch is None:
             self._scratch = memoryview(bytearray(SCRATCH_BYTES))
         return self._scratch
@@ -195,24 +273,40 @@ class FrameReader:
         """
         if self._frame is not None:
             self._filled += nbytes
-            return [self._finish(True)] if self._filled == len(self._frame) else []
+            return [self._finish(True)] if self._filled == self._need else []
         return self._feed(self._scratch[:nbytes], True)
 
     def _finish(self, as_view: bool):
-        frame = self._frame
-        self._frame, self._filled, self._need = None, 0, -1
+        frame = memoryview(self._frame)[:self._need]
+        self._large.keep(self._frame)
+        self._frame, self._filled, self._need, self._allocated = None, 0, -1, False
         if not as_view:
             return bytes(frame)
         return frame if self.writable else frame.toreadonly()
+
+    def _allocate(self) -> bool:
+        if self._need > 0 and self.pool is not None and not self.pool.try_allocate(self._need):
+            return False
+        self._allocated = True
+        return True
+
+    def _start_large(self, data) -> None:
+        """The frame's size is known and its first bytes are ``data``: give it a buffer of its own, only as large
+        as what has arrived so far (it grows as the rest arrives; the size prefix is a promise, not bytes)."""
+        self._frame = self._large.claim(self._need, len(data))
+        self._filled = len(data)
+        self._frame[:self._filled] = data
 
     def _feed(self, data, as_view: bool) -> list:
         frames = []
         if self._frame is not None:               # the rest of a large frame first, straight into its buffer
             data = memoryview(data).cast("B")
-            take = min(len(data), len(self._frame) - self._filled)
+            take = min(len(data), self._need - self._filled)
+            if self._filled + take > len(self._frame):
+                self._frame = self._large.grow(self._frame, self._need, self._filled, self._filled + take)
             self._frame[self._filled:self._filled + take] = data[:take]
             self._filled += take
-            if self._filled < len(self._frame):
+            if self._filled < self._need:
                 return frames
             frames.append(self._finish(as_view))
             data = data[take:]
@@ -229,18 +323,18 @@ class FrameReader:
                         view.release()
                         del buf[:pos]
                         raise InvalidReceiveError(size, self.max_size, frames)
-                    self._need = size
+                    self._need, self._allocated = size, False
                     pos += 4
+                if not self._allocated and not self._allocate():
+                    break                          # no memory: the rest waits here until retry_allocation
                 if len(buf) - pos < self._need:
                     if self._need >= LARGE_FRAME_BYTES:   # give it its own buffer; the rest will go there
-                        self._frame = self._large.take(self._need)
-                        self._filled = len(buf) - pos
-                        self._frame[:self._filled] = view[pos:]
+                        self._start_large(view[pos:])
                         pos = len(buf)
                     break
                 frames.append(bytes(view[pos:pos + self._need]))
                 pos += self._need
-                self._need = -1
+                self._need, self._allocated = -1, False
         if pos:
             del buf[:pos]
         return frames

@@ -55,12 +55,14 @@ import logging
 from pathlib import Path
 from typing import Callable, Optional
 
+from kafkalab.common.memory_pool import MemoryPool, SimpleMemoryPool
 from kafkalab.common.scheduler import MockScheduler, ThreadScheduler
 from kafkalab.common.time import SYSTEM, MockTime, Time
 from kafkalab.controller.channel_manager import ControllerChannelManager
 from kafkalab.controller.controller import KafkaController
 from kafkalab.coordinator.group import GroupConfig, GroupCoordinator
 from kafkalab.network import RequestChannel, SocketServer
+from kafkalab.network.connection_quotas import ConnectionQuotas
 from kafkalab.network.inter_broker_client import InterBrokerConnection
 from kafkalab.protocol import ApiKey, ErrorCode, request_class
 from kafkalab.security.ssl_factory import CLIENT, SERVER, SslFactory
@@ -166,6 +168,8 @@ class KafkaServer:
         self.handlers.start()
         self.socket_server = SocketServer(cfg.listeners, self.channel, enabled_apis(),
                                           max_request_bytes=cfg["socket.request.max.bytes"],
+                                          memory_pool=_memory_pool(cfg),
+                                          connection_quotas=_connection_quotas(cfg, self.time),
                                           connections_max_idle_ms=cfg["connections.max.idle.ms"], time=self.time,
                                           send_buffer_bytes=cfg["socket.send.buffer.bytes"],
                                           receive_buffer_bytes=cfg["socket.receive.buffer.bytes"],
@@ -288,12 +292,15 @@ class KafkaServer:
 
     def metrics(self) -> dict:
         """The broker's metrics by Kafka's names: the purgatories' ``PurgatorySize``, ``NumDelayedOperations``
-        and ``ExpiresPerSec`` (a count) per ``delayedOperation`` (Produce, Fetch), and the fetch session
-        cache's ``NumIncrementalFetchSessions``, ``NumIncrementalFetchPartitionsCached`` and
-        ``IncrementalFetchSessionEvictionsPerSec`` (a count; ``kafka.server:type=FetchSessionCache``)."""
+        and ``ExpiresPerSec`` (a count) per ``delayedOperation`` (Produce, Fetch); the fetch session cache's
+        ``NumIncrementalFetchSessions``, ``NumIncrementalFetchPartitionsCached`` and
+        ``IncrementalFetchSessionEvictionsPerSec`` (a count; ``kafka.server:type=FetchSessionCache``); the socket
+        server's ``MemoryPoolAvailable``, ``MemoryPoolUsed`` and ``connection-count,listener=<listener>``."""
         out = self.replica_manager.metrics() if self.replica_manager is not None else {}
         if self.fetch_manager is not None:
             out.update(self.fetch_manager.cache.metrics())
+        if self.socket_server is not None:
+            out.update(self.socket_server.metrics())
         return out
 
     # ------------------------------------------------------------------------------------------ shutdown
@@ -423,3 +430,21 @@ class KafkaServer:
         if self._owns_store and self.zk_store is not None:
             self.zk_store.close()
         log.info("[%s] shut down completed", self.name)
+
+
+def _memory_pool(cfg: KafkaConfig) -> MemoryPool:
+    """``queued.max.request.bytes`` > 0: a pool of that many bytes, one request (``socket.request.max.bytes``) at
+    most at a time, not strict -- Kafka's ``SimpleMemoryPool``; else no limit."""
+    queued = cfg["queued.max.request.bytes"]
+    return SimpleMemoryPool(queued, cfg["socket.request.max.bytes"], strict=False) if queued > 0 else MemoryPool.NONE
+
+
+def _connection_quotas(cfg: KafkaConfig, time) -> ConnectionQuotas:
+    return ConnectionQuotas(
+        max_connections=cfg["max.connections"], max_connections_per_ip=cfg["max.connections.per.ip"],
+        per_ip_overrides=cfg.max_connections_per_ip_overrides,
+        max_connection_creation_rate=cfg["max.connection.creation.rate"],
+        listener_limits={ep.listener_name: (cfg.listener_value(ep.listener_name, "max.connections"),
+                                            cfg.listener_value(ep.listener_name, "max.connection.creation.rate"))
+                         for ep in cfg.listeners},
+        inter_broker_listener=cfg.inter_broker_listener_name, time=time)

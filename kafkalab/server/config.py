@@ -34,6 +34,7 @@ from kafkalab.common.config import (AbstractConfig, ConfigDef, ConfigException, 
                                     Range, load_properties)
 from kafkalab.common.config import Type as T
 from kafkalab.coordinator.group.coordinator_config import GROUP_COORDINATOR_CONFIGS
+from kafkalab.network.connection_quotas import parse_max_connections_per_ip_overrides
 from kafkalab.network.endpoint import DEFAULT_SECURITY_PROTOCOL_MAP, EndPoint, parse_listeners, parse_protocol_map
 from kafkalab.security.ssl_configs import define_broker_ssl_configs, listener_ssl_values
 from kafkalab.storage.server_log_configs import SERVER_LOG_CONFIGS
@@ -72,8 +73,9 @@ SERVER_CONFIGS = (
             "event loop).", dynamic=CW)
     .define("num.io.threads", T.INT, 8, at_least(1), H, "Request handlers working the request queue.", dynamic=CW)
     .define("queued.max.requests", T.INT, 500, at_least(1), H, "Requests that may wait in the request queue.")
-    .define("queued.max.request.bytes", T.LONG, -1, None, M, "Bytes that may wait in the request queue (-1: no "
-            "limit).")
+    .define("queued.max.request.bytes", T.LONG, -1, None, M, "Bytes of requests the broker holds before it stops "
+            "reading more (its memory pool; -1: no limit). A connection whose next request does not fit is muted "
+            "until memory is released.")
     .define("socket.request.max.bytes", T.INT, 104857600, at_least(1), H, "The largest request the broker "
             "accepts.")
     .define("socket.send.buffer.bytes", T.INT, 102400, None, H, "SO_SNDBUF of the socket server's connections "
@@ -81,6 +83,19 @@ SERVER_CONFIGS = (
     .define("socket.receive.buffer.bytes", T.INT, 102400, None, H, "SO_RCVBUF of the socket server's sockets (-1: "
             "OS default).")
     .define("connections.max.idle.ms", T.LONG, 600000, None, M, "Close connections idle for longer than this.")
+    .define("max.connections.per.ip", T.INT, 2147483647, at_least(0), M, "Connections allowed from one IP "
+            "address; the next one is closed as soon as it is accepted. 0 is allowed only together with "
+            "max.connections.per.ip.overrides.", dynamic=CW)
+    .define("max.connections.per.ip.overrides", T.STRING, "", None, M, "Per host or IP address limits that "
+            "replace max.connections.per.ip, e.g. \"hostName:100,127.0.0.1:200\".", dynamic=CW)
+    .define("max.connections", T.INT, 2147483647, at_least(0), M, "Connections allowed in the broker at once, "
+            "besides the per-IP limits; per listener as listener.name.<listener>.max.connections. When the "
+            "listener or the broker is full, new connections wait to be accepted. The inter-broker listener is "
+            "exempt from the broker-wide limit: the least recently used connection on another listener is "
+            "closed instead.", dynamic=CW)
+    .define("max.connection.creation.rate", T.INT, 2147483647, at_least(0), M, "New connections per second the "
+            "broker accepts; per listener as listener.name.<listener>.max.connection.creation.rate. Faster ones "
+            "are delayed; the inter-broker listener is held only to its own listener limit.", dynamic=CW)
     .define("connection.failed.authentication.delay.ms", T.INT, 100, None, L, "Delay before closing after a "
             "failed login.")
     .define("fetch.max.bytes", T.INT, 57671680, at_least(1024), M, "Broker-side cap on the bytes of one Fetch "
@@ -192,6 +207,30 @@ class KafkaConfig(AbstractConfig):
         protocol = self.protocol_map.get(listener_name.upper(), "PLAINTEXT")
         return listener_ssl_values(self.values, self.originals, self.definitions, listener_name, protocol)
 
+    #: keys a listener may override as ``listener.name.<listener>.<key>`` (Kafka's ListenerReconfigurableConfigs)
+    LISTENER_CONNECTION_KEYS = ("max.connections", "max.connection.creation.rate")
+
+    def listener_value(self, listener_name: str, key: str) -> Any:
+        """``listener.name.<listener>.<key>`` if given (parsed and validated as ``key``), else ``key``'s value
+        (Kafka's ``valuesWithPrefixOverride(listenerName.configPrefix)``)."""
+        prefixed = f"listener.name.{listener_name.lower()}.{key}"
+        if prefixed in self.originals:
+            return self.definitions.parse_value(key, self.originals[prefixed])
+        return self.values[key]
+
+    @property
+    def max_connections_per_ip_overrides(self) -> dict[str, int]:
+        return parse_max_connections_per_ip_overrides(self.values["max.connections.per.ip.overrides"])
+
+    def _validate_connection_limits(self) -> None:
+        overrides = self.max_connections_per_ip_overrides
+        if self.values["max.connections.per.ip"] == 0 and not overrides:
+            raise ConfigException("requirement failed: max.connections.per.ip can be set to zero only if "
+                                  "max.connections.per.ip.overrides property is set.")
+        for ep in self.listeners:
+            for key in self.LISTENER_CONNECTION_KEYS:
+                self.listener_value(ep.listener_name, key)
+
     @property
     def log_dirs(self) -> list[Path]:
         return [Path(d) for d in self.values["log.dirs"]]
@@ -226,6 +265,7 @@ class KafkaConfig(AbstractConfig):
             raise ConfigException(f"requirement failed: inter.broker.listener.name must be a listener name defined "
                                   f"in advertised.listeners. The valid options based on currently configured "
                                   f"listeners are {','.join(adv_names)}")
+        self._validate_connection_limits()
         qb = v["queued.max.request.bytes"]
         if qb > 0 and qb < v["socket.request.max.bytes"]:
             raise ConfigException("requirement failed: queued.max.request.bytes must be larger or equal to "

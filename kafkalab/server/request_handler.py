@@ -47,6 +47,8 @@ class KafkaRequestHandlerPool:
                 raise
             except Exception:  # KafkaApis answers errors itself; anything here is a bug, not a crash
                 log.exception("%s: handler %d failed on %r", self.name, index, request)
+            finally:
+                request.release_buffer()   # its bytes go back to the memory pool (queued.max.request.bytes)
             # Let go of it before waiting for the next one: a handled Produce request still refers to the
             # buffer it was received into, which its connection reuses once nothing does (Kafka clears a
             # produce request's records after the append for the same reason: clearPartitionRecords).

@@ -137,3 +137,48 @@ def test_a_released_view_frees_its_buffer_at_once():
     again = rb.take(100_000)
     assert id(again.obj) == address and len(again) == 100_000
     assert bytes(second[:1]) == b"\x00"
+
+
+def test_a_size_prefix_alone_allocates_nothing_like_its_size():
+    """The size prefix is a promise: the buffer grows with the bytes that actually arrive."""
+    import tracemalloc
+
+    reader = FrameReader(writable=True)
+    tracemalloc.start()
+    try:
+        receive(reader, struct.pack(">i", 50_000_000) + b"x")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1_000_000, peak
+    assert reader.expected_size == 50_000_000 and reader.buffered == 1
+
+
+def test_a_frame_received_in_pieces_grows_its_buffer_and_arrives_whole():
+    payload = bytes(range(256)) * 4000                   # 1,024,000 bytes, in 50 KB pieces
+    reader = FrameReader(writable=True)
+    (frame,) = receive(reader, framed(payload))
+    assert bytes(frame) == payload
+    (again,) = receive(reader, framed(payload[::-1]))    # the kept buffer is large enough now: reused
+    assert bytes(again) == payload[::-1]
+    fed = FrameReader()
+    assert fed.feed(framed(payload)[:70_000]) == [] and fed.feed(framed(payload)[70_000:]) == [payload]
+
+
+def test_a_reader_with_a_pool_stops_when_it_is_empty_and_goes_on_when_memory_returns():
+    from kafkalab.common.memory_pool import SimpleMemoryPool
+
+    pool = SimpleMemoryPool(100, 100)
+    reader = FrameReader(pool=pool)
+    stream = framed(b"a" * 60) + framed(b"b" * 60) + framed(b"c" * 60)
+    frames = reader.feed(stream)
+    assert frames == [b"a" * 60, b"b" * 60]               # non-strict: the second still fits (-20 left)
+    assert reader.memory_wanted and pool.available_memory() == -20
+    assert reader.retry_allocation() == []                # nothing released yet
+    pool.release(60)
+    assert reader.retry_allocation() == [b"c" * 60] and not reader.memory_wanted
+    pool.release(120)                                     # every frame handed out is done with
+    reader.feed(struct.pack(">i", 80) + b"d")             # part of a frame, then the connection closes
+    assert pool.available_memory() == 20
+    reader.release_pending()
+    assert pool.available_memory() == 100
