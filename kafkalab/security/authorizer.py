@@ -253,6 +253,24 @@ class AuthorizerCore:
         return Decision(principal, host, operation, resource,
                         AuthorizationResult.ALLOWED if allowed else AuthorizationResult.DENIED, rule, acl)
 
+    def authorize_by_resource_type(self, principal, host: str, operation: AclOperation,
+                                   resource_type: ResourceType) -> bool:
+        """May the principal do ``operation`` on *some* resource of the type (Kafka's
+        ``authorizeByResourceType``, which an idempotent producer's InitProducerId asks for WRITE on any topic)?
+        Yes for a super user; yes when an ALLOW ACL of the type matches and no DENY on the literal ``*`` of the
+        type does; with no ACL of the type at all, ``allow.everyone.if.no.acl.found``. (Kafka also weighs DENY
+        ACLs on prefixes and names against the ALLOWs; this is a scan, asked only once per producer.)"""
+        principal = str(principal)
+        if principal in self.super_users:
+            return True
+        patterns = [p for p in self.index.patterns() if p.resource_type == resource_type]
+        if not patterns:
+            return self.allow_everyone_if_no_acl_found
+        wildcard = ResourcePattern(resource_type, WILDCARD_RESOURCE, PatternType.LITERAL)
+        if self._find(principal, host, operation, tuple(self.index.entries(wildcard)))[1] == "deny acl":
+            return False
+        return any(self._find(principal, host, operation, tuple(self.index.entries(p)))[0] for p in patterns)
+
     def _find(self, principal: str, host: str, operation: AclOperation, entries: tuple):
         if not entries:
             return self.allow_everyone_if_no_acl_found, ("no acl found" if self.allow_everyone_if_no_acl_found

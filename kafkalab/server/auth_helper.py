@@ -94,6 +94,13 @@ class AuthHelper:
                 if self.authorize(context, operation, resource_type, n, log_if_denied=log_if_denied,
                                   ref_count=count)}
 
+    def authorize_by_resource_type(self, context, operation: AclOperation, resource_type: ResourceType) -> bool:
+        """On *any* resource of the type (an idempotent producer's WRITE on any topic, KIP-679)."""
+        if self.authorizer is None:
+            return True
+        return self.authorizer.core.authorize_by_resource_type(context.principal, context.client_host, operation,
+                                                               resource_type)
+
     def authorized_operations(self, context, resource_type: ResourceType, name: str) -> int:
         supported = SUPPORTED_OPERATIONS[resource_type]
         if self.authorizer is None:
