@@ -101,6 +101,13 @@ class AuthHelper:
         return self.authorizer.core.authorize_by_resource_type(context.principal, context.client_host, operation,
                                                                resource_type)
 
+    def denied(self, context, operation: AclOperation, resource_type: ResourceType, names: Iterable[str]) -> set:
+        """The names among ``names`` the principal may not do ``operation`` on (empty without an authorizer)."""
+        if self.authorizer is None:
+            return set()
+        names = list(names)
+        return set(names) - self.filter_authorized(context, operation, resource_type, names)
+
     def authorized_operations(self, context, resource_type: ResourceType, name: str) -> int:
         supported = SUPPORTED_OPERATIONS[resource_type]
         if self.authorizer is None:

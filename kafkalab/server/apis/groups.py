@@ -122,11 +122,7 @@ def _require_group(broker, request, operation: AclOperation, group_id: str) -> N
 
 
 def _topic_denied(broker, request, operation: AclOperation, names) -> set:
-    """The topics among ``names`` the principal may not do ``operation`` on."""
-    if not broker.auth.enabled:
-        return set()
-    names = list(names)
-    return set(names) - broker.auth.filter_authorized(request.context, operation, ResourceType.TOPIC, names)
+    return broker.auth.denied(request.context, operation, ResourceType.TOPIC, names)
 
 
 def _wait():
