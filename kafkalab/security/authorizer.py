@@ -56,7 +56,7 @@ from kafkalab.security.acl import (ANY_FILTER, CLUSTER_NAME, WILDCARD_HOST, WILD
                                    PatternType, ResourcePattern, ResourceType)
 
 __all__ = ["AuthorizationResult", "Decision", "AclIndex", "AuthorizerCore", "RULES", "IMPLIED_BY",
-           "validate_binding", "parse_super_users", "decision_table"]
+           "validate_binding", "parse_super_users", "decision_table", "SUPPORTED_OPERATIONS"]
 
 
 class AuthorizationResult:
@@ -80,6 +80,20 @@ IMPLIED_BY[AclOperation.DESCRIBE] = frozenset((AclOperation.DESCRIBE, AclOperati
 IMPLIED_BY[AclOperation.DESCRIBE_CONFIGS] = frozenset((AclOperation.DESCRIBE_CONFIGS, AclOperation.ALL,
                                                        AclOperation.ALTER_CONFIGS))
 _DENIED_BY = {op: frozenset((op, AclOperation.ALL)) for op in AclOperation}
+
+_Op = AclOperation
+#: The operations each resource type has (``AclEntry.supportedOperations``): what authorized-operations bit fields
+#: cover and what kafka-acls.sh accepts (plus ALL).
+SUPPORTED_OPERATIONS = {
+    ResourceType.TOPIC: (_Op.READ, _Op.WRITE, _Op.CREATE, _Op.DESCRIBE, _Op.DELETE, _Op.ALTER, _Op.DESCRIBE_CONFIGS,
+                         _Op.ALTER_CONFIGS),
+    ResourceType.GROUP: (_Op.READ, _Op.DESCRIBE, _Op.DELETE),
+    ResourceType.CLUSTER: (_Op.CREATE, _Op.CLUSTER_ACTION, _Op.DESCRIBE_CONFIGS, _Op.ALTER_CONFIGS,
+                           _Op.IDEMPOTENT_WRITE, _Op.ALTER, _Op.DESCRIBE),
+    ResourceType.TRANSACTIONAL_ID: (_Op.DESCRIBE, _Op.WRITE),
+    ResourceType.DELEGATION_TOKEN: (_Op.DESCRIBE,),
+    ResourceType.USER: (_Op.CREATE_TOKENS, _Op.DESCRIBE_TOKENS),
+}
 
 
 class Decision(NamedTuple):

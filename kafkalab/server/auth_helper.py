@@ -25,20 +25,10 @@ from typing import Iterable, Optional
 
 from kafkalab.protocol import ApiException, ErrorCode, api_name
 from kafkalab.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from kafkalab.security.authorizer import SUPPORTED_OPERATIONS
 
 __all__ = ["AuthHelper", "ClusterAuthorizationException", "SUPPORTED_OPERATIONS", "to_bit_field"]
 
-Op = AclOperation
-SUPPORTED_OPERATIONS = {
-    ResourceType.TOPIC: (Op.READ, Op.WRITE, Op.CREATE, Op.DESCRIBE, Op.DELETE, Op.ALTER, Op.DESCRIBE_CONFIGS,
-                         Op.ALTER_CONFIGS),
-    ResourceType.GROUP: (Op.READ, Op.DESCRIBE, Op.DELETE),
-    ResourceType.CLUSTER: (Op.CREATE, Op.CLUSTER_ACTION, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS, Op.IDEMPOTENT_WRITE,
-                           Op.ALTER, Op.DESCRIBE),
-    ResourceType.TRANSACTIONAL_ID: (Op.DESCRIBE, Op.WRITE),
-    ResourceType.DELEGATION_TOKEN: (Op.DESCRIBE,),
-    ResourceType.USER: (Op.CREATE_TOKENS, Op.DESCRIBE_TOKENS),
-}
 
 
 def to_bit_field(operations: Iterable[AclOperation]) -> int:
