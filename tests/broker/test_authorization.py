@@ -66,6 +66,11 @@ def test_metadata_hides_unauthorized_topics_and_refuses_named_ones(cluster):
     assert "open" in names and "secret" not in names
     [t] = metadata(cluster, ["secret"])
     assert t.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED and t.partitions == ()
+    secret_id = cluster.broker(0).metadata_cache.topic_id("secret")
+    body = Metadata(topics=(Metadata.MetadataRequestTopic(name=None, topic_id=secret_id),),
+                    allow_auto_topic_creation=False)
+    [t] = wire(cluster.broker(0), body, 12).topics      # asked by id: the name is not given away
+    assert (t.error_code, t.name, t.topic_id) == (ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, secret_id)
 
 
 def test_produce_fetch_and_offsets_are_refused_on_a_protected_topic(cluster):

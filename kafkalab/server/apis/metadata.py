@@ -66,13 +66,16 @@ def handle_metadata(broker, request):
     topics = []
     to_create = []
     for name, topic_id in wanted:
-        if name is None and topic_id is not None:  # v10+: asked by id
+        by_id = name is None and topic_id is not None
+        if by_id:  # v10+: asked by id
             name = cache.topic_name(topic_id)
             if name is None:
                 topics.append(Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id))
                 continue
         if not all_topics and not auth.authorize(context, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
-            topics.append(Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name))
+            # asked by id: the name is not given away (Kafka clears it)
+            topics.append(Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=None if by_id else name,
+                                topic_id=topic_id if by_id else ZERO_UUID))
         elif cache.contains_topic(name):
             topics.append(_topic(broker, name, listener, version))
         elif not all_topics and allow_auto and broker.config["auto.create.topics.enable"]:
