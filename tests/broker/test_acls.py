@@ -7,7 +7,8 @@ import pytest
 from kafkalab.cluster import BrokerLog, Cluster
 from kafkalab.common.config import ConfigException
 from kafkalab.protocol import ApiKey, ErrorCode
-from kafkalab.security.acl import ANY_FILTER, AclOperation, AclPermissionType, PatternType, ResourceType
+from kafkalab.security.acl import (ANY_FILTER, AccessControlEntry, AclBinding, AclOperation, AclPermissionType,
+                                   PatternType, ResourcePattern, ResourceType)
 from kafkalab.server.config import KafkaConfig
 
 from ._admin_support import req, wire
@@ -15,6 +16,7 @@ from ._admin_support import req, wire
 ACL_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
 OPEN = {"authorizer.class.name": ACL_AUTHORIZER, "super.users": "User:ANONYMOUS"}
 CreateAcls, DescribeAcls, DeleteAcls = req(ApiKey.CREATE_ACLS), req(ApiKey.DESCRIBE_ACLS), req(ApiKey.DELETE_ACLS)
+Metadata = req(ApiKey.METADATA)
 
 
 def creation(name, principal, op, perm=AclPermissionType.ALLOW, rtype=ResourceType.TOPIC,
@@ -114,6 +116,13 @@ def test_the_course_story_cluster_authorization_failed_then_super_users():
             with pytest.raises(Exception, match="did not come online"):
                 c.create_topic("story", 1, 1, timeout=1.5)
             assert all(p.leader < 0 for p in b.metadata_cache.partitions("story"))
+            # A client allowed to use the topic (an ACL written through the broker's authorizer) finds no leader:
+            # the broker never accepted its controller's UpdateMetadata, so it knows neither the topic nor itself.
+            c.call(b.authorizer.create_acls, [AclBinding(ResourcePattern(ResourceType.TOPIC, "story"),
+                   AccessControlEntry("User:ANONYMOUS", "*", AclOperation.WRITE, AclPermissionType.ALLOW))])
+            md = wire(b, Metadata(topics=(Metadata.MetadataRequestTopic(name="story"),),
+                                  allow_auto_topic_creation=False), 12)
+            assert md.brokers == () and md.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             refused = [m for m in broker_log.messages() if "Error when handling request" in m]
             assert any("clientId=0, correlationId=0, api=UPDATE_METADATA" in m for m in refused), refused
             assert any("api=LEADER_AND_ISR" in m for m in refused), refused
@@ -126,6 +135,9 @@ def test_the_course_story_cluster_authorization_failed_then_super_users():
         broker_log.clear()
         with Cluster(brokers=1, overrides=OPEN) as c:      # the fix: the inter-broker principal is a super user
             c.create_topic("story", 1, 1, timeout=10)
+            md = wire(c.broker(0), Metadata(topics=(Metadata.MetadataRequestTopic(name="story"),),
+                                            allow_auto_topic_creation=False), 12)
+            assert [b.node_id for b in md.brokers] == [0] and md.topics[0].partitions[0].leader_id == 0
             assert not [m for m in broker_log.messages() if "Error when handling request" in m]
     finally:
         logging.getLogger("kafkalab.authorizer.logger").removeHandler(audit)
