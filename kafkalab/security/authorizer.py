@@ -269,21 +269,25 @@ class AuthorizerCore:
 
     def authorize_by_resource_type(self, principal, host: str, operation: AclOperation,
                                    resource_type: ResourceType) -> bool:
-        """May the principal do ``operation`` on *some* resource of the type (Kafka's
-        ``authorizeByResourceType``, which an idempotent producer's InitProducerId asks for WRITE on any topic)?
-        Yes for a super user; yes when an ALLOW ACL of the type matches and no DENY on the literal ``*`` of the
-        type does; with no ACL of the type at all, ``allow.everyone.if.no.acl.found``. (Kafka also weighs DENY
-        ACLs on prefixes and names against the ALLOWs; this is a scan, asked only once per producer.)"""
+        """May the principal do ``operation`` on *some* resource of the type (Kafka's ``authorizeByResourceType``,
+        asked by an idempotent producer's InitProducerId: WRITE on any topic, KIP-679)? Yes for a super user;
+        yes when a pattern of the type has a matching ALLOW and neither it nor the literal ``*`` has a matching
+        DENY; with ``allow.everyone.if.no.acl.found``, yes when no matching DENY exists at all (some resource
+        may have no ACL). A scan over the type's patterns, asked once per producer, not per record."""
         principal = str(principal)
         if principal in self.super_users:
             return True
-        patterns = [p for p in self.index.patterns() if p.resource_type == resource_type]
-        if not patterns:
-            return self.allow_everyone_if_no_acl_found
         wildcard = ResourcePattern(resource_type, WILDCARD_RESOURCE, PatternType.LITERAL)
-        if self._find(principal, host, operation, tuple(self.index.entries(wildcard)))[1] == "deny acl":
-            return False
-        return any(self._find(principal, host, operation, tuple(self.index.entries(p)))[0] for p in patterns)
+        denied_everywhere = self._find(principal, host, operation, tuple(self.index.entries(wildcard)))[1] == "deny acl"
+        any_deny = denied_everywhere
+        for pattern in self.index.patterns():
+            if pattern.resource_type != resource_type:
+                continue
+            allowed, rule, _ = self._find(principal, host, operation, tuple(self.index.entries(pattern)))
+            if allowed and not denied_everywhere:
+                return True
+            any_deny = any_deny or rule == "deny acl"
+        return self.allow_everyone_if_no_acl_found and not any_deny
 
     def _find(self, principal: str, host: str, operation: AclOperation, entries: tuple):
         if not entries:

@@ -142,3 +142,16 @@ def test_the_course_story_cluster_authorization_failed_then_super_users():
     finally:
         logging.getLogger("kafkalab.authorizer.logger").removeHandler(audit)
         logging.getLogger("kafkalab").removeHandler(broker_log)
+
+
+def test_init_producer_id_needs_idempotent_write_or_write_on_some_topic():
+    """KIP-679: an idempotent producer is allowed by IDEMPOTENT_WRITE on the cluster or WRITE on any topic."""
+    InitProducerId = req(ApiKey.INIT_PRODUCER_ID)
+    body = InitProducerId(transactional_id=None, transaction_timeout_ms=60000)
+    with Cluster(brokers=1, overrides={"authorizer.class.name": ACL_AUTHORIZER}) as c:
+        b = c.broker(0)
+        assert wire(b, body, 4).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        c.call(b.authorizer.create_acls, [AclBinding(ResourcePattern(ResourceType.TOPIC, "any", PatternType.PREFIXED),
+               AccessControlEntry("User:ANONYMOUS", "*", AclOperation.WRITE, AclPermissionType.ALLOW))])
+        r = wire(b, body, 4)
+        assert r.error_code == ErrorCode.NONE and r.producer_id >= 0

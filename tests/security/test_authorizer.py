@@ -162,3 +162,15 @@ def test_decision_table_rows():
                               ("User:admin", "10.0.0.9", Op.DELETE, TOPIC, "t")])
     assert [(r["result"], r["rule"]) for r in rows] == [("ALLOWED", "allow acl"), ("DENIED", "deny acl"),
                                                        ("ALLOWED", "super user")]
+
+
+def test_authorize_by_resource_type_for_idempotent_producers():
+    c = core(acl("t", "User:alice", Op.WRITE), acl("u", "User:bob", Op.WRITE, DENY))
+    assert c.authorize_by_resource_type("User:alice", "h", Op.WRITE, TOPIC)
+    assert not c.authorize_by_resource_type("User:bob", "h", Op.WRITE, TOPIC)
+    assert not c.authorize_by_resource_type("User:carol", "h", Op.WRITE, TOPIC)
+    c.allow_everyone_if_no_acl_found = True
+    assert c.authorize_by_resource_type("User:carol", "h", Op.WRITE, TOPIC)      # no DENY for carol anywhere
+    assert not c.authorize_by_resource_type("User:bob", "h", Op.WRITE, TOPIC)
+    c.index.add(acl("*", "User:alice", Op.WRITE, DENY))
+    assert not c.authorize_by_resource_type("User:alice", "h", Op.WRITE, TOPIC)
