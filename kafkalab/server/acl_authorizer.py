@@ -22,8 +22,9 @@ every entry of that pattern::
 Every broker loads all ACLs at start-up into its index and watches the two change paths: a broker that
 creates or deletes ACLs rewrites the resource's znode (a conditional update on its version, retried when
 another broker got there first), updates its own index, and writes a sequential change node; every other
-broker re-reads that one resource when the node appears. (Kafka also purges change nodes older than 15
-minutes; kafkalab keeps them, which a lab can list.)
+broker re-reads that one resource when the node appears. Change nodes older than 15 minutes are deleted while
+notifications are processed (``ZkNodeChangeNotificationListener``'s ``changeExpirationMs``), so a lab sees the
+recent ones.
 
 Every decision can be logged on ``kafkalab.authorizer.logger`` (Kafka: ``kafka.authorizer.logger``) in Kafka's
 shape: denials the request asked for at INFO, grants at DEBUG::
@@ -61,6 +62,7 @@ LITERAL_ACL_CHANGES_PATH = "/kafka-acl-changes"
 EXTENDED_ACL_CHANGES_PATH = "/kafka-acl-extended-changes"
 ACL_CHANGE_PREFIX = "acl_changes_"
 AUTHORIZER_LOGGER = "kafkalab.authorizer.logger"
+CHANGE_EXPIRATION_MS = 15 * 60 * 1000
 _PATTERN_ROOTS = {PatternType.LITERAL: LITERAL_ACL_PATH,
                   PatternType.PREFIXED: f"{EXTENDED_ACL_PATH}/{PatternType.PREFIXED.name.lower()}"}
 _RESOURCE_TYPES = [t for t in ResourceType if t not in (ResourceType.UNKNOWN, ResourceType.ANY)]
@@ -174,8 +176,13 @@ class AclAuthorizer:
     def _process_changes(self, change_path: str, _event=None) -> None:
         children = self.zk.get_children(change_path, watch=lambda e, p=change_path: self._process_changes(p, e))
         last = self._seen_changes.get(change_path, "")
-        for child in sorted(c for c in children if c > last):
-            data, _ = self.zk.get_data_and_stat(f"{change_path}/{child}")
+        now = self.zk.time.milliseconds()
+        for child in sorted(children):
+            data, stat = self.zk.get_data_and_stat(f"{change_path}/{child}")
+            if stat is not None and now - stat.ctime > CHANGE_EXPIRATION_MS:
+                self.zk.conditional_delete_path(f"{change_path}/{child}", stat.version)
+            if child <= last:
+                continue
             self._seen_changes[change_path] = child
             if data is None:
                 continue

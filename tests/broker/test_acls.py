@@ -155,3 +155,26 @@ def test_init_producer_id_needs_idempotent_write_or_write_on_some_topic():
                AccessControlEntry("User:ANONYMOUS", "*", AclOperation.WRITE, AclPermissionType.ALLOW))])
         r = wire(b, body, 4)
         assert r.error_code == ErrorCode.NONE and r.producer_id >= 0
+
+
+def test_change_notifications_older_than_15_minutes_are_purged():
+    from kafkalab.common.time import MockTime
+    from kafkalab.server.acl_authorizer import AclAuthorizer
+    from kafkalab.zk import KafkaZkClient, ZkStore
+
+    time = MockTime()
+    store = ZkStore(None, time=time)
+    zk = KafkaZkClient.connect(store)
+    authorizer = AclAuthorizer(ACL_AUTHORIZER, zk)
+    authorizer.startup()
+
+    def allow(name):
+        return AclBinding(ResourcePattern(ResourceType.TOPIC, name),
+                          AccessControlEntry("User:a", "*", AclOperation.READ, AclPermissionType.ALLOW))
+    assert authorizer.create_acls([allow("t1")]) == [None]
+    first = store.get_children("/kafka-acl-changes")
+    time.sleep(15 * 60 * 1000 + 1)
+    authorizer.create_acls([allow("t2")])
+    left = store.get_children("/kafka-acl-changes")
+    assert len(first) == 1 and first[0] not in left and len(left) == 1
+    assert authorizer.core.authorize("User:a", "h", AclOperation.READ, ResourceType.TOPIC, "t1")

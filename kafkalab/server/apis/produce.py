@@ -80,6 +80,10 @@ def handle_produce(broker, request):
                 if error.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and \
                         broker.config["auto.create.topics.enable"] and name not in to_create:
                     to_create.append(name)
+    if to_create and broker.auth.enabled:      # creating needs CREATE on the cluster or the topic
+        to_create = [t for t in to_create if broker.auth.authorize_cluster(request.context, AclOperation.CREATE,
+                                                                           log_if_denied=False)
+                     or broker.auth.authorize(request.context, AclOperation.CREATE, ResourceType.TOPIC, t)]
     if to_create:
         broker.admin.auto_create_topics(to_create)
     if not entries or acks != -1:
