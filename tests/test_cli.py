@@ -65,3 +65,11 @@ def test_broker_started_line_names_the_bound_listener(tmp_path):
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
     assert line.strip() == f"[KafkaServer id=0] started (listeners: PLAINTEXT://127.0.0.1:{port})"
+
+
+def test_broker_refuses_an_authorizer_class_it_does_not_serve(tmp_path, capsys):
+    from kafkalab.cli import main
+
+    assert main(["broker", "--override", "authorizer.class.name=com.example.MyAuthorizer",
+                 "--override", f"log.dirs={tmp_path / 'kafka-logs'}"]) == 1
+    assert "java.lang.ClassNotFoundException: com.example.MyAuthorizer" in capsys.readouterr().err
