@@ -7,6 +7,7 @@ import pytest
 from kafkalab.cluster import BrokerLog, Cluster
 from kafkalab.common.config import ConfigException
 from kafkalab.protocol import ApiKey, ErrorCode
+from kafkalab.records import build_batch
 from kafkalab.security.acl import (ANY_FILTER, AccessControlEntry, AclBinding, AclOperation, AclPermissionType,
                                    PatternType, ResourcePattern, ResourceType)
 from kafkalab.server.config import KafkaConfig
@@ -16,7 +17,7 @@ from ._admin_support import req, wire
 ACL_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
 OPEN = {"authorizer.class.name": ACL_AUTHORIZER, "super.users": "User:ANONYMOUS"}
 CreateAcls, DescribeAcls, DeleteAcls = req(ApiKey.CREATE_ACLS), req(ApiKey.DESCRIBE_ACLS), req(ApiKey.DELETE_ACLS)
-Metadata = req(ApiKey.METADATA)
+Metadata, Produce, Fetch = req(ApiKey.METADATA), req(ApiKey.PRODUCE), req(ApiKey.FETCH)
 
 
 def creation(name, principal, op, perm=AclPermissionType.ALLOW, rtype=ResourceType.TOPIC,
@@ -71,6 +72,14 @@ def test_create_describe_delete_over_the_wire_and_in_the_store():
         ext = store.get_children("/kafka-acl-extended-changes")
         assert json.loads(store.get(f"/kafka-acl-extended-changes/{ext[0]}")[0]) == {
             "version": 1, "resourceType": "TOPIC", "name": "ord", "patternType": "PREFIXED"}
+        # Two brokers: the controller's requests and the follower's fetches pass as the super user User:ANONYMOUS.
+        c.create_topic("replicated", 1, 2, timeout=10)
+        leader = c.broker(b0.metadata_cache.leader_of("replicated", 0))
+        body = Produce(transactional_id=None, acks=-1, timeout_ms=5000, topic_data=(Produce.TopicProduceData(
+            name="replicated", partition_data=(Produce.PartitionProduceData(index=0, records=build_batch(
+                [(b"k", b"v")])),)),))
+        # acks=all is answered once the follower has fetched the record
+        assert wire(leader, body, 9).responses[0].partition_responses[0].error_code == ErrorCode.NONE
         # The other broker learned them through the change notifications.
         c.wait_until(lambda: len(b1.authorizer.core.index) == 2, 5, "broker 1 did not see the ACLs")
         d = wire(b1, describe_all(resource_type_filter=ResourceType.TOPIC, resource_name_filter="orders-eu",
@@ -109,7 +118,6 @@ def test_the_course_story_cluster_authorization_failed_then_super_users():
     """One broker, ACL authorizer, PLAINTEXT inter-broker listener: its own controller is User:ANONYMOUS."""
     broker_log = BrokerLog().install()
     audit = BrokerLog("kafkalab.authorizer.logger", level=logging.INFO).install()
-    logging.getLogger("kafkalab.authorizer.logger").setLevel(logging.INFO)
     try:
         with Cluster(brokers=1, overrides={"authorizer.class.name": ACL_AUTHORIZER}) as c:
             b = c.broker(0)
@@ -123,6 +131,11 @@ def test_the_course_story_cluster_authorization_failed_then_super_users():
             md = wire(b, Metadata(topics=(Metadata.MetadataRequestTopic(name="story"),),
                                   allow_auto_topic_creation=False), 12)
             assert md.brokers == () and md.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            # A follower's Fetch (replica id >= 0) needs CLUSTER_ACTION: refused per partition with 29, not 31.
+            fetch = Fetch(replica_id=1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0, topics=(
+                Fetch.FetchTopic(topic="story", partitions=(Fetch.FetchPartition(
+                    partition=0, fetch_offset=0, partition_max_bytes=1 << 20),)),))
+            assert wire(b, fetch, 12).responses[0].partitions[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
             refused = [m for m in broker_log.messages() if "Error when handling request" in m]
             assert any("clientId=0, correlationId=0, api=UPDATE_METADATA" in m for m in refused), refused
             assert any("api=LEADER_AND_ISR" in m for m in refused), refused
@@ -141,6 +154,7 @@ def test_the_course_story_cluster_authorization_failed_then_super_users():
             assert not [m for m in broker_log.messages() if "Error when handling request" in m]
     finally:
         logging.getLogger("kafkalab.authorizer.logger").removeHandler(audit)
+        logging.getLogger("kafkalab.authorizer.logger").setLevel(logging.NOTSET)
         logging.getLogger("kafkalab").removeHandler(broker_log)
 
 
