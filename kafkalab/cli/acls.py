@@ -164,7 +164,8 @@ def _remove(args, admin, out, confirm) -> None:
     entries = _entries(args, _operations(args))
     for rtype, name in resources:
         pattern_filter = ResourcePatternFilter(rtype, name, pattern_type)
-        shown = f"ResourcePatternFilter(resourceType={rtype.name}, name={name}, patternType={pattern_type.name})"
+        # Kafka's ResourcePatternFilter prints itself as "ResourcePattern(...)"
+        shown = f"ResourcePattern(resourceType={rtype.name}, name={name}, patternType={pattern_type.name})"
         if not entries:
             question = f"Are you sure you want to delete all ACLs for resource filter `{shown}`? (y/n)"
             filters = [AclBindingFilter(pattern_filter, AccessControlEntryFilter())]

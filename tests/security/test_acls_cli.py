@@ -67,3 +67,18 @@ def test_admin_acl_methods(cluster):
         assert admin.describe_acls(groups) == [binding]
         assert admin.delete_acls([groups]) == {groups: [binding]}
         assert admin.describe_acls(groups) == []
+
+
+def test_remove_asks_first(cluster, capsys):
+    assert acls(cluster, "--add", "--allow-principal", "User:dave", "--topic", "asked") == 0
+    capsys.readouterr()
+    answers = iter(["n"])
+    from kafkalab.cli import acls as acls_cli, build_parser
+
+    args = build_parser().parse_args(["acls", "--bootstrap-server", cluster.bootstrap_servers, "--remove",
+                                      "--topic", "asked"])
+    assert acls_cli.run(args, confirm=lambda: next(answers)) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Are you sure you want to delete all ACLs for resource filter "
+                          "`ResourcePattern(resourceType=TOPIC, name=asked, patternType=LITERAL)`? (y/n)\n")
+    assert "(principal=User:dave, host=*, operation=ALL, permissionType=ALLOW)" in out    # still there
