@@ -96,7 +96,8 @@ class AclOperations:
                 refused[acl_filter] = KafkaProtocolError(result.error_code, result.error_message or None)
                 continue
             deleted[acl_filter] = [AclBinding(
-                ResourcePattern(_enum(ResourceType, m.resource_type), m.resource_name, _enum(PatternType, m.pattern_type)),
+                ResourcePattern(_enum(ResourceType, m.resource_type), m.resource_name,
+                                _enum(PatternType, m.pattern_type)),
                 AccessControlEntry(m.principal, m.host, _enum(AclOperation, m.operation),
                                    _enum(AclPermissionType, m.permission_type)))
                 for m in result.matching_acls if m.error_code == ErrorCode.NONE]

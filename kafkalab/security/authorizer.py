@@ -51,12 +51,12 @@ import os
 from typing import Iterable, NamedTuple, Optional
 
 from kafkalab.protocol import ApiException, ErrorCode
-from kafkalab.security.acl import (ANY_FILTER, CLUSTER_NAME, WILDCARD_HOST, WILDCARD_PRINCIPAL_STRING, WILDCARD_RESOURCE,
-                                   AccessControlEntry, AclBinding, AclBindingFilter, AclOperation, AclPermissionType,
-                                   PatternType, ResourcePattern, ResourceType)
+from kafkalab.security.acl import (ANY_FILTER, CLUSTER_NAME, WILDCARD_HOST, WILDCARD_PRINCIPAL_STRING,
+                                   WILDCARD_RESOURCE, AccessControlEntry, AclBinding, AclBindingFilter, AclOperation,
+                                   AclPermissionType, PatternType, ResourcePattern, ResourceType, pascal_case)
 
 __all__ = ["AuthorizationResult", "Decision", "AclIndex", "AuthorizerCore", "RULES", "IMPLIED_BY",
-           "validate_binding", "parse_super_users", "decision_table", "SUPPORTED_OPERATIONS"]
+           "validate_binding", "parse_super_users", "decision_table", "SUPPORTED_OPERATIONS", "audit_message"]
 
 
 class AuthorizationResult:
@@ -106,6 +106,7 @@ class Decision(NamedTuple):
     result: str                        # AuthorizationResult.ALLOWED / DENIED
     rule: str                          # a name from RULES
     acl: Optional[AccessControlEntry] = None
+    pattern: Optional[ResourcePattern] = None    # the pattern the deciding ACL belongs to
 
     @property
     def allowed(self) -> bool:
@@ -215,6 +216,15 @@ class AclIndex:
                 hi = bisect.bisect_right(keys, os.path.commonprefix((candidate, name)), 0, hi - 1)
         return found
 
+    def applying_bindings(self, resource_type: ResourceType, name: str) -> list[AclBinding]:
+        """The bindings behind :meth:`applying`, same order (for explaining a decision, not for deciding)."""
+        patterns = [ResourcePattern(resource_type, name, PatternType.LITERAL)]
+        if name != WILDCARD_RESOURCE:
+            patterns.append(ResourcePattern(resource_type, WILDCARD_RESOURCE, PatternType.LITERAL))
+        patterns += [ResourcePattern(resource_type, p, PatternType.PREFIXED)
+                     for p in self.prefixes_of(resource_type, name)]
+        return [AclBinding(p, e) for p in patterns for e in self._entries.get(p, ())]
+
     def applying(self, resource_type: ResourceType, name: str) -> tuple:
         """Every entry of every pattern that applies to the resource: literal, wildcard ``*``, prefixes."""
         key = (resource_type, name)
@@ -263,9 +273,11 @@ class AuthorizerCore:
         resource = ResourcePattern(resource_type, name, PatternType.LITERAL)
         if principal in self.super_users:
             return Decision(principal, host, operation, resource, AuthorizationResult.ALLOWED, "super user")
-        allowed, rule, acl = self._find(principal, host, operation, self.index.applying(resource_type, name))
+        bindings = self.index.applying_bindings(resource_type, name)
+        allowed, rule, acl = self._find(principal, host, operation, tuple(b.entry for b in bindings))
+        pattern = next((b.pattern for b in bindings if b.entry == acl), None) if acl is not None else None
         return Decision(principal, host, operation, resource,
-                        AuthorizationResult.ALLOWED if allowed else AuthorizationResult.DENIED, rule, acl)
+                        AuthorizationResult.ALLOWED if allowed else AuthorizationResult.DENIED, rule, acl, pattern)
 
     def authorize_by_resource_type(self, principal, host: str, operation: AclOperation,
                                    resource_type: ResourceType) -> bool:
@@ -318,5 +330,27 @@ def decision_table(core: AuthorizerCore, questions: Iterable[tuple]) -> list[dic
         d = core.explain(principal, host, operation, resource_type, name)
         rows.append({"principal": d.principal, "host": d.host, "operation": d.operation.name,
                      "resource": f"{d.resource.resource_type.name}:{d.resource.name}", "result": d.result,
-                     "rule": d.rule, "acl": str(d.acl) if d.acl is not None else ""})
+                     "rule": d.rule, "acl": str(AclBinding(d.pattern, d.acl)) if d.acl is not None else ""})
     return rows
+
+
+def audit_message(d: Decision, request: str, ref_count: int, *, standard: bool = False) -> str:
+    """One decision as Kafka's authorizer logs it: ``AclAuthorizer.logAuditMessage`` (``Operation = Write``) or,
+    for ``standard``, ``StandardAuthorizer``'s (``operation = WRITE ... based on rule MatchingAcl(...)``)."""
+    r = d.resource
+    resource = f"{pascal_case(r.resource_type)}:{r.pattern_type.name}:{r.name}"
+    verdict = "Allowed" if d.allowed else "Denied"
+    if not standard:
+        return (f"Principal = {d.principal} is {verdict} Operation = {pascal_case(d.operation)} from host = "
+                f"{d.host} on resource = {resource} for request = {request} with resourceRefCount = {ref_count}")
+    if d.rule == "super user":
+        rule = "SuperUser"
+    elif d.acl is not None and d.pattern is not None:
+        p, e = d.pattern, d.acl
+        rule = (f"MatchingAcl(acl=StandardAcl[resourceType={p.resource_type.name}, resourceName={p.name}, "
+                f"patternType={p.pattern_type.name}, principal={e.principal}, host={e.host}, "
+                f"operation={e.operation.name}, permissionType={e.permission_type.name}])")
+    else:
+        rule = "DefaultAllow" if d.allowed else "DefaultDeny"
+    return (f"Principal = {d.principal} is {verdict} operation = {d.operation.name} from host = {d.host} on "
+            f"resource = {resource} for request = {request} with resourceRefCount = {ref_count} based on rule {rule}")

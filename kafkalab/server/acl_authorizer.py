@@ -26,11 +26,15 @@ broker re-reads that one resource when the node appears. Change nodes older than
 notifications are processed (``ZkNodeChangeNotificationListener``'s ``changeExpirationMs``), so a lab sees the
 recent ones.
 
-Every decision can be logged on ``kafkalab.authorizer.logger`` (Kafka: ``kafka.authorizer.logger``) in Kafka's
-shape: denials the request asked for at INFO, grants at DEBUG::
+Every decision can be logged (:func:`~kafkalab.security.authorizer.audit_message`) on
+``kafkalab.authorizer.logger`` (Kafka: ``kafka.authorizer.logger``) in Kafka's shape: denials the request asked
+for at INFO, grants at DEBUG::
 
     Principal = User:bob is Denied Operation = Write from host = 127.0.0.1 on resource = Topic:LITERAL:orders
     for request = Produce with resourceRefCount = 1
+
+(with ``StandardAuthorizer`` configured, in its own shape: ``operation = WRITE ... based on rule
+MatchingAcl(acl=StandardAcl[...])``, ``DefaultDeny`` or ``SuperUser``).
 
 Mirrors: ``core/src/main/scala/kafka/security/authorizer/AclAuthorizer.scala`` and the ACL parts of
 ``core/src/main/scala/kafka/zk/ZkData.scala`` (``ZkAclStore``, ``LiteralAclChangeStore``,
@@ -47,7 +51,8 @@ from kafkalab.protocol import ApiException, ErrorCode
 from kafkalab.security.acl import (AccessControlEntry, AclBinding, AclBindingFilter, AclOperation,
                                    AclPermissionType, PatternType, ResourcePattern, ResourceType, from_pascal_case,
                                    pascal_case)
-from kafkalab.security.authorizer import AuthorizerCore, Decision, parse_super_users, validate_binding
+from kafkalab.security.authorizer import (AuthorizerCore, Decision, audit_message, parse_super_users,
+                                          validate_binding)
 from kafkalab.zk import NodeExistsException
 
 __all__ = ["AclAuthorizer", "AUTHORIZER_CLASS_NAMES", "check_authorizer_class_name", "resource_path",
@@ -280,10 +285,5 @@ class AclAuthorizer:
                 name: str) -> Decision:
         return self.core.explain(principal, host, operation, resource_type, name)
 
-    @staticmethod
-    def _log(d: Decision, request: str, level: int, ref_count: int) -> None:
-        r = d.resource
-        message = (f"Principal = {d.principal} is {'Allowed' if d.allowed else 'Denied'} Operation = "
-                   f"{pascal_case(d.operation)} from host = {d.host} on resource = {pascal_case(r.resource_type)}:"
-                   f"{r.pattern_type.name}:{r.name} for request = {request} with resourceRefCount = {ref_count}")
-        audit.log(level, message)
+    def _log(self, d: Decision, request: str, level: int, ref_count: int) -> None:
+        audit.log(level, audit_message(d, request, ref_count, standard=self.class_name == AUTHORIZER_CLASS_NAMES[1]))

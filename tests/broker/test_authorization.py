@@ -18,7 +18,8 @@ ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
 CreateAcls = req(ApiKey.CREATE_ACLS)
 Produce, Fetch, Metadata = req(ApiKey.PRODUCE), req(ApiKey.FETCH), req(ApiKey.METADATA)
 ListOffsets, FindCoordinator, JoinGroup = req(ApiKey.LIST_OFFSETS), req(ApiKey.FIND_COORDINATOR), req(ApiKey.JOIN_GROUP)
-OffsetCommit, DescribeCluster, CreateTopics = req(ApiKey.OFFSET_COMMIT), req(ApiKey.DESCRIBE_CLUSTER), req(ApiKey.CREATE_TOPICS)
+OffsetCommit, DescribeCluster = req(ApiKey.OFFSET_COMMIT), req(ApiKey.DESCRIBE_CLUSTER)
+CreateTopics = req(ApiKey.CREATE_TOPICS)
 DescribeConfigs, DeleteTopics = req(ApiKey.DESCRIBE_CONFIGS), req(ApiKey.DELETE_TOPICS)
 
 

@@ -162,6 +162,8 @@ def test_decision_table_rows():
                               ("User:admin", "10.0.0.9", Op.DELETE, TOPIC, "t")])
     assert [(r["result"], r["rule"]) for r in rows] == [("ALLOWED", "allow acl"), ("DENIED", "deny acl"),
                                                        ("ALLOWED", "super user")]
+    assert rows[1]["acl"] == ("(pattern=ResourcePattern(resourceType=TOPIC, name=t, patternType=LITERAL), "
+                              "entry=(principal=User:alice, host=10.0.0.9, operation=WRITE, permissionType=DENY))")
 
 
 def test_authorize_by_resource_type_for_idempotent_producers():
@@ -174,3 +176,21 @@ def test_authorize_by_resource_type_for_idempotent_producers():
     assert not c.authorize_by_resource_type("User:bob", "h", Op.WRITE, TOPIC)
     c.index.add(acl("*", "User:alice", Op.WRITE, DENY))
     assert not c.authorize_by_resource_type("User:alice", "h", Op.WRITE, TOPIC)
+
+
+def test_audit_messages_in_both_authorizers_shapes():
+    from kafkalab.security.authorizer import audit_message
+
+    c = core(acl("alp", "User:bob", Op.READ, DENY, pattern=PatternType.PREFIXED), super_users={"User:admin"})
+    denied = c.explain("User:bob", "127.0.0.1", Op.READ, TOPIC, "alpha")
+    assert audit_message(denied, "Fetch", 1) == (
+        "Principal = User:bob is Denied Operation = Read from host = 127.0.0.1 on resource = Topic:LITERAL:alpha "
+        "for request = Fetch with resourceRefCount = 1")
+    assert audit_message(denied, "Fetch", 1, standard=True) == (
+        "Principal = User:bob is Denied operation = READ from host = 127.0.0.1 on resource = Topic:LITERAL:alpha "
+        "for request = Fetch with resourceRefCount = 1 based on rule MatchingAcl(acl=StandardAcl[resourceType=TOPIC, "
+        "resourceName=alp, patternType=PREFIXED, principal=User:bob, host=*, operation=READ, permissionType=DENY])")
+    assert audit_message(c.explain("User:x", "h", Op.READ, TOPIC, "zzz"), "Fetch", 1, standard=True).endswith(
+        "based on rule DefaultDeny")
+    assert audit_message(c.explain("User:admin", "h", Op.READ, TOPIC, "zzz"), "Fetch", 1, standard=True).endswith(
+        "based on rule SuperUser")

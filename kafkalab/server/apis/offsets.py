@@ -53,7 +53,8 @@ def handle_list_offsets(broker, request):
     rm = broker.replica_manager
     seen = set()
     topics = []
-    denied = broker.auth.denied(request.context, AclOperation.DESCRIBE, ResourceType.TOPIC, [t.name for t in body.topics])
+    denied = broker.auth.denied(request.context, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                [t.name for t in body.topics])
     for t in body.topics:
         parts = []
         for p in t.partitions:
