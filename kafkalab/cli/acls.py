@@ -7,11 +7,13 @@ Examples (as with Kafka's tool)::
         --operation All --topic orders- --resource-pattern-type prefixed
     kafkalab acls --bootstrap-server 127.0.0.1:9092 --list [--topic orders]
     kafkalab acls --bootstrap-server 127.0.0.1:9092 --remove --force --allow-principal User:alice --topic orders
+    kafkalab acls --bootstrap-server 127.0.0.1:9092 --add --allow-principal User:app --consumer --topic t --group g
 
 ``--add`` prints ``Adding ACLs for resource `ResourcePattern(...)`:`` with one tab-indented entry per line,
 then lists the resource's ACLs as ``--list`` does (``Current ACLs for resource `...`:``); ``--remove`` asks for
 confirmation unless ``--force`` and removes what the principals, hosts and operations given select (every ACL
-of the resource when no principal is given). A host defaults to ``*`` and an operation to ``All``.
+of the resource when no principal is given). A host defaults to ``*`` and an operation to ``All``. ``--producer``
+and ``--consumer`` stand for the operations those roles need (Kafka's convenience options).
 ``--resource-pattern-type`` is LITERAL by default; PREFIXED to add prefixed ACLs; ANY or MATCH to list or remove.
 ``--command-config`` names a properties file of client settings (``security.protocol``, ``sasl.*``, ...).
 Failures print ``Error while executing ACL command: ...`` and exit with 1.
@@ -53,6 +55,12 @@ def add_parser(sub) -> None:
     p.add_argument("--topic", action="append", default=[], help="topic (* for all topics)")
     p.add_argument("--group", action="append", default=[], help="consumer group (* for all groups)")
     p.add_argument("--cluster", action="store_true", help="the cluster resource")
+    p.add_argument("--transactional-id", action="append", default=[], help="transactional id (* for all)")
+    p.add_argument("--producer", action="store_true", help="convenience: WRITE, DESCRIBE, CREATE on the topics "
+                   "(WRITE, DESCRIBE on the transactional ids; IDEMPOTENT_WRITE on the cluster with --idempotent)")
+    p.add_argument("--idempotent", action="store_true", help="with --producer: IDEMPOTENT_WRITE on the cluster")
+    p.add_argument("--consumer", action="store_true", help="convenience: READ, DESCRIBE on the topics, READ on "
+                   "the groups")
     p.add_argument("--resource-pattern-type", default="LITERAL",
                    help="LITERAL (default), PREFIXED; ANY or MATCH for --list and --remove")
     p.add_argument("--force", action="store_true", help="Assume Yes to all queries and do not prompt.")
@@ -102,7 +110,45 @@ def _resources(args) -> list:
     if args.cluster:
         out.append((ResourceType.CLUSTER, CLUSTER_NAME))
     out += [(ResourceType.GROUP, g.strip()) for g in args.group]
+    out += [(ResourceType.TRANSACTIONAL_ID, t.strip()) for t in args.transactional_id]
     return out
+
+
+def _plan(args) -> list:
+    """[(resource type, name, entries)] to add or remove: from --operation, or the --producer/--consumer roles
+    (AclCommand's getProducerResourceFilterToAcls / getConsumerResourceFilterToAcls)."""
+    resources = _resources(args)
+    if not resources:
+        raise UsageError("You must provide at least one resource: --topic <topic> or --cluster or --group <group>")
+    if not (args.producer or args.consumer):
+        entries = _entries(args, _operations(args))
+        return [(rtype, name, entries) for rtype, name in resources]
+    if args.operation or args.deny_principal or args.deny_host:
+        raise UsageError("--producer and --consumer infer the operations and allow only: no --operation, "
+                         "--deny-principal or --deny-host")
+    topics = [r for r in resources if r[0] == ResourceType.TOPIC]
+    if args.producer and not topics:
+        raise UsageError("With --producer you must specify a --topic")
+    groups = [r for r in resources if r[0] == ResourceType.GROUP]
+    if args.consumer and (not topics or not groups or (not args.producer and args.cluster)):
+        raise UsageError("With --consumer you must specify a --topic and a --group and no --cluster option should "
+                         "be specified.")
+    Op = AclOperation
+    wanted: dict = {}
+    if args.producer:
+        for r in topics:
+            wanted.setdefault(r, []).extend((Op.WRITE, Op.DESCRIBE, Op.CREATE))
+        for r in resources:
+            if r[0] == ResourceType.TRANSACTIONAL_ID:
+                wanted.setdefault(r, []).extend((Op.WRITE, Op.DESCRIBE))
+        if args.idempotent:
+            wanted.setdefault((ResourceType.CLUSTER, CLUSTER_NAME), []).append(Op.IDEMPOTENT_WRITE)
+    if args.consumer:
+        for r in topics:
+            wanted.setdefault(r, []).extend((Op.READ, Op.DESCRIBE))
+        for r in groups:
+            wanted.setdefault(r, []).append(Op.READ)
+    return [(rtype, name, _entries(args, list(dict.fromkeys(ops)))) for (rtype, name), ops in wanted.items()]
 
 
 def _operations(args) -> list:
@@ -140,16 +186,13 @@ def _print_entries(out, heading: str, entries) -> None:
 
 
 def _add(args, admin, out, confirm) -> None:
-    resources = _resources(args)
-    if not resources:
-        raise UsageError("You must provide at least one resource: --topic <topic> or --cluster or --group <group>")
+    plan = _plan(args)
     pattern_type = _pattern_type(args, specific=True)
-    entries = _entries(args, _operations(args))
-    if not entries:
+    if any(not entries for _, _, entries in plan):
         raise UsageError("You must specify one of: --allow-principal, --deny-principal when trying to add ACLs.")
-    for rtype, _name in resources:
+    for rtype, _name, entries in plan:
         _validate(rtype, entries)
-    for rtype, name in resources:
+    for rtype, name, entries in plan:
         pattern = ResourcePattern(rtype, name, pattern_type)
         _print_entries(out, f"Adding ACLs for resource `{pattern}`", entries)
         admin.create_acls([AclBinding(pattern, e) for e in entries])
@@ -157,12 +200,9 @@ def _add(args, admin, out, confirm) -> None:
 
 
 def _remove(args, admin, out, confirm) -> None:
-    resources = _resources(args)
-    if not resources:
-        raise UsageError("You must provide at least one resource: --topic <topic> or --cluster or --group <group>")
+    plan = _plan(args)
     pattern_type = _pattern_type(args, specific=False)
-    entries = _entries(args, _operations(args))
-    for rtype, name in resources:
+    for rtype, name, entries in plan:
         pattern_filter = ResourcePatternFilter(rtype, name, pattern_type)
         # Kafka's ResourcePatternFilter prints itself as "ResourcePattern(...)"
         shown = f"ResourcePattern(resourceType={rtype.name}, name={name}, patternType={pattern_type.name})"

@@ -82,3 +82,18 @@ def test_remove_asks_first(cluster, capsys):
     assert out.startswith("Are you sure you want to delete all ACLs for resource filter "
                           "`ResourcePattern(resourceType=TOPIC, name=asked, patternType=LITERAL)`? (y/n)\n")
     assert "(principal=User:dave, host=*, operation=ALL, permissionType=ALLOW)" in out    # still there
+
+
+def test_producer_and_consumer_roles(cluster, capsys):
+    assert acls(cluster, "--add", "--allow-principal", "User:app", "--producer", "--idempotent", "--consumer",
+                "--topic", "roles", "--group", "roles-g") == 0
+    capsys.readouterr()
+    with Admin({"bootstrap.servers": cluster.bootstrap_servers}) as admin:
+        got = {(b.pattern.resource_type, b.pattern.name, b.entry.operation) for b in admin.describe_acls()
+               if b.entry.principal == "User:app"}
+    T, G, C = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
+    Op = AclOperation
+    assert got == {(T, "roles", Op.WRITE), (T, "roles", Op.DESCRIBE), (T, "roles", Op.CREATE), (T, "roles", Op.READ),
+                   (G, "roles-g", Op.READ), (C, "kafka-cluster", Op.IDEMPOTENT_WRITE)}
+    assert acls(cluster, "--add", "--allow-principal", "User:app", "--consumer", "--topic", "roles") == 1
+    assert "With --consumer you must specify a --topic and a --group" in capsys.readouterr().err
