@@ -53,7 +53,7 @@ from kafkalab.security.acl import (AccessControlEntry, AclBinding, AclBindingFil
                                    pascal_case)
 from kafkalab.security.authorizer import (AuthorizerCore, Decision, audit_message, parse_super_users,
                                           validate_binding)
-from kafkalab.zk import NodeExistsException
+from kafkalab.zk import KeeperException, NodeExistsException
 
 __all__ = ["AclAuthorizer", "AUTHORIZER_CLASS_NAMES", "check_authorizer_class_name", "resource_path",
            "encode_acls", "decode_acls", "LITERAL_ACL_PATH", "EXTENDED_ACL_PATH", "LITERAL_ACL_CHANGES_PATH",
@@ -179,6 +179,12 @@ class AclAuthorizer:
             self._process_changes(change_path)
 
     def _process_changes(self, change_path: str, _event=None) -> None:
+        try:
+            self._read_changes(change_path)
+        except KeeperException as e:   # the session ended (a broker stopping): the next session re-arms the watch
+            log.debug("ACL change notifications on %s not read: %s", change_path, e)
+
+    def _read_changes(self, change_path: str) -> None:
         children = self.zk.get_children(change_path, watch=lambda e, p=change_path: self._process_changes(p, e))
         last = self._seen_changes.get(change_path, "")
         now = self.zk.time.milliseconds()
