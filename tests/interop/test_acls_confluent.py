@@ -1,11 +1,15 @@
-"""ACLs with a real client (confluent-kafka / librdkafka) as User:ANONYMOUS on PLAINTEXT: refused without WRITE,
-allowed after confluent's ``AdminClient.create_acls`` or ``kafkalab acls --add``, refused again by a DENY."""
+"""ACLs with real clients (confluent-kafka / librdkafka, kcat) as User:ANONYMOUS on PLAINTEXT: refused without
+WRITE, allowed after confluent's ``AdminClient.create_acls`` or ``kafkalab acls --add``, refused again by a DENY."""
 from __future__ import annotations
+
+import subprocess
 
 import pytest
 
 from kafkalab import Cluster
 from kafkalab.cli import main
+
+from ._broker_support import require_kcat
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType,  # noqa: E402
@@ -19,7 +23,7 @@ OVERRIDES = {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
 @pytest.fixture(scope="module")
 def cluster():
     with Cluster(brokers=1, overrides=OVERRIDES) as c:
-        for t in ("guarded-a", "guarded-b"):
+        for t in ("guarded-a", "guarded-b", "guarded-kcat"):
             c.create_topic(t)
         yield c
 
@@ -64,3 +68,18 @@ def test_write_acl_lifecycle_with_a_real_producer(cluster):
         ("User:alice", AclOperation.ALL, AclPermissionType.ALLOW),
         ("User:ANONYMOUS", AclOperation.WRITE, AclPermissionType.ALLOW),
         ("User:ANONYMOUS", AclOperation.WRITE, AclPermissionType.DENY)}
+
+
+def test_kcat_is_refused_then_allowed(cluster):
+    kcat = require_kcat()
+
+    def produce():
+        return subprocess.run([kcat, "-b", cluster.bootstrap_servers, "-P", "-t", "guarded-kcat", "-X",
+                               "message.timeout.ms=4000"], input=b"hello\n", capture_output=True, timeout=30)
+    assert main(["acls", "--bootstrap-server", cluster.bootstrap_servers, "--add", "--allow-principal",
+                 "User:alice", "--topic", "guarded-kcat"]) == 0
+    refused = produce()
+    assert refused.returncode != 0 and b"Topic authorization failed" in refused.stderr
+    assert main(["acls", "--bootstrap-server", cluster.bootstrap_servers, "--add", "--allow-principal",
+                 "User:ANONYMOUS", "--operation", "Write", "--topic", "guarded-kcat"]) == 0
+    assert produce().returncode == 0
