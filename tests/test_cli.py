@@ -88,3 +88,11 @@ def test_broker_command_exits_1_when_the_broker_halts():
     broker = HaltingBroker()
     assert asyncio.run(asyncio.wait_for(_serve(broker), 10)) == 1
     assert broker.shut_down        # (a no-op on a halted broker, which is no longer running)
+
+
+def test_broker_refuses_an_authorizer_class_it_does_not_serve(tmp_path, capsys):
+    from kafkalab.cli import main
+
+    assert main(["broker", "--override", "authorizer.class.name=com.example.MyAuthorizer",
+                 "--override", f"log.dirs={tmp_path / 'kafka-logs'}"]) == 1
+    assert "java.lang.ClassNotFoundException: com.example.MyAuthorizer" in capsys.readouterr().err

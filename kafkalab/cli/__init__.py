@@ -11,12 +11,16 @@ One entry point with a sub-command per tool, named like the Kafka tool it mirror
     kafkalab capture CLIENT [metadata|produce] [--first]
     kafkalab replay FILE --bootstrap-server HOST:PORT --topic T [--rate N] [--key-field F]
                          [--timestamp event-time|now] [--limit N]
+    kafkalab acls --bootstrap-server HOST:PORT (--add|--remove|--list) [--allow-principal P] [--deny-principal P]
+                  [--allow-host H] [--deny-host H] [--operation OP] [--topic T] [--group G] [--cluster]
+                  [--resource-pattern-type literal|prefixed|any|match] [--command-config FILE] [--force]
+                                                                          (kafka-acls.sh)
 
 ``broker`` runs a broker in the foreground, ``cluster`` N brokers and the coordination store in one process, ``dump-log`` prints segment, index and checkpoint files with
 Kafka's tool's flags and output, ``decode`` prints the annotated field tree and hex dump of a frame (what
 ``kafkalab.viz.show_frame`` draws in a notebook), ``capture`` runs a real client against a recording listener
 and lists what it sent, ``replay`` sends a JSON-lines event file (``data/clickstream/events.jsonl``) to a topic
-at a chosen rate with keys and event times kept.
+at a chosen rate with keys and event times kept, ``acls`` manages ACLs with kafka-acls.sh's flags and output.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ import argparse
 import sys
 from typing import Optional, Sequence
 
+from kafkalab.cli import acls as _acls
 from kafkalab.cli import broker as _broker
 from kafkalab.cli import cluster as _cluster
 from kafkalab.cli import decode as _decode
@@ -48,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     from kafkalab.tools import replay
 
     replay.add_parser(sub)
+    _acls.add_parser(sub)
     return ap
 
 

@@ -25,6 +25,7 @@ dict of per-item results, and raises :class:`AdminError` (listing *every* failed
 ``results``) when any item failed. Retriable errors (stale metadata, ``NOT_CONTROLLER``, timeouts) are
 retried up to ``retries`` times within ``default.api.timeout.ms``, after a metadata refresh.
 
+ACLs (create/describe/delete) are built by :mod:`.admin_acls`' :class:`~.admin_acls.AclOperations` (``admin.acls``).
 Consumer-group operations (list/describe/delete groups, read/alter/delete their offsets) go to each group's
 coordinator, found with :meth:`Admin.find_coordinator`; the requests are built by :mod:`.admin_groups`'
 :class:`~.admin_groups.ConsumerGroupOperations`, a collaborator the admin owns and forwards to.
@@ -38,6 +39,7 @@ import asyncio
 import dataclasses
 from typing import Any, Mapping, NamedTuple, Optional, Union
 
+from kafkalab.clients.admin_acls import AclOperations
 from kafkalab.clients.admin_groups import ConsumerGroupOperations
 from kafkalab.clients.config import admin_config
 from kafkalab.clients.errors import KafkaProtocolError, KafkaTimeoutError
@@ -136,6 +138,8 @@ class Admin:
         #: the consumer-group requests (:mod:`.admin_groups`); the ``*_consumer_group*`` methods below forward
         self.groups = ConsumerGroupOperations(self.client, retries=cfg["retries"],
                                               find_coordinator=self._find_coordinator, metadata=self._metadata)
+        #: the ACL requests (:mod:`.admin_acls`); ``create_acls``/``describe_acls``/``delete_acls`` forward
+        self.acls = AclOperations(self.client)
         self._closed = False
 
     async def _make_client(self) -> NetworkClient:
@@ -460,6 +464,21 @@ class Admin:
             return results, errors, retry
         results, errors = await self._retrying(attempt)
         return _check("delete_records", results, errors)
+
+    # -- ACLs (forwarded to AclOperations) ---------------------------------------------------------------------
+    def create_acls(self, bindings) -> None:
+        """Create ``kafkalab.security.acl.AclBinding``s; AdminError names each one a broker refused."""
+        created, refused = self._run(self.acls.create_acls(bindings))
+        _check("create_acls", created, refused)
+
+    def describe_acls(self, acl_filter=None) -> list:
+        """The ``AclBinding``s an ``AclBindingFilter`` matches (all of them by default)."""
+        return self._run(self.acls.describe_acls(acl_filter) if acl_filter is not None else self.acls.describe_acls())
+
+    def delete_acls(self, filters) -> dict:
+        """Delete what each ``AclBindingFilter`` matches: ``{filter: [deleted AclBinding]}``."""
+        deleted, refused = self._run(self.acls.delete_acls(filters))
+        return _check("delete_acls", deleted, refused)
 
     # -- consumer groups: finding the coordinator (the operations are in admin_groups) ----------------------
     def find_coordinator(self, key: str, key_type: int = 0) -> int:

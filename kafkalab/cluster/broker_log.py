@@ -7,7 +7,9 @@ records go to Python's ``logging``, and a warning (a killed peer, a connection c
 on the page as stderr, which differs from run to run and which nbval compares. :class:`BrokerLog` is a
 ``logging.Handler`` that keeps those records instead (warnings and above of the ``kafkalab`` logger, or any
 other logger named, e.g. ``"asyncio"`` for the cluster's event loop or ``"kafka"`` for kafka-python), and shows
-them when asked, with connection ids (which contain ports) replaced by ``<connection>``.
+them when asked, with connection ids (which contain ports) replaced by ``<connection>``. The authorizer's
+decisions go to ``kafkalab.authorizer.logger`` (Kafka's ``kafka.authorizer.logger``), denials at INFO:
+``BrokerLog("kafkalab.authorizer.logger", level=logging.INFO)`` keeps them.
 
 This is the notebook's ``server.log``: Kafka's brokers write the same kind of lines through log4j
 (``config/log4j.properties``), and an operator reads them after the fact.
@@ -35,10 +37,14 @@ class BrokerLog(logging.Handler):
         self.records: list[logging.LogRecord] = []
 
     def install(self) -> "BrokerLog":
+        """Attach to the logger (replacing an earlier BrokerLog); a level below the logger's lowers it, so that
+        ``BrokerLog("kafkalab.authorizer.logger", level=logging.INFO)`` keeps the authorizer's denials."""
         logger = logging.getLogger(self.logger_name)
         for h in [h for h in logger.handlers if isinstance(h, BrokerLog)]:
             logger.removeHandler(h)
         logger.addHandler(self)
+        if logger.getEffectiveLevel() > self.level:
+            logger.setLevel(self.level)
         return self
 
     def emit(self, record: logging.LogRecord) -> None:

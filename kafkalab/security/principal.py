@@ -11,11 +11,14 @@ A :class:`KafkaPrincipal` *is* its printed form (a ``str`` subclass), so it comp
 ``"User:alice"`` and goes wherever a principal string went before; ``principal_type`` and ``name`` take it
 apart.
 
+The authorizer only ever compares principals, and ACLs store them as the string ``<type>:<name>``
+(``SecurityUtils.parseKafkaPrincipal`` splits at the first colon).
+
 Mirrors: ``clients/src/main/java/org/apache/kafka/common/security/auth/KafkaPrincipal.java``.
 """
 from __future__ import annotations
 
-__all__ = ["KafkaPrincipal", "USER_TYPE", "ANONYMOUS"]
+__all__ = ["KafkaPrincipal", "USER_TYPE", "ANONYMOUS", "ANONYMOUS_PRINCIPAL", "WILDCARD_PRINCIPAL", "parse_principal"]
 
 USER_TYPE = "User"
 
@@ -53,3 +56,17 @@ class KafkaPrincipal(str):
 
 #: The principal of an unauthenticated connection (``KafkaPrincipal.ANONYMOUS``).
 ANONYMOUS = KafkaPrincipal(USER_TYPE, "ANONYMOUS")
+ANONYMOUS_PRINCIPAL = ANONYMOUS
+#: ``User:*`` in an ACL: every user.
+WILDCARD_PRINCIPAL = KafkaPrincipal(USER_TYPE, "*")
+
+
+def parse_principal(text: str) -> KafkaPrincipal:
+    """``"User:alice"`` -> ``KafkaPrincipal("User", "alice")``; ValueError with Kafka's message otherwise (a type
+    and a name are both required)."""
+    if not isinstance(text, str) or ":" not in text:
+        raise ValueError(f"expected a string in format principalType:principalName but got {text}")
+    principal_type, _, name = text.partition(":")
+    if not principal_type or not name:
+        raise ValueError(f"expected a string in format principalType:principalName but got {text}")
+    return KafkaPrincipal(principal_type, name)

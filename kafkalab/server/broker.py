@@ -66,9 +66,11 @@ from kafkalab.network.connection_quotas import ConnectionQuotas
 from kafkalab.network.inter_broker_client import InterBrokerConnection
 from kafkalab.protocol import ApiKey, ErrorCode, request_class
 from kafkalab.security.ssl_factory import CLIENT, SERVER, SslFactory
+from kafkalab.server.acl_authorizer import AclAuthorizer
 from kafkalab.server.admin_manager import AdminManager
 from kafkalab.server.apis import KafkaApis, enabled_apis
 from kafkalab.server.apis.groups import BrokerOffsetsLog
+from kafkalab.server.auth_helper import AuthHelper
 from kafkalab.server.config import KafkaConfig
 from kafkalab.server.fetch_session import FetchManager, FetchSessionCache
 from kafkalab.server.metadata_cache import MetadataCache
@@ -106,6 +108,8 @@ class KafkaServer:
         self.socket_server = self.channel = self.apis = self.handlers = self.scheduler = None
         self.metadata_cache = MetadataCache(self.broker_id)
         self.group_coordinator = None
+        self.authorizer: Optional[AclAuthorizer] = None    # authorizer.class.name; made at start-up
+        self.auth = AuthHelper()                           # what handlers ask: everything allowed until then
         self.broker_epoch = -1
         self.controlled_shutdown_succeeded: Optional[bool] = None
         #: set once the broker halted itself because every log dir failed (made at start-up, on its loop)
@@ -137,6 +141,10 @@ class KafkaServer:
         self.zk.session.add_state_listener(self._on_session_event)
         self.zk.create_top_level_paths()
         self.cluster_id = self.zk.get_or_create_cluster_id()
+        self.authorizer = AclAuthorizer.from_config(cfg, self.zk)
+        if self.authorizer is not None:
+            self.authorizer.startup()
+            self.auth = AuthHelper(self.authorizer)
         # 2. logs
         self.log_manager = LogManager([str(d) for d in cfg.log_dirs], LogConfig.from_broker(cfg.originals),
                                       time=self.time, scheduler=self.scheduler, broker_id=self.broker_id,
@@ -235,6 +243,8 @@ class KafkaServer:
             session.add_state_listener(self._on_session_event)
             self.broker_epoch = self.zk.register_broker(self._broker_info())
             self.admin.watch_config_changes(self._on_topic_config_change)
+            if self.authorizer is not None:
+                self.authorizer.watch_changes()
         except KeeperException as e:  # cut off again: the next Expired brings us back here
             log.warning("[%s] could not register again: %s", self.name, e)
             return

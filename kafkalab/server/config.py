@@ -37,6 +37,7 @@ from kafkalab.coordinator.group.coordinator_config import GROUP_COORDINATOR_CONF
 from kafkalab.network.connection_quotas import parse_max_connections_per_ip_overrides
 from kafkalab.network.endpoint import DEFAULT_SECURITY_PROTOCOL_MAP, EndPoint, parse_listeners, parse_protocol_map
 from kafkalab.security.ssl_configs import define_broker_ssl_configs, listener_ssl_values
+from kafkalab.server.acl_authorizer import check_authorizer_class_name
 from kafkalab.storage.server_log_configs import SERVER_LOG_CONFIGS
 
 __all__ = ["ConfigKey", "KafkaConfig", "BROKER_CONFIGS", "SERVER_CONFIGS", "load_properties", "ConfigException",
@@ -135,6 +136,14 @@ SERVER_CONFIGS = (
             "DescribeTopicPartitions response describes (the rest come with a cursor).")
     .define("transactional.id.expiration.ms", T.INT, 604800000, None, H, "Forget an idle transactional id after "
             "this.")
+    .define("authorizer.class.name", T.STRING, "", None, L, "The authorizer that decides every request: "
+            "kafka.security.authorizer.AclAuthorizer (ACLs in ZooKeeper) or "
+            "org.apache.kafka.metadata.authorizer.StandardAuthorizer; empty: no authorization. kafkalab serves exactly "
+            "these two names and loads no class.")
+    .define("super.users", T.STRING, None, None, L, "Principals allowed everything, whatever the ACLs say: "
+            "semicolon-separated, e.g. User:admin;User:ANONYMOUS (read by the authorizer).")
+    .define("allow.everyone.if.no.acl.found", T.BOOLEAN, False, None, L, "Allow every principal on a resource that "
+            "has no ACL at all (read by the authorizer). False: only super users.")
     .define("kafkalab.zookeeper.data.dir", T.STRING, None, None, L, "Where the embedded coordination store keeps "
             "its data (default: 'zookeeper' next to the first log dir).")
 )
@@ -266,6 +275,7 @@ class KafkaConfig(AbstractConfig):
                                   f"in advertised.listeners. The valid options based on currently configured "
                                   f"listeners are {','.join(adv_names)}")
         self._validate_connection_limits()
+        check_authorizer_class_name(v["authorizer.class.name"])
         qb = v["queued.max.request.bytes"]
         if qb > 0 and qb < v["socket.request.max.bytes"]:
             raise ConfigException("requirement failed: queued.max.request.bytes must be larger or equal to "

@@ -38,7 +38,8 @@ from typing import Iterable, Optional, Union
 
 from kafkalab.common import Time
 from kafkalab.zk import fenced_writes
-from kafkalab.zk.errors import BadVersionException, KeeperException, NodeExistsException, NoNodeException
+from kafkalab.zk.errors import (BadVersionException, KeeperException, NodeExistsException, NoNodeException,
+                               NotEmptyException)
 from kafkalab.zk.paths import (BROKER_IDS_PATH, BROKER_SEQUENCE_ID_PATH, CLUSTER_ID_PATH, CONFIG_CHANGE_PREFIX,
                                CONFIG_CHANGES_PATH, CONTROLLER_EPOCH_PATH, CONTROLLER_PATH, DEFAULT_ENTITY,
                                DELETE_TOPICS_PATH, ISR_CHANGE_NOTIFICATION_PATH, ISR_CHANGE_PREFIX,
@@ -137,6 +138,17 @@ class KafkaZkClient:
             return True, self.store.set(path, data, expect_version, session=self.session).version
         except (BadVersionException, NoNodeException):
             return False, UNKNOWN_VERSION
+
+    def conditional_delete_path(self, path: str, expect_version: int) -> bool:
+        """Delete ``path`` only if it is still at ``expect_version`` (Kafka's ``conditionalDelete``): True when
+        deleted or already gone, False when the version moved on (or it gained children)."""
+        try:
+            self.store.delete(path, expect_version, session=self.session)
+            return True
+        except NoNodeException:
+            return True
+        except (BadVersionException, NotEmptyException):
+            return False
 
     def create_recursive(self, path: str, data: Optional[bytes] = None, throw_if_path_exists: bool = True) -> None:
         """Create ``path`` (parents as empty persistent znodes). NodeExistsException unless told otherwise."""

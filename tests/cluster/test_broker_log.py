@@ -17,3 +17,14 @@ def test_keeps_warnings_masks_connection_ids_and_replaces_an_earlier_handler():
         assert log.messages() == []
     finally:
         logger.removeHandler(log)
+
+
+def test_a_lower_level_reaches_the_logger():
+    logger = logging.getLogger("kafkalab.test-broker-log-info")
+    log = BrokerLog("kafkalab.test-broker-log-info", level=logging.INFO).install()
+    try:
+        logger.info("Principal = User:ANONYMOUS is Denied ...")
+        assert log.messages() == ["Principal = User:ANONYMOUS is Denied ..."]
+    finally:
+        logger.removeHandler(log)
+        logger.setLevel(logging.NOTSET)

@@ -15,6 +15,7 @@ ApiVersions advertisement::
     configs        DescribeConfigs, IncrementalAlterConfigs
     cluster        DescribeCluster, DescribeTopicPartitions, DescribeLogDirs
     coordinators   FindCoordinator, InitProducerId
+    acls           CreateAcls, DescribeAcls, DeleteAcls
     controller_requests   LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown (from the controller,
                    inter-broker listener)
     groups         JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups,
@@ -30,11 +31,12 @@ import logging
 
 from kafkalab.network.request_channel import (CloseConnectionResponse, NetworkRequest, NoOpResponse,
                                               SendResponse)
-from kafkalab.protocol import ApiException, ErrorCode, api_name
+from kafkalab.protocol import ApiException, ApiKey, ErrorCode, api_name
 from kafkalab.server.apis.base import REGISTRY, Delayed, Handler
+from kafkalab.server.auth_helper import ClusterAuthorizationException
 
 # Importing the handler modules fills REGISTRY.
-from kafkalab.server.apis import (api_versions, cluster, configs, controller_requests,  # noqa: F401,E402
+from kafkalab.server.apis import (acls, api_versions, cluster, configs, controller_requests,  # noqa: F401,E402
                                   coordinators, fetch, groups, metadata, offsets, produce, topics)
 
 __all__ = ["KafkaApis", "REGISTRY", "enabled_apis"]
@@ -83,6 +85,12 @@ class KafkaApis:
     def _error(self, handler: Handler, request: NetworkRequest, e: Exception):
         if isinstance(e, ApiException):
             code, message = e.error_code, str(e)
+            if isinstance(e, ClusterAuthorizationException):   # Kafka logs it: RequestHandlerHelper.handleError
+                h = request.header
+                log.error("[KafkaApi-%s] Error when handling request: clientId=%s, correlationId=%s, api=%s, "
+                          "version=%s\n%s: %s", getattr(self.broker, "broker_id", "?"), h.client_id,
+                          h.correlation_id, ApiKey(h.request_api_key).name, h.request_api_version,
+                          e.java_class, message)
         else:
             log.exception("%s: error handling %r", getattr(self.broker, "name", "broker"), request)
             code, message = ErrorCode.UNKNOWN_SERVER_ERROR, None

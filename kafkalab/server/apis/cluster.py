@@ -10,7 +10,10 @@ seen on the listener the client came in on. It is Metadata without the topics: a
 to fetch the whole topic map to learn the brokers. v1 adds ``endpoint_type`` (a request meant for a KRaft
 controller endpoint reaching a broker gets MISMATCHED_ENDPOINT_TYPE); v2 ``include_fenced_brokers`` -- in the
 ZooKeeper era a broker is either registered (alive) or absent, never fenced, so no broker is reported fenced.
-Cluster authorized operations are reported when asked: with no authorizer, every cluster operation.
+Cluster authorized operations are reported when asked: with no authorizer, every cluster operation; with one,
+the operations this principal may do (0 if it may not even DESCRIBE the cluster). With an authorizer,
+DescribeTopicPartitions needs DESCRIBE on each topic (unauthorized ones are TOPIC_AUTHORIZATION_FAILED, or left
+out of an all-topics answer) and DescribeLogDirs DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 
 **DescribeTopicPartitions** (KIP-966) -- Metadata's topic part, made to page through clusters with very many
 partitions. Topics come sorted by name; at most ``response_partition_limit`` partitions (capped by the
@@ -41,6 +44,7 @@ import shutil
 import uuid
 
 from kafkalab.protocol import ApiException, ApiKey, ErrorCode, response_class
+from kafkalab.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from kafkalab.server.admin_manager import INTERNAL_TOPICS, validate_topic_name
 from kafkalab.server.apis.base import handles
 from kafkalab.server.config import server_setting
@@ -56,12 +60,8 @@ ZERO_UUID = uuid.UUID(int=0)
 #: ``EndpointType`` ids (KIP-919): a request says which kind of endpoint it means to reach.
 ENDPOINT_TYPES = {0: "UNKNOWN", 1: "BROKER", 2: "CONTROLLER"}
 BROKER_ENDPOINT = 1
-#: Authorized-operation bit fields when no authorizer is configured: every operation the resource supports
-#: (``AclEntry.supportedOperations``), bit ``1 << AclOperation.code``.
-CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))   # CREATE ALTER DESCRIBE CLUSTER_ACTION
-#                                                                        DESCRIBE_CONFIGS ALTER_CONFIGS IDEMPOTENT_WRITE
-TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))   # READ WRITE CREATE DELETE ALTER DESCRIBE
-#                                                                        DESCRIBE_CONFIGS ALTER_CONFIGS
+#: Authorized-operation bit fields (bit ``1 << AclOperation.code``) come from ``broker.auth.authorized_operations``:
+#: without an authorizer every operation the resource supports (``AclEntry.supportedOperations``).
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
@@ -97,8 +97,17 @@ def handle_describe_cluster(broker, request):
         controller = -1  # known, but not reachable on this listener: do not confuse the client
     return R(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, endpoint_type=BROKER_ENDPOINT,
              cluster_id=broker.cluster_id, controller_id=controller, brokers=tuple(brokers),
-             cluster_authorized_operations=CLUSTER_OPERATIONS if body.include_cluster_authorized_operations
-             else AUTHORIZED_OPERATIONS_OMITTED)
+             cluster_authorized_operations=_cluster_operations(broker, request))
+
+
+def _cluster_operations(broker, request) -> int:
+    """Kafka: the bit field only for a principal allowed to DESCRIBE the cluster, else 0."""
+    if not request.body.include_cluster_authorized_operations:
+        return AUTHORIZED_OPERATIONS_OMITTED
+    auth = broker.auth
+    if not auth.authorize_cluster(request.context, AclOperation.DESCRIBE):
+        return 0
+    return auth.authorized_operations(request.context, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
 # ---------------------------------------------------------------------------------------------- DescribeTopicPartitions
@@ -119,6 +128,11 @@ def handle_describe_topic_partitions(broker, request):
     cursor_topic = cursor.topic_name if cursor is not None else ""
     all_topics = not body.topics
     candidates = cache.topics() if all_topics else [t.name for t in body.topics]
+    auth, context = broker.auth, request.context
+    denied = auth.denied(context, AclOperation.DESCRIBE, ResourceType.TOPIC, [] if all_topics else candidates)
+    if all_topics and auth.enabled:
+        candidates = auth.filter_authorized(context, AclOperation.DESCRIBE, ResourceType.TOPIC, candidates,
+                                            log_if_denied=False)
     names = sorted({n for n in candidates if n >= cursor_topic})
     if not all_topics and cursor is not None and cursor.topic_name not in names:
         raise ApiException(ErrorCode.INVALID_REQUEST, f"DescribeTopicPartitionsRequest topic list should contain "
@@ -133,6 +147,11 @@ def handle_describe_topic_partitions(broker, request):
         if remaining == 0:  # the previous topics took the whole budget: continue at this one
             next_cursor = R.Cursor(topic_name=name, partition_index=0)
             break
+        if name in denied:
+            topics.append(R.DescribeTopicPartitionsResponseTopic(
+                error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, topic_id=ZERO_UUID, is_internal=False,
+                partitions=()))
+            continue
         states = cache.partitions(name)
         if not states:
             if not all_topics:
@@ -143,14 +162,16 @@ def handle_describe_topic_partitions(broker, request):
                     code = ErrorCode.INVALID_TOPIC_EXCEPTION
                 topics.append(R.DescribeTopicPartitionsResponseTopic(
                     error_code=code, name=name, topic_id=ZERO_UUID, is_internal=name in INTERNAL_TOPICS,
-                    partitions=(), topic_authorized_operations=TOPIC_OPERATIONS))
+                    partitions=(), topic_authorized_operations=auth.authorized_operations(
+                        context, ResourceType.TOPIC, name)))
             continue
         start = cursor.partition_index if cursor is not None and name == cursor_topic else 0
         chosen = [s for s in states if s.partition >= start][:remaining]
         partitions = tuple(_partition(cache, s, listener) for s in chosen)
         topics.append(R.DescribeTopicPartitionsResponseTopic(
             error_code=ErrorCode.NONE, name=name, topic_id=cache.topic_id(name), is_internal=name in INTERNAL_TOPICS,
-            partitions=partitions, topic_authorized_operations=TOPIC_OPERATIONS))
+            partitions=partitions, topic_authorized_operations=auth.authorized_operations(
+                context, ResourceType.TOPIC, name)))
         if chosen and chosen[-1].partition < states[-1].partition:  # this topic is cut short
             next_cursor = R.Cursor(topic_name=name, partition_index=chosen[-1].partition + 1)
             break
@@ -182,6 +203,8 @@ def _log_dirs_error(request, code, message):
 def handle_describe_log_dirs(broker, request):
     body = request.body
     R = LogDirsResponse
+    if not broker.auth.authorize_cluster(request.context, AclOperation.DESCRIBE):
+        raise ApiException(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     logs = broker.log_manager.all_logs()
     if body.topics is None:
         wanted = None

@@ -17,7 +17,9 @@ entry says ``is_sensitive`` and the value is null.
 Resources are named by type and name: ``TOPIC`` (2) by the topic name (UNKNOWN_TOPIC_OR_PARTITION if the
 cluster has no such topic), ``BROKER`` (4) by this broker's id -- or by the empty string, which means the
 cluster-wide *dynamic* defaults (none in kafkalab, so that answer is an empty list, as Kafka gives before any
-were set). Another broker's id is an INVALID_REQUEST: each broker describes itself.
+were set). Another broker's id is an INVALID_REQUEST: each broker describes itself. With an authorizer,
+describing needs DESCRIBE_CONFIGS and altering ALTER_CONFIGS, on the topic (else TOPIC_AUTHORIZATION_FAILED)
+or, for a broker, on the cluster (else CLUSTER_AUTHORIZATION_FAILED), resource by resource.
 
 **IncrementalAlterConfigs** (KIP-339) changes only the keys it names, one operation each: ``SET`` (0),
 ``DELETE`` (1, back to the broker default), ``APPEND`` (2) and ``SUBTRACT`` (3) for list configs such as
@@ -46,6 +48,7 @@ from typing import Optional
 
 from kafkalab.common.config import Dynamic, Type, to_string
 from kafkalab.protocol import ApiException, ApiKey, ErrorCode, response_class
+from kafkalab.security.acl import AclOperation, ResourceType
 from kafkalab.server.admin_manager import OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT, validate_topic_name
 from kafkalab.server.apis.base import handles
 from kafkalab.storage.log_config import ConfigSource, ConfigType, LogConfig, TOPIC_CONFIGS
@@ -103,6 +106,7 @@ def handle_describe_configs(broker, request):
     for res in body.resources:
         keys = set(res.configuration_keys) if res.configuration_keys else None
         try:
+            _authorize(broker, request, res.resource_type, res.resource_name, AclOperation.DESCRIBE_CONFIGS)
             entries = _describe(broker, res.resource_type, res.resource_name, keys, body.include_synonyms,
                                 documentation)
             results.append(R.DescribeConfigsResult(error_code=ErrorCode.NONE, error_message=None,
@@ -113,6 +117,16 @@ def handle_describe_configs(broker, request):
             results.append(R.DescribeConfigsResult(error_code=code, error_message=message,
                                                    resource_type=res.resource_type, resource_name=res.resource_name))
     return R(throttle_time_ms=0, results=tuple(results))
+
+
+def _authorize(broker, request, resource_type: int, name: str, operation: AclOperation) -> None:
+    """DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or, for a broker, on the cluster
+    (CLUSTER_AUTHORIZATION_FAILED), as ``ConfigHelper``/``KafkaApis`` decide per resource."""
+    auth = broker.auth
+    if resource_type == TOPIC and not auth.authorize(request.context, operation, ResourceType.TOPIC, name):
+        raise ApiException(ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.TOPIC_AUTHORIZATION_FAILED.message)
+    if resource_type == BROKER and not auth.authorize_cluster(request.context, operation):
+        raise ApiException(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ErrorCode.CLUSTER_AUTHORIZATION_FAILED.message)
 
 
 def _describe(broker, resource_type: int, name: str, keys: Optional[set], synonyms: bool, documentation: bool):
@@ -225,6 +239,7 @@ def handle_incremental_alter_configs(broker, request):
     responses = []
     for res in body.resources:
         try:
+            _authorize(broker, request, res.resource_type, res.resource_name, AclOperation.ALTER_CONFIGS)
             _alter(broker, res, seen[(res.resource_type, res.resource_name)] > 1, body.validate_only)
             code, message = ErrorCode.NONE, None
         except Exception as e:

@@ -16,10 +16,13 @@ They arrive over the network like any request, from the controller's channel to 
 sends to its own broker the same way), with ``clientId`` = the controller's broker id. LeaderAndIsr and
 StopReplica answer once every partition is handled, but the replica manager lets the event loop serve other
 connections between partitions (a thousand new logs are seconds of file work): their handlers are coroutines,
-as Kafka's run on a request-handler thread while the network threads go on. kafkalab accepts them
-only on the **inter-broker listener** (``inter.broker.listener.name`` / ``security.inter.broker.protocol``):
-Kafka guards them with the CLUSTER_ACTION permission, which only brokers hold; kafkalab has no authorizer,
-so the listener stands for that permission and other listeners get CLUSTER_AUTHORIZATION_FAILED. A request
+as Kafka's run on a request-handler thread while the network threads go on. Like Kafka, the broker guards
+them with the **CLUSTER_ACTION** permission on the cluster, decided on the connection's *principal*, not on the
+listener the request came in on: with an authorizer (``authorizer.class.name``) a principal that is neither a
+super user nor granted CLUSTER_ACTION gets CLUSTER_AUTHORIZATION_FAILED, and the broker logs
+"Error when handling request: clientId=<controller id>, correlationId=..., api=UPDATE_METADATA" -- which is how
+a single broker with an unauthenticated (``User:ANONYMOUS``) inter-broker listener refuses its own controller,
+and why its new topics never get a leader. Without an authorizer everything is allowed. A request
 whose ``broker_epoch`` predates this broker's registration (it was meant for a previous incarnation) gets
 STALE_BROKER_EPOCH. Like a ZooKeeper-era broker, this one advertises the three APIs in ApiVersions.
 
@@ -33,6 +36,7 @@ Mirrors: ``KafkaApis.handleLeaderAndIsrRequest``, ``handleUpdateMetadataRequest`
 from __future__ import annotations
 
 from kafkalab.protocol import ApiKey, ErrorCode, response_class
+from kafkalab.security.acl import AclOperation
 from kafkalab.server.apis.base import Delayed, handles
 
 __all__ = ["leader_and_isr", "update_metadata", "stop_replica", "handle_controlled_shutdown"]
@@ -118,9 +122,8 @@ async def stop_replica(broker, body, version: int):
 
 # ---------------------------------------------------------------------------------------------- over the network
 def _refusal(broker, request) -> int:
-    """NONE, or why this controller request is refused."""
-    if request.context.listener_name != broker.config.inter_broker_listener_name:
-        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    """NONE, or why this controller request is refused (ClusterAuthorizationException without CLUSTER_ACTION)."""
+    broker.auth.require_cluster(request.context, AclOperation.CLUSTER_ACTION)
     epoch = getattr(request.body, "broker_epoch", -1)
     if epoch is not None and 0 <= epoch < broker.broker_epoch:
         return ErrorCode.STALE_BROKER_EPOCH
@@ -161,8 +164,7 @@ def handle_update_metadata(broker, request):
     error_code=code))
 def handle_controlled_shutdown(broker, request):
     R = ControlledShutdownResponse
-    if request.context.listener_name != broker.config.inter_broker_listener_name:
-        return R(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+    broker.auth.require_cluster(request.context, AclOperation.CLUSTER_ACTION)
     controller = broker.controller
     if controller is None or not controller.is_active:
         return R(error_code=ErrorCode.NOT_CONTROLLER)

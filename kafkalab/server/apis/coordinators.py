@@ -17,13 +17,19 @@ for a producer id before its first Produce; the broker hands out ids from a bloc
 simply gets a fresh id. Transactional producers (with a ``transactional.id``) need a transaction coordinator,
 which this broker does not have: they get INVALID_REQUEST instead of a silent failure later.
 
+**Authorization.** FindCoordinator needs DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or the transactional
+id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED). InitProducerId needs WRITE on the transactional id; an idempotent
+producer needs IDEMPOTENT_WRITE on the cluster *or* WRITE on any topic (KIP-679), else
+CLUSTER_AUTHORIZATION_FAILED.
+
 Mirrors: ``KafkaApis.handleFindCoordinatorRequest``, ``GroupMetadataManager.partitionFor``,
 ``TransactionCoordinator.handleInitProducerId``.
 """
 from __future__ import annotations
 
 from kafkalab.coordinator.group.group_metadata_manager import OFFSETS_TOPIC, java_string_hash, partition_for  # noqa: F401
-from kafkalab.protocol import ApiKey, ErrorCode, response_class
+from kafkalab.protocol import ApiException, ApiKey, ErrorCode, response_class
+from kafkalab.security.acl import AclOperation, ResourceType
 from kafkalab.server.apis.base import handles, top_level_error
 
 FindCoordinatorResponse = response_class(ApiKey.FIND_COORDINATOR)
@@ -38,8 +44,14 @@ def _find_error(request, code, message):
     return FindCoordinatorResponse(error_code=code, error_message=message, node_id=-1, host="", port=-1)
 
 
-def _coordinator(broker, key: str, key_type: int, listener: str):
+def _coordinator(broker, request, key: str, key_type: int, listener: str):
     """(error_code, message, node_id, host, port) for one group key."""
+    auth = broker.auth
+    if key_type == 0 and not auth.authorize(request.context, AclOperation.DESCRIBE, ResourceType.GROUP, key):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, None, -1, "", -1
+    if key_type == 1 and not auth.authorize(request.context, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+                                            key):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None, -1, "", -1
     if key_type != 0:
         return ErrorCode.INVALID_REQUEST, "transaction coordinators are not supported by this broker", -1, "", -1
     if not key:
@@ -63,11 +75,11 @@ def handle_find_coordinator(broker, request):
     if version >= 4:
         coordinators = []
         for key in body.coordinator_keys:
-            code, message, node, host, port = _coordinator(broker, key, body.key_type, listener)
+            code, message, node, host, port = _coordinator(broker, request, key, body.key_type, listener)
             coordinators.append(FindCoordinatorResponse.Coordinator(key=key, node_id=node, host=host, port=port,
                                                                     error_code=code, error_message=message))
         return FindCoordinatorResponse(throttle_time_ms=0, coordinators=tuple(coordinators))
-    code, message, node, host, port = _coordinator(broker, body.key, body.key_type, listener)
+    code, message, node, host, port = _coordinator(broker, request, body.key, body.key_type, listener)
     return FindCoordinatorResponse(throttle_time_ms=0, error_code=code, error_message=message, node_id=node,
                                    host=host, port=port)
 
@@ -75,6 +87,15 @@ def handle_find_coordinator(broker, request):
 @handles(ApiKey.INIT_PRODUCER_ID, versions=(0, 5), error_response=top_level_error(ApiKey.INIT_PRODUCER_ID))
 def handle_init_producer_id(broker, request):
     body = request.body
+    auth = broker.auth
+    if auth.enabled:
+        if body.transactional_id is not None:
+            if not auth.authorize(request.context, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                  body.transactional_id):
+                raise ApiException(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        elif not (auth.authorize_cluster(request.context, AclOperation.IDEMPOTENT_WRITE, log_if_denied=False)
+                  or auth.authorize_by_resource_type(request.context, AclOperation.WRITE, ResourceType.TOPIC)):
+            raise ApiException(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     if body.transactional_id is not None:
         return InitProducerIdResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST, producer_id=-1,
                                       producer_epoch=-1)

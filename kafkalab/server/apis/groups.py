@@ -15,6 +15,12 @@ manager like a producer's (``acks=all``, origin "coordinator") and complete thro
 the in-sync replicas have them, so an OffsetCommit (and a leader's SyncGroup) is answered only then, without
 holding a request-handler worker; loading reads the partition's log from its start to its end.
 
+Authorization (Kafka's table): JoinGroup, SyncGroup, Heartbeat, LeaveGroup need READ on the group; OffsetCommit
+READ on the group and on each topic; OffsetFetch DESCRIBE on the group and each topic (unauthorized topics are
+left out of "all offsets"); DescribeGroups DESCRIBE, DeleteGroups DELETE on each group; OffsetDelete DELETE on
+the group and READ on each topic; ListGroups shows every group to DESCRIBE on the cluster, else only the groups
+the principal may describe. Refusals: GROUP_AUTHORIZATION_FAILED (30), TOPIC_AUTHORIZATION_FAILED (29).
+
 Versions: JoinGroup 0-9 (v4+ MEMBER_ID_REQUIRED, v5+ group.instance.id), SyncGroup 0-5, Heartbeat 0-4,
 LeaveGroup 0-5 (v3+ batched members), OffsetCommit 2-8, OffsetFetch 1-8 (v8 several groups), ListGroups 0-4,
 DescribeGroups 0-5, DeleteGroups 0-2, OffsetDelete 0 -- what the ZooKeeper-era coordinator of Kafka 3.x serves.
@@ -33,6 +39,7 @@ from kafkalab.coordinator.group.group_metadata import OffsetAndMetadata
 from kafkalab.coordinator.group.group_metadata_manager import OFFSETS_TOPIC
 from kafkalab.protocol import ApiException, ApiKey, ErrorCode, response_class
 from kafkalab.records import decode_batches
+from kafkalab.security.acl import AclOperation, ResourceType
 from kafkalab.server.apis.base import Delayed, handles, top_level_error
 from kafkalab.server.config import server_setting
 from kafkalab.storage import FetchIsolation
@@ -108,6 +115,16 @@ def _coordinator(broker):
     return broker.group_coordinator
 
 
+def _require_group(broker, request, operation: AclOperation, group_id: str) -> None:
+    """GROUP_AUTHORIZATION_FAILED unless the principal may do ``operation`` on the group."""
+    if not broker.auth.authorize(request.context, operation, ResourceType.GROUP, group_id):
+        raise ApiException(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+
+
+def _topic_denied(broker, request, operation: AclOperation, names) -> set:
+    return broker.auth.denied(request.context, operation, ResourceType.TOPIC, names)
+
+
 def _wait():
     loop = asyncio.get_running_loop()
     fut = loop.create_future()
@@ -132,6 +149,7 @@ def _join_response(version: int, r: JoinGroupResult):
     error_code=code, generation_id=-1, protocol_name="", leader="", member_id=req.body.member_id))
 def handle_join_group(broker, request):
     body, version, ctx = request.body, request.context.api_version, request.context
+    _require_group(broker, request, AclOperation.READ, body.group_id)
     fut, callback = _wait()
     if body.group_instance_id is not None and version < 5:
         return _join_response(version, JoinGroupResult(ErrorCode.UNSUPPORTED_VERSION, body.member_id))
@@ -158,6 +176,7 @@ def _sync_response(version: int, r: SyncGroupResult):
     error_code=code, assignment=b""))
 def handle_sync_group(broker, request):
     body, version = request.body, request.context.api_version
+    _require_group(broker, request, AclOperation.READ, body.group_id)
     fut, callback = _wait()
     _coordinator(broker).handle_sync_group(
         body.group_id, body.generation_id, body.member_id, body.protocol_type if version >= 5 else None,
@@ -175,6 +194,7 @@ def handle_sync_group(broker, request):
 @handles(ApiKey.HEARTBEAT, versions=(0, 4), error_response=top_level_error(ApiKey.HEARTBEAT))
 def handle_heartbeat(broker, request):
     body, version = request.body, request.context.api_version
+    _require_group(broker, request, AclOperation.READ, body.group_id)
     code = _coordinator(broker).handle_heartbeat(body.group_id, body.member_id,
                                                  body.group_instance_id if version >= 3 else None,
                                                  body.generation_id)
@@ -184,6 +204,7 @@ def handle_heartbeat(broker, request):
 @handles(ApiKey.LEAVE_GROUP, versions=(0, 5), error_response=top_level_error(ApiKey.LEAVE_GROUP))
 def handle_leave_group(broker, request):
     body, version = request.body, request.context.api_version
+    _require_group(broker, request, AclOperation.READ, body.group_id)
     R = LeaveGroupResponse
     if version >= 3:
         members = [(m.member_id, m.group_instance_id) for m in body.members]
@@ -210,10 +231,15 @@ def handle_offset_commit(broker, request):
     cache = broker.metadata_cache
     now = broker.time.milliseconds()
     retention = body.retention_time_ms if version <= 4 else -1
+    _require_group(broker, request, AclOperation.READ, body.group_id)
+    denied = _topic_denied(broker, request, AclOperation.READ, [t.name for t in body.topics])
     offsets, results = {}, {}
     for t in body.topics:
         for p in t.partitions:
             tp = (t.name, p.partition_index)
+            if t.name in denied:
+                results[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             if cache.partition_state(t.name, p.partition_index) is None:
                 results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
@@ -243,16 +269,28 @@ def handle_offset_commit(broker, request):
 
 
 # ---------------------------------------------------------------------------------------------- OffsetFetch
-def _fetch_group(broker, group_id, topics):
-    """-> (error, [(topic, [(partition, OffsetAndMetadata|None, error)])])"""
-    partitions = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
+def _fetch_group(broker, request, group_id, topics):
+    """-> (error, [(topic, [(partition, OffsetAndMetadata|None, error)])]). Needs DESCRIBE on the group; a named
+    topic the principal may not describe is TOPIC_AUTHORIZATION_FAILED, and "all topics" leaves it out."""
+    auth, context = broker.auth, request.context
+    if not auth.authorize(context, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
+    denied = _topic_denied(broker, request, AclOperation.DESCRIBE, [t.name for t in topics or ()])
+    refused = [(t.name, [(p, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in t.partition_indexes])
+               for t in topics or () if t.name in denied]
+    partitions = None if topics is None else [(t.name, p) for t in topics if t.name not in denied
+                                              for p in t.partition_indexes]
     error, offsets = _coordinator(broker).handle_fetch_offsets(group_id, partitions)
     if error != ErrorCode.NONE:
         return error, [(t.name, [(p, None, error) for p in t.partition_indexes]) for t in (topics or ())]
     by_topic: dict = {}
     for (topic, p), om in offsets.items():
         by_topic.setdefault(topic, []).append((p, om, ErrorCode.NONE))
-    return ErrorCode.NONE, list(by_topic.items())
+    if topics is None and auth.enabled:
+        visible = auth.filter_authorized(context, AclOperation.DESCRIBE, ResourceType.TOPIC, by_topic,
+                                         log_if_denied=False)
+        by_topic = {t: parts for t, parts in by_topic.items() if t in visible}
+    return ErrorCode.NONE, list(by_topic.items()) + refused
 
 
 def _fetch_error(request, code, message):
@@ -270,7 +308,7 @@ def handle_offset_fetch(broker, request):
     if version >= 8:
         groups = []
         for g in body.groups:
-            error, topics = _fetch_group(broker, g.group_id, g.topics)
+            error, topics = _fetch_group(broker, request, g.group_id, g.topics)
             groups.append(R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=error, topics=tuple(
                 R.OffsetFetchResponseTopics(name=t, partitions=tuple(
                     R.OffsetFetchResponsePartitions(partition_index=p, committed_offset=om.offset if om else -1,
@@ -279,7 +317,7 @@ def handle_offset_fetch(broker, request):
                                                     error_code=e)
                     for p, om, e in parts)) for t, parts in topics)))
         return R(throttle_time_ms=0, groups=tuple(groups))
-    error, topics = _fetch_group(broker, body.group_id, body.topics)
+    error, topics = _fetch_group(broker, request, body.group_id, body.topics)
     if error != ErrorCode.NONE and version >= 2:
         topics = []
     return R(throttle_time_ms=0, error_code=error, topics=tuple(
@@ -296,6 +334,11 @@ def handle_list_groups(broker, request):
     body, version = request.body, request.context.api_version
     states = set(body.states_filter or ()) if version >= 4 else None
     error, groups = _coordinator(broker).handle_list_groups(states)
+    auth = broker.auth
+    if auth.enabled and not auth.authorize_cluster(request.context, AclOperation.DESCRIBE, log_if_denied=False):
+        visible = auth.filter_authorized(request.context, AclOperation.DESCRIBE, ResourceType.GROUP,
+                                         [g for g, _, _ in groups], log_if_denied=False)
+        groups = [g for g in groups if g[0] in visible]
     R = ListGroupsResponse
     return R(throttle_time_ms=0, error_code=error, groups=tuple(
         R.ListedGroup(group_id=g, protocol_type=pt, group_state=s, group_type="classic") for g, pt, s in groups))
@@ -310,12 +353,20 @@ def _describe_error(request, code, message):
 @handles(ApiKey.DESCRIBE_GROUPS, versions=(0, 5), error_response=_describe_error)
 def handle_describe_groups(broker, request):
     R = DescribeGroupsResponse
+    body, version, auth = request.body, request.context.api_version, broker.auth
     out = []
-    for group_id in request.body.groups:
+    for group_id in body.groups:
+        if not auth.authorize(request.context, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            out.append(R.DescribedGroup(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=group_id,
+                                        group_state="", protocol_type="", protocol_data="", members=()))
+            continue
         error, s = _coordinator(broker).handle_describe_group(group_id)
+        ops = -2147483648
+        if version >= 3 and body.include_authorized_operations:
+            ops = auth.authorized_operations(request.context, ResourceType.GROUP, group_id)
         out.append(R.DescribedGroup(
             error_code=error, group_id=group_id, group_state=s.state, protocol_type=s.protocol_type,
-            protocol_data=s.protocol, authorized_operations=-2147483648, members=tuple(
+            protocol_data=s.protocol, authorized_operations=ops, members=tuple(
                 R.DescribedGroupMember(member_id=m.member_id, group_instance_id=m.group_instance_id,
                                        client_id=m.client_id, client_host=m.client_host, member_metadata=m.metadata,
                                        member_assignment=m.assignment) for m in s.members)))
@@ -327,7 +378,10 @@ def handle_describe_groups(broker, request):
                   for g in req.body.groups_names)))
 def handle_delete_groups(broker, request):
     names = list(request.body.groups_names)
-    errors = _coordinator(broker).handle_delete_groups(names)
+    denied = {g for g in names if not broker.auth.authorize(request.context, AclOperation.DELETE,
+                                                             ResourceType.GROUP, g)}
+    errors = _coordinator(broker).handle_delete_groups([g for g in names if g not in denied])
+    errors.update({g: ErrorCode.GROUP_AUTHORIZATION_FAILED for g in denied})
     R = DeleteGroupsResponse
     return R(throttle_time_ms=0, results=tuple(R.DeletableGroupResult(group_id=g, error_code=errors[g])
                                                for g in dict.fromkeys(names)))
@@ -338,14 +392,18 @@ def handle_offset_delete(broker, request):
     body = request.body
     R = OffsetDeleteResponse
     cache = broker.metadata_cache
+    _require_group(broker, request, AclOperation.DELETE, body.group_id)
+    denied = _topic_denied(broker, request, AclOperation.READ, [t.name for t in body.topics])
+    refused = {(t.name, p.partition_index) for t in body.topics if t.name in denied for p in t.partitions}
     unknown = {(t.name, p.partition_index) for t in body.topics for p in t.partitions
-               if cache.partition_state(t.name, p.partition_index) is None}
+               if cache.partition_state(t.name, p.partition_index) is None} - refused
     wanted = [(t.name, p.partition_index) for t in body.topics for p in t.partitions
-              if (t.name, p.partition_index) not in unknown]
+              if (t.name, p.partition_index) not in unknown | refused]
     error, results = _coordinator(broker).handle_delete_offsets(body.group_id, wanted)
     if error != ErrorCode.NONE:
         return R(error_code=error, throttle_time_ms=0, topics=())
     results.update({tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for tp in unknown})
+    results.update({tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp in refused})
     return R(error_code=ErrorCode.NONE, throttle_time_ms=0, topics=tuple(
         R.OffsetDeleteResponseTopic(name=t.name, partitions=tuple(
             R.OffsetDeleteResponsePartition(partition_index=p.partition_index,

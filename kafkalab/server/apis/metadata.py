@@ -13,6 +13,11 @@ ZooKeeper directly. Asking for a topic that does not exist creates it when ``aut
 true and the client allows it (v4+ ``allow_auto_topic_creation``); the answer for that topic is then
 LEADER_NOT_AVAILABLE, because creation is asynchronous: the client retries and finds the new leader.
 
+With an authorizer, a topic needs DESCRIBE: a named one the principal may not describe is answered
+TOPIC_AUTHORIZATION_FAILED, and an all-topics request silently leaves it out (a client cannot even learn that
+it exists). Auto-creation needs CREATE on the cluster or the topic. v8+ can ask for the *authorized
+operations* of each topic (and, v8-10, of the cluster) as a bit field, bit ``n`` for the operation of code n.
+
 Version notes: v0 asks for all topics with an empty array, v1+ with null; v10+ can name topics by id and
 returns topic ids; v13 adds a top-level error code.
 
@@ -23,6 +28,7 @@ from __future__ import annotations
 import uuid
 
 from kafkalab.protocol import ApiKey, ErrorCode, response_class
+from kafkalab.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from kafkalab.server.apis.base import handles
 from kafkalab.server.metadata_cache import NO_LEADER
 
@@ -32,6 +38,7 @@ Partition = Response.MetadataResponsePartition
 Broker = Response.MetadataResponseBroker
 ZERO_UUID = uuid.UUID(int=0)
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
 def _error(request, code, message):
@@ -52,20 +59,35 @@ def handle_metadata(broker, request):
         wanted = [(t.name, t.topic_id if version >= 10 else None) for t in body.topics]
         all_topics = False
     allow_auto = body.allow_auto_topic_creation if version >= 4 else True
+    auth, context = broker.auth, request.context
+    if auth.enabled:
+        wanted = [(name, topic_id) for name, topic_id in wanted if name is None or not all_topics
+                  or auth.authorize(context, AclOperation.DESCRIBE, ResourceType.TOPIC, name, log_if_denied=False)]
     topics = []
     to_create = []
     for name, topic_id in wanted:
-        if name is None and topic_id is not None:  # v10+: asked by id
+        by_id = name is None and topic_id is not None
+        if by_id:  # v10+: asked by id
             name = cache.topic_name(topic_id)
             if name is None:
                 topics.append(Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id))
                 continue
-        if cache.contains_topic(name):
+        if not all_topics and not auth.authorize(context, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+            # asked by id: the name is not given away (Kafka clears it)
+            topics.append(Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=None if by_id else name,
+                                topic_id=topic_id if by_id else ZERO_UUID))
+        elif cache.contains_topic(name):
             topics.append(_topic(broker, name, listener, version))
         elif not all_topics and allow_auto and broker.config["auto.create.topics.enable"]:
-            to_create.append(name)
+            if _may_create(auth, context, name):
+                to_create.append(name)
+            else:
+                topics.append(Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name))
         else:
             topics.append(Topic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name))
+    if version >= 8 and body.include_topic_authorized_operations:
+        topics = [t._replace(topic_authorized_operations=auth.authorized_operations(
+            context, ResourceType.TOPIC, t.name)) if t.error_code == ErrorCode.NONE else t for t in topics]
     if to_create:
         for name, error in broker.admin.auto_create_topics(to_create).items():
             # A topic just created has no leader yet: the client asks again (Kafka answers the same way).
@@ -77,8 +99,17 @@ def handle_metadata(broker, request):
         if ep is not None:
             brokers.append(Broker(node_id=b.broker_id, host=ep[0], port=ep[1], rack=b.rack))
     controller = cache.controller_id if cache.is_alive(cache.controller_id) else NO_LEADER
+    cluster_ops = AUTHORIZED_OPERATIONS_OMITTED
+    if 8 <= version <= 10 and body.include_cluster_authorized_operations:
+        cluster_ops = auth.authorized_operations(context, ResourceType.CLUSTER, CLUSTER_NAME)
     return Response(throttle_time_ms=0, brokers=tuple(brokers), cluster_id=broker.cluster_id,
-                    controller_id=controller, topics=tuple(topics))
+                    controller_id=controller, topics=tuple(topics), cluster_authorized_operations=cluster_ops)
+
+
+def _may_create(auth, context, name: str) -> bool:
+    """Auto-creation needs CREATE on the cluster or on the topic (Kafka's ``authorizedForCreate``)."""
+    return auth.authorize_cluster(context, AclOperation.CREATE, log_if_denied=False) or \
+        auth.authorize(context, AclOperation.CREATE, ResourceType.TOPIC, name)
 
 
 def _topic(broker, name: str, listener: str, version: int):

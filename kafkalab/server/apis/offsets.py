@@ -16,12 +16,16 @@ use it to detect that their position was truncated away (KIP-320).
 **DeleteRecords** moves a partition's log start offset forward (``-1`` = the high watermark): records below
 it can no longer be read, and whole segments below it are removed by the next retention check.
 
+**Authorization**: ListOffsets needs DESCRIBE on the topic, DeleteRecords DELETE (TOPIC_AUTHORIZATION_FAILED per
+partition); OffsetForLeaderEpoch DESCRIBE from a consumer, CLUSTER_ACTION from a follower (replica id >= 0).
+
 Mirrors: ``KafkaApis.handleListOffsetRequest``, ``handleOffsetForLeaderEpochRequest``,
 ``handleDeleteRecordsRequest``; ``Partition.fetchOffsetForTimestamp``, ``lastOffsetForLeaderEpoch``.
 """
 from __future__ import annotations
 
 from kafkalab.protocol import ApiException, ApiKey, ErrorCode, response_class
+from kafkalab.security.acl import AclOperation, ResourceType
 from kafkalab.server.apis.base import handles
 from kafkalab.server.partition import PartitionError
 from kafkalab.storage import FetchIsolation
@@ -49,10 +53,16 @@ def handle_list_offsets(broker, request):
     rm = broker.replica_manager
     seen = set()
     topics = []
+    denied = broker.auth.denied(request.context, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                [t.name for t in body.topics])
     for t in body.topics:
         parts = []
         for p in t.partitions:
             key = (t.name, p.partition_index)
+            if t.name in denied:
+                parts.append(R.ListOffsetsPartitionResponse(partition_index=p.partition_index,
+                                                            error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
             if key in seen:
                 parts.append(R.ListOffsetsPartitionResponse(partition_index=p.partition_index,
                                                             error_code=ErrorCode.INVALID_REQUEST))
@@ -90,10 +100,19 @@ def handle_offset_for_leader_epoch(broker, request):
     body, version = request.body, request.context.api_version
     R = EpochResponse
     replica_id = body.replica_id if version >= 3 else -2
+    if replica_id >= 0:      # a follower: CLUSTER_ACTION, or CLUSTER_AUTHORIZATION_FAILED everywhere
+        broker.auth.require_cluster(request.context, AclOperation.CLUSTER_ACTION)
+        denied = set()
+    else:
+        denied = broker.auth.denied(request.context, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                    [t.topic for t in body.topics])
     topics = []
     for t in body.topics:
         parts = []
         for p in t.partitions:
+            if t.topic in denied:
+                parts.append(R.EpochEndOffset(partition=p.partition, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
             try:
                 partition = broker.replica_manager.partition_or_error(t.topic, p.partition)
                 epoch, end = partition.last_offset_for_leader_epoch(
@@ -117,9 +136,15 @@ def _delete_records_error(request, code, message):
 def handle_delete_records(broker, request):
     R = DeleteRecordsResponse
     topics = []
+    denied = broker.auth.denied(request.context, AclOperation.DELETE, ResourceType.TOPIC,
+                                [t.name for t in request.body.topics])
     for t in request.body.topics:
         parts = []
         for p in t.partitions:
+            if t.name in denied:
+                parts.append(R.DeleteRecordsPartitionResult(partition_index=p.partition_index, low_watermark=-1,
+                                                            error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
             try:
                 partition = broker.replica_manager.partition_or_error(t.name, p.partition_index)
                 low = partition.delete_records_on_leader(p.offset)

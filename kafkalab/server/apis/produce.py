@@ -5,6 +5,8 @@ Theory of operation
 One Produce request can carry batches for many partitions of many topics (producers batch by broker). For
 each partition the leader checks, in Kafka's order:
 
+0. with an authorizer, the principal needs WRITE on the topic (TOPIC_AUTHORIZATION_FAILED, before the topic's
+   existence is even looked at) -- and on its transactional id if it has one;
 1. ``acks`` must be 0, 1 or -1 (all) -- otherwise INVALID_REQUIRED_ACKS for every partition;
 2. the topic must exist (UNKNOWN_TOPIC_OR_PARTITION; with ``auto.create.topics.enable`` the topic is
    created for the client's next try) and this broker must lead the partition (NOT_LEADER_OR_FOLLOWER);
@@ -33,6 +35,7 @@ import asyncio
 from kafkalab.network.request_channel import CloseConnectionResponse
 from kafkalab.protocol import ApiException, ApiKey, ErrorCode, response_class
 from kafkalab.purgatory import ProducePartitionStatus
+from kafkalab.security.acl import AclOperation, ResourceType
 from kafkalab.server.apis.base import Delayed, handles
 from kafkalab.server.partition import PartitionError
 
@@ -60,11 +63,15 @@ def handle_produce(broker, request):
     errors = {}
     names = {}
     to_create = []
+    writable = _authorize(broker, request, body, version)
     for t in body.topic_data:
         name = t.name if version < 13 else cache.topic_name(t.topic_id)
         for p in t.partition_data:
             tp = (name, p.index)
             names[tp] = (t.name, t.topic_id)
+            if writable is not None and name is not None and name not in writable:
+                errors[tp] = PartitionError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                continue
             error = _check_partition(broker, body, version, name, p.records)
             if error is None:
                 entries[tp] = p.records
@@ -73,6 +80,10 @@ def handle_produce(broker, request):
                 if error.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and \
                         broker.config["auto.create.topics.enable"] and name not in to_create:
                     to_create.append(name)
+    if to_create and broker.auth.enabled:      # creating needs CREATE on the cluster or the topic
+        to_create = [t for t in to_create if broker.auth.authorize_cluster(request.context, AclOperation.CREATE,
+                                                                           log_if_denied=False)
+                     or broker.auth.authorize(request.context, AclOperation.CREATE, ResourceType.TOPIC, t)]
     if to_create:
         broker.admin.auto_create_topics(to_create)
     if not entries or acks != -1:
@@ -108,6 +119,23 @@ def handle_produce(broker, request):
     async def wait():
         return respond(await fut)
     return Delayed(wait())
+
+
+def _authorize(broker, request, body, version: int):
+    """None without an authorizer; else the topics this principal may WRITE to. A transactional producer also
+    needs WRITE on its transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for the whole request). Kafka
+    3.x asks nothing more of an idempotent producer here (KIP-679: InitProducerId is where that is checked)."""
+    auth = broker.auth
+    if not auth.enabled:
+        return None
+    if body.transactional_id is not None and not auth.authorize(
+            request.context, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id):
+        raise ApiException(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    cache = broker.metadata_cache
+    names = [t.name if version < 13 else cache.topic_name(t.topic_id) for t in body.topic_data
+             for _ in t.partition_data]
+    return auth.filter_authorized(request.context, AclOperation.WRITE, ResourceType.TOPIC,
+                                  [n for n in names if n is not None])
 
 
 def _check_partition(broker, body, version: int, name, records):

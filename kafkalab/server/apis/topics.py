@@ -42,6 +42,9 @@ What is checked, per topic, with Kafka's error codes:
   INVALID_PARTITIONS; an optional replica list per *new* partition; ``validate_only``; a topic queued for
   deletion is an INVALID_TOPIC_EXCEPTION. Adding partitions changes which partition a key hashes to.
 
+With an authorizer: CreateTopics needs CREATE on the cluster or on the topic, DeleteTopics DELETE on the topic,
+CreatePartitions ALTER on the topic; a topic refused gets TOPIC_AUTHORIZATION_FAILED, the others go on.
+
 Mirrors: ``KafkaApis.handleCreateTopicsRequest``, ``handleDeleteTopicsRequest``,
 ``handleCreatePartitionsRequest``; ``ZkAdminManager.createTopics``, ``deleteTopics``, ``createPartitions``;
 ``DelayedCreatePartitions.scala``, ``DelayedDeleteTopics.scala``.
@@ -54,6 +57,7 @@ from typing import Optional
 
 from kafkalab.controller.channel import topic_uuid
 from kafkalab.protocol import ApiException, ApiKey, ErrorCode, response_class
+from kafkalab.security.acl import AclOperation, ResourceType
 from kafkalab.server.admin_manager import validate_total_number_of_partitions
 from kafkalab.server.apis.base import Delayed, handles
 from kafkalab.server.metadata_cache import NO_LEADER
@@ -150,6 +154,11 @@ def handle_create_topics(broker, request):
     names = [t.name for t in body.topics]
     results: list[dict] = []
     pending: dict[str, list[int]] = {}          # created topic -> its partitions (to wait for)
+    auth, context = broker.auth, request.context
+    on_cluster = auth.authorize_cluster(context, AclOperation.CREATE, log_if_denied=False)
+
+    def may_create(name: str) -> bool:          # CREATE on the cluster, or on the topic
+        return on_cluster or auth.authorize(context, AclOperation.CREATE, ResourceType.TOPIC, name)
     for t in body.topics:
         result = {"name": t.name, "error_code": ErrorCode.NONE, "error_message": None}
         results.append(result)
@@ -159,6 +168,9 @@ def handle_create_topics(broker, request):
             continue
         if names.count(t.name) > 1:
             result.update(error_code=ErrorCode.INVALID_REQUEST, error_message="Found multiple entries for this topic.")
+            continue
+        if not may_create(t.name):
+            result.update(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message="Authorization failed.")
             continue
         configs = {c.name: c.value for c in t.configs}
         assignment = {a.partition_index: list(a.broker_ids) for a in t.assignments}
@@ -240,6 +252,8 @@ def handle_delete_topics(broker, request):
         rows.append(row)
         if name is None:
             row[2] = ErrorCode.UNKNOWN_TOPIC_ID
+        elif not broker.auth.authorize(request.context, AclOperation.DELETE, ResourceType.TOPIC, name):
+            row[2] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         elif not cache.contains_topic(name):
             row[2] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         elif name not in accepted:
@@ -291,6 +305,9 @@ def handle_create_partitions(broker, request):
             continue
         if names.count(t.name) > 1:  # one answer per duplicated name
             results[t.name] = [ErrorCode.INVALID_REQUEST, "Duplicate topic in request."]
+            continue
+        if not broker.auth.authorize(request.context, AclOperation.ALTER, ResourceType.TOPIC, t.name):
+            results[t.name] = [ErrorCode.TOPIC_AUTHORIZATION_FAILED, "The topic authorization is failed."]
             continue
         if broker.admin.is_topic_queued_for_deletion(t.name):
             results[t.name] = [ErrorCode.INVALID_TOPIC_EXCEPTION, "The topic is queued for deletion."]
