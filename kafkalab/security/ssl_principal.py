@@ -28,22 +28,20 @@ and Java's ``javax.security.auth.x500.X500Principal.getName(RFC2253)``.
 from __future__ import annotations
 
 import re
-from typing import Optional
-
-from cryptography import x509
-from cryptography.x509.oid import NameOID
+from typing import TYPE_CHECKING, Optional
 
 from kafkalab.common.config import ConfigException
 
 from .principal import ANONYMOUS, USER_TYPE, KafkaPrincipal
 
+if TYPE_CHECKING:       # cryptography is imported when a certificate is read, not when a broker starts
+    from cryptography import x509
+
 __all__ = ["SslPrincipalMapper", "NoMatchingRule", "distinguished_name", "principal_from_certificate"]
 
-#: The attribute keywords Java's RFC 2253 printing uses; other attributes print as OID=#hex.
-_KEYWORDS = {NameOID.COMMON_NAME: "CN", NameOID.COUNTRY_NAME: "C", NameOID.LOCALITY_NAME: "L",
-             NameOID.STATE_OR_PROVINCE_NAME: "ST", NameOID.ORGANIZATION_NAME: "O",
-             NameOID.ORGANIZATIONAL_UNIT_NAME: "OU", NameOID.STREET_ADDRESS: "STREET",
-             NameOID.DOMAIN_COMPONENT: "DC", NameOID.USER_ID: "UID"}
+#: The attribute keywords Java's RFC 2253 printing uses, by OID; other attributes print as OID=#hex.
+_KEYWORDS = {"2.5.4.3": "CN", "2.5.4.6": "C", "2.5.4.7": "L", "2.5.4.8": "ST", "2.5.4.10": "O", "2.5.4.11": "OU",
+             "2.5.4.9": "STREET", "0.9.2342.19200300.100.1.25": "DC", "0.9.2342.19200300.100.1.1": "UID"}
 _SPECIAL = set(',+"\\<>;')
 
 
@@ -80,7 +78,7 @@ def _der_value(attribute: x509.NameAttribute) -> bytes:
 
 
 def _attribute(attribute: x509.NameAttribute) -> str:
-    keyword = _KEYWORDS.get(attribute.oid)
+    keyword = _KEYWORDS.get(attribute.oid.dotted_string)
     if keyword is None:
         return f"{attribute.oid.dotted_string}=#{_der_value(attribute).hex()}"
     return f"{keyword}={_escape(str(attribute.value))}"
@@ -195,5 +193,6 @@ def principal_from_certificate(der: Optional[bytes], mapper: SslPrincipalMapper)
     ``User:ANONYMOUS``). Raises :class:`NoMatchingRule` when no mapping rule applies."""
     if der is None:
         return ANONYMOUS
+    from cryptography import x509
     cert = x509.load_der_x509_certificate(der)
     return KafkaPrincipal(USER_TYPE, mapper.name(distinguished_name(cert.subject)))
