@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections import Counter
 from typing import Optional
 
 from kafkalab.controller.channel import topic_uuid
@@ -121,7 +122,7 @@ def handle_create_topics(broker, request):
         return R(throttle_time_ms=0, topics=tuple(R.CreatableTopicResult(name=t.name,
                                                                           error_code=ErrorCode.NOT_CONTROLLER)
                                                    for t in body.topics))
-    names = [t.name for t in body.topics]
+    entries = Counter(t.name for t in body.topics)    # a name given more than once is refused each time
     results: list[dict] = []
     pending: dict[str, list[int]] = {}          # created topic -> its partitions (to wait for)
     for t in body.topics:
@@ -131,7 +132,7 @@ def handle_create_topics(broker, request):
             result.update(error_code=ErrorCode.INVALID_REQUEST,
                           error_message=f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is prohibited.")
             continue
-        if names.count(t.name) > 1:
+        if entries[t.name] > 1:
             result.update(error_code=ErrorCode.INVALID_REQUEST, error_message="Found multiple entries for this topic.")
             continue
         configs = {c.name: c.value for c in t.configs}
@@ -256,12 +257,12 @@ def handle_create_partitions(broker, request):
     if not _is_active_controller(broker):
         for t in body.topics:
             results[t.name] = [ErrorCode.NOT_CONTROLLER, None]
-    names = [t.name for t in body.topics]
+    entries = Counter(t.name for t in body.topics)
     pending: dict[str, list[int]] = {}
     for t in body.topics:
         if t.name in results:
             continue
-        if names.count(t.name) > 1:  # one answer per duplicated name
+        if entries[t.name] > 1:  # one answer per duplicated name
             results[t.name] = [ErrorCode.INVALID_REQUEST, "Duplicate topic in request."]
             continue
         if broker.admin.is_topic_queued_for_deletion(t.name):
