@@ -66,6 +66,16 @@ def validate_topic_name(name: str) -> None:
                            f"alphanumerics, '.', '_' and '-'")
 
 
+def _could_be_a_topic(name: str) -> bool:
+    """Whether ``name`` passes ``Topic.validate``. Every topic was validated when it was created, so a name that
+    does not pass names no topic -- and must not reach a znode path ("", "." and ".." are not znode names)."""
+    try:
+        validate_topic_name(name)
+    except ApiException:
+        return False
+    return True
+
+
 def _collision_key(name: str) -> str:
     return name.replace(".", "_")
 
@@ -234,7 +244,7 @@ class AdminManager:
         rest. A topic already marked is fine (the caller still waits for it to go)."""
         if not self.config["delete.topic.enable"]:
             raise ApiException(ErrorCode.TOPIC_DELETION_DISABLED)
-        if not self.zk.topic_exists(name):
+        if not _could_be_a_topic(name) or not self.zk.topic_exists(name):
             raise ApiException(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic `{name}` to delete does not exist")
         if not self.zk.is_topic_marked_for_deletion(name):
             try:
@@ -245,14 +255,14 @@ class AdminManager:
     def is_topic_queued_for_deletion(self, name: str) -> bool:
         controller = self.broker.controller
         queued = controller is not None and name in controller.context.topics_being_deleted
-        return queued or self.zk.is_topic_marked_for_deletion(name)
+        return queued or (_could_be_a_topic(name) and self.zk.is_topic_marked_for_deletion(name))
 
     def create_partitions(self, name: str, count: int, assignment: Optional[list] = None,
                           validate_only: bool = False) -> list[int]:
         """CreatePartitions for one topic (``ZkAdminManager.createPartitions``,
         ``AdminZkClient.createNewPartitionsAssignment``). ``assignment`` is None (place them like a new topic's)
         or one replica list per new partition. Returns every partition the topic has afterwards."""
-        found = self.zk.get_replica_assignment_and_topic_id(name)
+        found = self.zk.get_replica_assignment_and_topic_id(name) if _could_be_a_topic(name) else None
         if found is None or not found.assignment:
             raise ApiException(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
         existing = {p: list(ra.replicas) for p, ra in found.assignment.items()}
