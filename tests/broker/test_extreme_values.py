@@ -1,0 +1,420 @@
+"""Well-formed requests with extreme field values, for every API and version the broker advertises.
+
+security.md §7's invariant, for input that *parses*: a broker process (the ``kafkalab broker`` command, under a
+memory cap) gets, for each (API key, version) of its ApiVersions answer, requests built from the generated
+schemas whose fields take extreme values -- int32/int64 max and min and -1 for counts, ids, epochs, timeouts,
+partition counts and replication factors; arrays of thousands of elements (within the frame limit); empty,
+249-, 250- and 32767-character names and names with a NUL byte; null wherever the field is nullable. Each
+request goes out on a fresh connection, and:
+
+* the broker never dies and never takes the "unexpected error" path (nothing in its log says so);
+* every request is answered with a well-formed response of its version (every byte consumed, the right
+  correlation id), or the connection is closed where Kafka closes it (Produce v0-2, a failed ``acks=0``
+  Produce), or -- for the requests that may wait (Fetch, JoinGroup, SyncGroup) -- it is still waiting;
+* a second connection's ApiVersions and Metadata keep being answered within ``LATENCY_BOUND`` throughout.
+
+The run is bounded for CI: a fixed seed (Hypothesis' ``derandomize``) and ``KAFKALAB_FUZZ_EXAMPLES`` requests
+per API version (default 2: a few hundred requests). Set it higher to search longer locally.
+"""
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Optional
+
+import pytest
+from hypothesis import HealthCheck, Phase, assume, given, settings
+from hypothesis import strategies as st
+
+from kafkalab.protocol import (RESPONSE_HEADER, ApiKey, api_name, codec, encode_request, make_request,
+                               request_class, request_header_version, request_schema, response_header_version,
+                               response_schema)
+from kafkalab.protocol.schema import ZERO_UUID, Field
+from kafkalab.records import build_batch
+from kafkalab.server.apis import enabled_apis
+from tests.protocol.strategies import Builder
+
+from ._raw_wire import Conn, frame_of, header_v1
+
+EXAMPLES = int(os.environ.get("KAFKALAB_FUZZ_EXAMPLES", "2"))
+MEMORY_CAP = 1536 << 20              # RLIMIT_AS of the broker process
+LATENCY_BOUND = 2.0                  # seconds: the second connection's ApiVersions/Metadata
+ANSWER_TIMEOUT = 10.0                # seconds: a request that has no reason to wait
+WAIT_GRACE = 2.0                     # seconds: how long a request that may wait is given before it counts as waiting
+MAX_FRAME = 4 << 20                  # the largest request built (socket.request.max.bytes is 100 MiB; time is short)
+HUGE_ARRAY = 30_000                  # elements of the largest arrays (see array_of)
+TOPIC = "fuzz"
+
+# Known failures that other changes of issue 15 fix; each entry excludes exactly the values that hit one.
+# (api key, field attribute) -> (why, predicate over the field's value: True = do not send). Remove once merged.
+KNOWN_UNTIL_ISSUE_15: dict[tuple[int, str], tuple[str, object]] = {}
+
+INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
+UINT_BITS = {"uint16": 16, "uint32": 32}
+NAMES = ("", TOPIC, "a" * 249, "b" * 250, "nul\x00name", "\x00", "__consumer_offsets", ".", "..", "x" * 32767,
+         "caf\u00e9-\U0001f600")
+WAITING_APIS = {ApiKey.FETCH, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP}
+
+ApiVersions = request_class(ApiKey.API_VERSIONS)
+Metadata = request_class(ApiKey.METADATA)
+CreateTopics = request_class(ApiKey.CREATE_TOPICS)
+
+
+# -- strategies -----------------------------------------------------------------------------------------------------
+def extreme_int(type_name: str) -> st.SearchStrategy:
+    if type_name in INT_BITS:
+        bits = INT_BITS[type_name]
+        lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    else:
+        lo, hi = 0, (1 << UINT_BITS[type_name]) - 1
+    edges = sorted({lo, hi, lo + 1, hi - 1, -1 if lo < 0 else 0, 0, 1, 2} | ({-2} if lo < 0 else set()))
+    return st.sampled_from(edges) | st.integers(lo, hi)
+
+
+def records_values() -> st.SearchStrategy:
+    stamp = 1_700_000_000_000
+    return st.sampled_from((
+        b"",
+        b"\x00" * 61,                                                   # a batch header of zeros
+        build_batch([(b"k", b"v", [], stamp)]),
+        build_batch([(None, b"x" * 10, [], stamp + i) for i in range(5000)]),
+        build_batch([(b"k", b"v" * 100_000, [], stamp)]),
+        build_batch([(b"k", b"v", [], 2**63 - 1)], producer_id=2**63 - 1, producer_epoch=32767,
+                    base_sequence=2**31 - 1, partition_leader_epoch=2**31 - 1),
+        build_batch([(b"k", b"v", [], -1)], producer_id=0, producer_epoch=0, base_sequence=0, transactional=True),
+    ))
+
+
+def extreme_primitive(type_name: str) -> st.SearchStrategy:
+    if type_name in INT_BITS or type_name in UINT_BITS:
+        return extreme_int(type_name)
+    if type_name == "bool":
+        return st.booleans()
+    if type_name == "float64":
+        return st.sampled_from((0.0, -1.0, float("inf"), float("-inf"), float("nan"), 1e308))
+    if type_name == "string":
+        return st.sampled_from(NAMES) | st.text(max_size=5)
+    if type_name == "bytes":
+        return st.sampled_from((b"", b"\x00", b"\xff" * 7, bytes(100_000)))
+    if type_name == "records":
+        return records_values()
+    if type_name == "uuid":
+        import uuid
+        return st.sampled_from((ZERO_UUID, uuid.UUID(int=2**128 - 1), uuid.UUID(int=1))) | st.uuids()
+    raise AssertionError(type_name)
+
+
+def array_of(elem: st.SearchStrategy) -> st.SearchStrategy:
+    """Few distinct elements, or one element repeated thousands of times (cheap to build and to encode).
+
+    Not more than ``HUGE_ARRAY``: every request is decoded, handled and answered on the broker's one event loop,
+    at about 10 us an element, so 200,000 elements hold the other connections for 2-3 s -- work in proportion
+    to the request, not the freeze this test looks for."""
+    few = st.lists(elem, max_size=3).map(tuple)
+    many = st.builds(lambda e, n: (e,) * n, elem, st.sampled_from((1000, HUGE_ARRAY)))
+    return st.one_of(few, few, few, many)
+
+
+class ExtremeBuilder(Builder):
+    """The round-trip tests' schema walker, with extreme primitives and huge arrays."""
+
+    def __init__(self, api_key: int, version: int):
+        super().__init__(request_schema(api_key), version, unknown=False)
+        self.api_key = api_key
+
+    def value(self, f: Field, depth: int, element: bool = False) -> st.SearchStrategy:
+        nullable = not element and f.nullable_in(self.version)
+        if f.is_array:
+            if f.is_struct:
+                elem = self.struct(f.element_type, self.message.struct_fields(f), depth + 1)
+            else:
+                elem = self.value(Field(f.name, f.element_type, "0+"), depth, element=True)
+            s = array_of(elem)
+        elif f.is_struct:
+            s = self.struct(f.element_type, self.message.struct_fields(f), depth + 1)
+        else:
+            s = extreme_primitive(f.type)
+        known = KNOWN_UNTIL_ISSUE_15.get((self.api_key, f.attr))
+        if known is not None and not element:
+            s = s.filter(lambda v, excluded=known[1]: not excluded(v))
+        return (st.none() | s) if nullable else s
+
+
+class Drawn:
+    """A generated body, shown shortened in Hypothesis' report (one repeated element can make megabytes)."""
+
+    def __init__(self, body):
+        self.body = body
+
+    def __repr__(self) -> str:
+        text = repr(self.body)
+        return text if len(text) < 2000 else text[:1000] + f" ... ({len(text)} characters) ... " + text[-500:]
+
+
+def request_bodies(api_key: int, version: int) -> st.SearchStrategy:
+    schema = request_schema(api_key)
+    return ExtremeBuilder(api_key, version).struct(schema.name, schema.fields).map(Drawn)
+
+
+def wire_size(value, memo: dict) -> int:
+    """About how many bytes ``value`` takes on the wire, without encoding it (shared elements counted once)."""
+    key = id(value)
+    if key in memo:
+        return memo[key]
+    if isinstance(value, tuple):
+        size = 4 + sum(wire_size(v, memo) for v in value) if len(set(map(id, value))) > 1 or len(value) < 2 \
+            else 4 + len(value) * wire_size(value[0], memo)
+    elif isinstance(value, str):
+        size = 2 + len(value.encode("utf-8", "surrogatepass"))
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        size = 4 + len(value)
+    else:
+        size = 16
+    memo[key] = size
+    return size
+
+
+# -- the broker process ---------------------------------------------------------------------------------------------
+def _cap_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+
+
+class BrokerProcess:
+    """``python -m kafkalab.cli broker`` on a free port, its stderr in a file that the checks read."""
+
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self.proc: Optional[subprocess.Popen] = None
+        self.port = 0
+        self.log_path = workdir / "broker.log"
+        self._log_seen = 0
+        self.starts = 0
+
+    def start(self) -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.starts += 1
+        env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+        self._log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kafkalab.cli", "broker", "--log-level", "WARNING",
+             "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
+             "--override", f"log.dirs={self.workdir / f'kafka-logs-{self.starts}'}",
+             "--override", "group.initial.rebalance.delay.ms=0"],
+            cwd=self.workdir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log,
+            preexec_fn=_cap_memory)
+        deadline = time.monotonic() + 60
+        while "started" not in self.log_text()[self._log_seen:]:
+            assert self.proc.poll() is None, f"the broker did not start:\n{self.log_text()[-3000:]}"
+            assert time.monotonic() < deadline, "the broker did not start within 60 s"
+            time.sleep(0.05)
+        self._log_seen = len(self.log_text())
+        with Conn(self.port) as c:
+            created = c.call(CreateTopics(topics=(CreateTopics.CreatableTopic(
+                name=TOPIC, num_partitions=2, replication_factor=1),), timeout_ms=30_000), 7)
+        assert created.topics[0].error_code == 0, created
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def new_log(self) -> str:
+        text = self.log_text()
+        new, self._log_seen = text[self._log_seen:], len(text)
+        return new
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self) -> None:
+        if self.alive():
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._log.close()
+
+
+class LatencyProbe(threading.Thread):
+    """A second connection asking ApiVersions and Metadata (no topics) in turn, every 50 ms: the slowest answer
+    since the last ``take()``, and any failure."""
+
+    def __init__(self, port: int):
+        super().__init__(daemon=True, name="latency-probe")
+        self.port = port
+        self.stopping = threading.Event()
+        self.lock = threading.Lock()
+        self.slowest = 0.0
+        self.failures: list[str] = []
+        self.answers = 0
+        self.last_answered_from = 0.0     # when the latest answered ping was sent (monotonic)
+
+    def run(self) -> None:
+        conn = None
+        cid = 0
+        while not self.stopping.is_set():
+            cid += 1
+            start = time.monotonic()
+            try:
+                if conn is None:
+                    conn = Conn(self.port, timeout=LATENCY_BOUND * 5)
+                if cid % 2:
+                    assert conn.call(ApiVersions(client_software_name="probe", client_software_version="1"),
+                                     3, cid).error_code == 0
+                else:
+                    conn.call(Metadata(topics=(), allow_auto_topic_creation=False), 12, cid)
+            except (OSError, AssertionError) as e:
+                with self.lock:
+                    self.failures.append(f"{type(e).__name__}: {e}")
+                if conn is not None:
+                    conn.close()
+                conn = None
+            took = time.monotonic() - start
+            with self.lock:
+                self.slowest = max(self.slowest, took)
+                self.answers += 1
+                if conn is not None:
+                    self.last_answered_from = start
+            self.stopping.wait(0.05)
+        if conn is not None:
+            conn.close()
+
+    def answered_since(self, since: float, within: float) -> bool:
+        """Whether a ping sent after ``since`` is answered within ``within`` seconds from now."""
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            with self.lock:
+                if self.last_answered_from > since:
+                    return True
+            time.sleep(0.01)
+        return False
+
+    def take(self) -> tuple[float, list, int]:
+        with self.lock:
+            out = (self.slowest, self.failures, self.answers)
+            self.slowest, self.failures, self.answers = 0.0, [], 0
+        return out
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    b = BrokerProcess(tmp_path_factory.mktemp("extreme-values"))
+    b.start()
+    yield b
+    b.stop()
+
+
+@pytest.fixture
+def probe(broker):
+    """Restarts a broker that an earlier test killed (that test failed already), then probes it."""
+    if not broker.alive():
+        broker.stop()
+        broker.start()
+    p = LatencyProbe(broker.port)
+    p.start()
+    yield p
+    p.stopping.set()
+    p.join(LATENCY_BOUND * 6)
+
+
+def test_the_broker_advertises_the_registry(broker):
+    with Conn(broker.port) as c:
+        body = c.call(ApiVersions(client_software_name="fuzz", client_software_version="1"), 3)
+    assert {a.api_key: (a.min_version, a.max_version) for a in body.api_keys} == enabled_apis()
+
+
+# -- one request ----------------------------------------------------------------------------------------------------
+def may_close(api_key: int, version: int, body) -> bool:
+    """Where Kafka closes the connection instead of answering a request that parsed: Produce v0-2 (gone since
+    Kafka 4, still advertised for old clients' version checks) and a failed ``acks=0`` Produce."""
+    return api_key == ApiKey.PRODUCE and (version < 3 or body.acks == 0)
+
+
+def check_response(frame: bytes, api_key: int, version: int, correlation_id: int) -> None:
+    """A whole response of ``version``: the header echoes the correlation id and the body uses every byte."""
+    header, pos = codec.decode(RESPONSE_HEADER, response_header_version(api_key, version), frame, 0, path="header")
+    assert header.correlation_id == correlation_id, "answered with another correlation id"
+    _, end = codec.decode(response_schema(api_key), version, frame, pos, path="body")
+    assert end == len(frame), f"{len(frame) - end} bytes after the v{version} response body"
+
+
+def exchange(port: int, api_key: int, version: int, body, client_id) -> str:
+    """Send one request on a fresh connection; returns what happened: answered, closed, silent or waiting."""
+    if request_header_version(api_key, version) == 0:
+        client_id = ""                       # header v0 (ControlledShutdown v0) has no client id
+    frame = encode_request(make_request(body, api_version=version, correlation_id=7, client_id=client_id),
+                           size_prefix=True)
+    timeout = WAIT_GRACE if api_key in WAITING_APIS else ANSWER_TIMEOUT
+    with Conn(port, timeout=timeout) as c:
+        if api_key == ApiKey.PRODUCE and body.acks == 0:
+            # nothing answers an acks=0 produce: a pipelined ApiVersions tells "accepted" from "still working"
+            frame += encode_request(make_request(ApiVersions(), api_version=0, correlation_id=8), size_prefix=True)
+        c.send(frame)
+        try:
+            reply = c.recv_frame()
+        except TimeoutError:
+            assert api_key in WAITING_APIS, f"no answer within {timeout} s"
+            c.assert_open(0.01)
+            return "waiting"
+        if reply is None:
+            assert may_close(api_key, version, body), "the broker closed the connection instead of answering"
+            return "closed"
+        if api_key == ApiKey.PRODUCE and body.acks == 0:
+            check_response(reply, ApiKey.API_VERSIONS, 0, 8)
+            return "silent"
+        check_response(reply, api_key, version, 7)
+        return "answered"
+
+
+# What the controller sends a broker. The broker trusts a request whose controller epoch is not older than the one
+# it knows (Kafka's ZooKeeper-mode rule), so int32-max epochs make it a follower of brokers that do not exist and
+# name topics no client could create: these go last, after the client APIs have been tried on a sound broker.
+FROM_THE_CONTROLLER = (ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA, ApiKey.CONTROLLED_SHUTDOWN)
+ADVERTISED = sorted(((key, v) for key, (lo, hi) in enabled_apis().items() for v in range(lo, hi + 1)
+                     if v in request_schema(key).valid_versions), key=lambda kv: (kv[0] in FROM_THE_CONTROLLER, kv))
+# Advertised for old clients' version checks, but gone from Kafka's protocol (Produce v0-2): no schema to fill.
+GONE = [(key, v) for key, (lo, hi) in enabled_apis().items() for v in range(lo, hi + 1)
+        if v not in request_schema(key).valid_versions]
+
+
+@pytest.mark.parametrize("api_key,version", GONE, ids=[f"{api_name(k)}-v{v}" for k, v in GONE])
+def test_versions_gone_from_the_protocol_close_the_connection(broker, probe, api_key, version):
+    with Conn(broker.port) as c:
+        c.send(frame_of(header_v1(api_key, version, 7) + bytes(64)))
+        c.assert_closed_without_response()
+    assert broker.alive()
+CLIENT_IDS = st.sampled_from((None, "", "fuzz", "c" * 32767, "nul\x00id"))
+
+
+@pytest.mark.parametrize("api_key,version", ADVERTISED, ids=[f"{api_name(k)}-v{v}" for k, v in ADVERTISED])
+def test_extreme_values_are_answered_and_the_broker_stays_responsive(broker, probe, api_key, version):
+    outcomes: dict[str, int] = {}
+
+    @settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None,
+              phases=(Phase.explicit, Phase.generate), suppress_health_check=list(HealthCheck))
+    @given(drawn=request_bodies(api_key, version), client_id=CLIENT_IDS)
+    def one_request(drawn, client_id):
+        body = drawn.body
+        assume(wire_size(body, {}) <= MAX_FRAME)
+        outcome = exchange(broker.port, api_key, version, body, client_id)
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+        assert broker.alive(), f"the broker died (exit {broker.proc.returncode}):\n{broker.new_log()[-3000:]}"
+        assert probe.answered_since(time.monotonic(), LATENCY_BOUND + 0.2), \
+            f"the second connection got no answer within {LATENCY_BOUND} s after the response"
+        slowest, failures, answers = probe.take()
+        assert not failures, f"the second connection failed: {failures}"
+        assert slowest <= LATENCY_BOUND, f"the second connection waited {slowest:.1f} s for an answer"
+        log = broker.new_log()
+        assert "Traceback" not in log and "error handling" not in log and "unexpected error" not in log, log[-3000:]
+
+    one_request()
+    assert sum(outcomes.values()) >= 1
