@@ -505,3 +505,15 @@ def test_names_no_topic_can_have_are_unknown_topics(cluster, port, name):
     with pytest.raises(ApiException) as refused:
         cluster.call(lambda: admin.delete_topic(name))
     assert refused.value.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_an_error_quoting_a_32767_character_name_is_answered(port):
+    """The longest name a request can carry, quoted in an error message, still fits the response: it was closed."""
+    CreatePartitions = request_class(ApiKey.CREATE_PARTITIONS)
+    name = "x" * 32767
+    body = CreatePartitions(topics=(CreatePartitions.CreatePartitionsTopic(name=name, count=3, assignments=None),),
+                            timeout_ms=1000)
+    with Conn(port) as c:
+        [result] = c.call(body, 1).results
+    assert (result.name, result.error_code) == (name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    assert result.error_message.startswith("The topic 'xxx") and result.error_message.endswith("...")
