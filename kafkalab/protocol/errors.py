@@ -261,6 +261,20 @@ class EncodeError(ValueError):
     """A value that cannot be written at the requested version (wrong type, out of range, unsupported field)."""
 
 
+#: The most UTF-8 bytes a Kafka STRING carries (an int16 length, compact strings included): an error message goes
+#: into a response's ``error_message`` and must fit, even one quoting a 32,767-character name from the request.
+MAX_MESSAGE_BYTES = 0x7FFF
+
+
+def _fit_on_the_wire(message: str) -> str:
+    if len(message) * 4 <= MAX_MESSAGE_BYTES:
+        return message
+    data = message.encode("utf-8", "surrogatepass")
+    if len(data) <= MAX_MESSAGE_BYTES:
+        return message
+    return data[:MAX_MESSAGE_BYTES - 3].decode("utf-8", "ignore") + "..."
+
+
 class ApiException(Exception):
     """A failure that is one of Kafka's error codes: ``error_code`` (an :class:`ErrorCode`; a plain ``int`` for
     a code the table does not know), ``message`` (the table's default unless given) and ``retriable``.
@@ -274,7 +288,7 @@ class ApiException(Exception):
     def __init__(self, error_code: Optional[int] = None, message: Optional[str] = None):
         if error_code is not None:
             self.error_code = _as_error_code(error_code)
-        self.message = message or error_info(self.error_code).message
+        self.message = _fit_on_the_wire(message or error_info(self.error_code).message)
         super().__init__(self.message)
 
     @property

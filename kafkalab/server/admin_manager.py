@@ -284,7 +284,7 @@ class AdminManager:
         rest. A topic already marked is fine (the caller still waits for it to go)."""
         if not self.config["delete.topic.enable"]:
             raise ApiException(ErrorCode.TOPIC_DELETION_DISABLED)
-        if not self.zk.topic_exists(name):
+        if not is_legal_topic_name(name) or not self.zk.topic_exists(name):
             raise ApiException(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic `{name}` to delete does not exist")
         if not self.zk.is_topic_marked_for_deletion(name):
             try:

@@ -19,39 +19,47 @@ from ._raw_wire import Conn
 
 
 class BrokerProcess:
-    def __init__(self, workdir: Path, overrides: dict, memory_cap: int = 1 << 30):
+    """``python -m kafkalab.cli broker`` on a free port under ``RLIMIT_AS``, its stderr in ``broker.log``. A context
+    manager (``start``/``stop``); ``start`` again after ``stop`` runs a fresh broker on new log dirs."""
+
+    def __init__(self, workdir: Path, overrides: dict, memory_cap: int = 1 << 30, log_level: str = "INFO"):
         self.workdir = workdir
         self.overrides = dict(overrides)
         self.memory_cap = memory_cap
+        self.log_level = log_level
         self.proc: Optional[subprocess.Popen] = None
         self.port = 0
         self.log_path = workdir / "broker.log"
+        self.starts = 0
 
     def _cap(self) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (self.memory_cap, self.memory_cap))
 
-    def __enter__(self) -> "BrokerProcess":
+    def start(self) -> "BrokerProcess":
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
-        props = {"listeners": f"PLAINTEXT://127.0.0.1:{self.port}", "log.dirs": str(self.workdir / "kafka-logs"),
+        self.starts += 1
+        logs = "kafka-logs" if self.starts == 1 else f"kafka-logs-{self.starts}"
+        props = {"listeners": f"PLAINTEXT://127.0.0.1:{self.port}", "log.dirs": str(self.workdir / logs),
                  **self.overrides}
-        args = [sys.executable, "-m", "kafkalab.cli", "broker", "--log-level", "INFO"]
+        args = [sys.executable, "-m", "kafkalab.cli", "broker", "--log-level", self.log_level]
         for key, value in props.items():
             args += ["--override", f"{key}={value}"]
         env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+        seen = len(self.log_text()) if self.log_path.exists() else 0
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(args, cwd=self.workdir, env=env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=self._log, preexec_fn=self._cap)
         deadline = time.monotonic() + 60
-        while "started (listeners" not in self.log_text():
+        while "started (listeners" not in self.log_text()[seen:]:
             assert self.proc.poll() is None, f"the broker did not start:\n{self.log_text()[-3000:]}"
             assert time.monotonic() < deadline, "the broker did not start within 60 s"
             time.sleep(0.05)
         return self
 
-    def __exit__(self, *exc) -> None:
-        if self.proc.poll() is None:
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(30)
@@ -59,6 +67,12 @@ class BrokerProcess:
                 self.proc.kill()
                 self.proc.wait(10)
         self._log.close()
+
+    def __enter__(self) -> "BrokerProcess":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
 
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace")

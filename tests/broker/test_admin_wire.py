@@ -3,6 +3,8 @@ DeleteTopics v1/v2/v5, DescribeCluster v0/v1, DescribeLogDirs v1-v3 ...) and the
 (null config values, name *and* id, a bad cursor, duplicate resources)."""
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 
 import pytest
@@ -157,6 +159,39 @@ def test_create_partitions_every_version(cluster, broker):
                             timeout_ms=0)
     assert [r.error_code for r in wire(broker, body, 3).results] == [ErrorCode.REQUEST_TIMED_OUT]
     cluster.wait_until(lambda: broker.metadata_cache.partition_count("cp") == 6, 5)
+
+
+def answered_while_others_wait(broker, body, version: int) -> tuple:
+    """Send ``body`` and, while the broker works on it, ApiVersions on other connections: returns the response and
+    the slowest ApiVersions answer in seconds."""
+    result: dict = {}
+    worker = threading.Thread(target=lambda: result.update(body=wire(broker, body, version, timeout=300)))
+    worker.start()
+    slowest = 0.0
+    while worker.is_alive():
+        start = time.monotonic()
+        wire(broker, ApiVersions(client_software_name="probe", client_software_version="1"), 3, timeout=300)
+        slowest = max(slowest, time.monotonic() - start)
+        time.sleep(0.05)
+    worker.join()
+    return result["body"], slowest
+
+
+def test_a_topic_named_50000_times_is_refused_without_freezing_the_broker(broker):
+    """Finding of the extreme-values fuzz test: each entry was checked for duplicates by counting its name in the
+    whole list, so 50,000 entries held the event loop for about 50,000^2 string comparisons."""
+    topics = (new_topic("dup", 1, 1),) * 50_000
+    body, slowest = answered_while_others_wait(broker, CreateTopics(topics=topics, timeout_ms=5000), 7)
+    assert len(body.topics) == 50_000
+    assert {(t.name, t.error_code, t.error_message) for t in body.topics} == {
+        ("dup", ErrorCode.INVALID_REQUEST, "Found multiple entries for this topic.")}
+    assert slowest < 2.0, f"another connection waited {slowest:.1f} s"
+    moves = tuple(CreatePartitions.CreatePartitionsTopic(name=f"missing-{i}", count=2, assignments=None)
+                  for i in range(50_000))
+    body, slowest = answered_while_others_wait(broker, CreatePartitions(topics=moves, timeout_ms=5000), 3)
+    assert [(r.name, r.error_code) for r in body.results] == [
+        (f"missing-{i}", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for i in range(50_000)]
+    assert slowest < 2.0, f"another connection waited {slowest:.1f} s"
 
 
 # ---------------------------------------------------------------------------------------------- configs

@@ -17,6 +17,7 @@ import random
 import struct
 import time
 import tracemalloc
+import uuid
 
 import pytest
 
@@ -464,3 +465,55 @@ def test_mutated_frames_are_answered_or_closed_never_crash(port):
                 assert frame[:4] == data[4:8], "answered with another correlation id"
                 answered += 1
     assert answered and closed
+
+
+# -- extreme but well-formed (findings of test_extreme_values.py) -------------------------------------------------
+@pytest.mark.parametrize("version", [10, 11])
+def test_metadata_v10_v11_refuse_topic_ids_with_invalid_request(port, version):
+    """v10 and v11 have the topic id field but cannot use it: a null name or a non-zero id is INVALID_REQUEST
+    for every topic, and a null name is answered as "" (the response's name is not nullable before v12)."""
+    topic_id = uuid.UUID(int=2**128 - 1)
+    for topics in ((Metadata.MetadataRequestTopic(name=None, topic_id=topic_id),),
+                   (Metadata.MetadataRequestTopic(name="bad-input", topic_id=topic_id),
+                    Metadata.MetadataRequestTopic(name=None))):
+        with Conn(port) as c:
+            body = c.call(Metadata(topics=topics), version)
+        assert [(t.error_code, t.name, t.topic_id) for t in body.topics] == [
+            (ErrorCode.INVALID_REQUEST, "" if t.name is None else t.name, t.topic_id) for t in topics]
+
+
+def test_metadata_answers_a_topic_named_many_times_once(port):
+    """Kafka reads the requested topics as a set; answering each copy made the response grow with the request
+    times the topic's partitions (30,000 copies of ``__consumer_offsets`` exhausted the broker's memory)."""
+    with Conn(port) as c:
+        body = c.call(Metadata(topics=(Metadata.MetadataRequestTopic(name="bad-input"),) * 30_000), 12)
+    assert [(t.name, t.error_code, len(t.partitions)) for t in body.topics] == [("bad-input", 0, 2)]
+
+
+@pytest.mark.parametrize("name", ["", ".", ".."])
+def test_names_no_topic_can_have_are_unknown_topics(cluster, port, name):
+    """CreatePartitions looked for a deletion marker znode before anything else, and "", "." and ".." are no znode
+    names: the whole request failed with UNKNOWN_SERVER_ERROR. A name that fails Topic.validate names no topic."""
+    CreatePartitions = request_class(ApiKey.CREATE_PARTITIONS)
+    body = CreatePartitions(topics=(CreatePartitions.CreatePartitionsTopic(name=name, count=3, assignments=None),),
+                            timeout_ms=1000)
+    with Conn(port) as c:
+        [result] = c.call(body, 3).results
+    assert (result.name, result.error_code) == (name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    admin = cluster.broker(0).admin
+    assert cluster.call(lambda: admin.is_topic_queued_for_deletion(name)) is False
+    with pytest.raises(ApiException) as refused:
+        cluster.call(lambda: admin.delete_topic(name))
+    assert refused.value.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_an_error_quoting_a_32767_character_name_is_answered(port):
+    """The longest name a request can carry, quoted in an error message, still fits the response: it was closed."""
+    CreatePartitions = request_class(ApiKey.CREATE_PARTITIONS)
+    name = "x" * 32767
+    body = CreatePartitions(topics=(CreatePartitions.CreatePartitionsTopic(name=name, count=3, assignments=None),),
+                            timeout_ms=1000)
+    with Conn(port) as c:
+        [result] = c.call(body, 1).results
+    assert (result.name, result.error_code) == (name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    assert result.error_message.startswith("The topic 'xxx") and result.error_message.endswith("...")

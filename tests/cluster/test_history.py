@@ -1,4 +1,9 @@
-"""The history checker on hand-made histories: one per anomaly, plus a clean run and the 'info' rules."""
+"""The history checker on hand-made histories: one per anomaly, plus a clean run and the 'info' rules; and how
+much work a check does for a long history (counted, not timed)."""
+import itertools
+
+import pytest
+
 from kafkalab.cluster.history import History
 
 
@@ -149,3 +154,83 @@ def test_a_complete_read_does_not_judge_writes_acknowledged_after_it():
     h.read_to_end(0, 1)
     acked(h, "b", 1)
     assert h.check().valid
+
+
+# -- the work of a check grows with the history, not with its square ----------------------------------------------
+class OverBudget(Exception):
+    pass
+
+
+class CountedInt(int):
+    """An offset (or history position) that counts every ordering comparison made with it, and stops the check
+    once a budget is spent: a quadratic checker fails fast instead of running for minutes."""
+    used = 0
+    budget = 0
+
+    def _tick(self):
+        CountedInt.used += 1
+        if CountedInt.used > CountedInt.budget:
+            raise OverBudget(f"more than {CountedInt.budget} comparisons")
+
+    def __lt__(self, other):
+        self._tick()
+        return int.__lt__(self, other)
+
+    def __le__(self, other):
+        self._tick()
+        return int.__le__(self, other)
+
+    def __gt__(self, other):
+        self._tick()
+        return int.__gt__(self, other)
+
+    def __ge__(self, other):
+        self._tick()
+        return int.__ge__(self, other)
+
+
+@pytest.fixture
+def comparisons():
+    def spend(budget: int):
+        CountedInt.used, CountedInt.budget = 0, budget
+    yield spend
+    CountedInt.used = CountedInt.budget = 0
+
+
+def test_poll_order_check_is_not_quadratic_in_the_records_of_a_partition(comparisons):
+    """10,000 records of one partition read by two consumers: a check that scans the partition's known offsets
+    for every record read makes ~10^8 comparisons; a sort plus a binary search per record, a few hundred
+    thousand."""
+    n = 10_000
+    h = History()
+    offsets = [CountedInt(o) for o in range(n + 2)]
+    for o in range(n + 2):
+        if o != n // 2:                          # offset n/2: a gap nobody knows of (not a skip)
+            h.send(f"v{o}", partition=0).ok(0, offsets[o])
+    records = [(0, offsets[o], f"v{o}") for o in range(n + 2) if o != n // 2]
+    for process in ("c1", "c2"):
+        for i in range(0, len(records), 100):
+            h.poll(records[i:i + 100], process=process)
+    h.poll([(0, offsets[n + 1], f"v{n + 1}")], process="c3")
+    h.poll([(0, offsets[n - 1], f"v{n - 1}")], process="c3")   # backwards
+    h.seek(0, 0, process="c1")
+    h.poll([(0, offsets[0], "v0"), (0, offsets[3], "v3")], process="c1")   # skips the known 1 and 2
+    comparisons(100 * 2 * n)
+    result = h.check()
+    assert result.poll_skip == [{"process": "c1", "partition": 0, "from": 0, "to": 3, "skipped": [1, 2]}]
+    assert result.nonmonotonic_poll == [{"process": "c3", "partition": 0, "from": n + 1, "to": n - 1}]
+    assert len(result.anomalies) == 2 and result.stats["read"] == n + 1
+
+
+def test_lost_write_check_is_not_quadratic_in_complete_reads(comparisons):
+    """A read to the end after each of 10,000 acknowledged writes that no reader saw: each write is lost, and
+    deciding it must not walk the partition's list of complete reads once per write."""
+    n = 10_000
+    h = History()
+    h._clock = map(CountedInt, itertools.count())   # positions in the history that count their comparisons
+    for o in range(n):
+        h.send(f"v{o}", partition=0).ok(0, o)
+        h.read_to_end(0, o + 1)
+    comparisons(20 * n)
+    result = h.check()
+    assert [c["offset"] for c in result.lost_write] == list(range(n))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from kafkalab import protocol as kp
-from kafkalab.protocol import ERRORS, ApiKey, ErrorCode, error_info, header_version_table
+from kafkalab.protocol import ERRORS, ApiException, ApiKey, ErrorCode, error_info, header_version_table
 
 from . import specs as S
 
@@ -157,3 +157,13 @@ def test_header_version_table_spot_checks():
     assert rows[7].request_header == "v0 (API v0), v1 (API v1-2), v2 (API v3)"
     assert rows[17].request_header == "v1 (API v0-1)" and rows[17].flexible_from == "never"
     assert rows[0].request_header == "v1 (API v3-8), v2 (API v9-13)"
+
+
+@pytest.mark.parametrize("name", ["x" * 40_000, "\u00e9" * 20_000, "\U0001f600" * 9_000])
+def test_an_error_message_is_cut_to_fit_a_kafka_string(name):
+    """An error message quoting a 32,767-character name from the request could not be written into the
+    response's ``error_message`` (an int16-length STRING): the broker closed the connection instead of answering."""
+    message = ApiException(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.").message
+    data = message.encode("utf-8")
+    assert len(data) <= 0x7FFF and message.endswith("...") and message.startswith("The topic '")
+    assert str(ApiException(ErrorCode.INVALID_REQUEST, "short")) == "short"

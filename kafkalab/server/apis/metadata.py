@@ -18,8 +18,10 @@ TOPIC_AUTHORIZATION_FAILED, and an all-topics request silently leaves it out (a 
 it exists). Auto-creation needs CREATE on the cluster or the topic. v8+ can ask for the *authorized
 operations* of each topic (and, v8-10, of the cluster) as a bit field, bit ``n`` for the operation of code n.
 
-Version notes: v0 asks for all topics with an empty array, v1+ with null; v10+ can name topics by id and
-returns topic ids; v13 adds a top-level error code.
+Version notes: v0 asks for all topics with an empty array, v1+ with null; v10+ returns topic ids, and from v12
+a topic may be asked for by id (v10 and v11 have the field but refuse a null name or a non-zero id with
+INVALID_REQUEST); v13 adds a top-level error code. A topic named twice is answered once: Kafka reads the list
+as a set (and a response repeating a 50-partition topic 30,000 times would not fit in memory).
 
 Mirrors: ``KafkaApis.handleTopicMetadataRequest``, ``ZkMetadataCache.getTopicMetadata``.
 """
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import uuid
 
-from kafkalab.protocol import ApiKey, ErrorCode, response_class
+from kafkalab.protocol import ApiException, ApiKey, ErrorCode, response_class
 from kafkalab.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from kafkalab.server.apis.base import handles
 from kafkalab.server.metadata_cache import NO_LEADER
@@ -43,8 +45,19 @@ AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 def _error(request, code, message):
     topics = request.body.topics or ()
-    return Response(topics=tuple(Topic(error_code=code, name=t.name, topic_id=getattr(t, "topic_id", ZERO_UUID))
-                                 for t in topics), error_code=code)
+    # a null name (asked by id) is answered as "", as Kafka's MetadataRequest.getErrorResponse does
+    return Response(topics=tuple(Topic(error_code=code, name="" if t.name is None else t.name,
+                                       topic_id=getattr(t, "topic_id", ZERO_UUID)) for t in topics), error_code=code)
+
+
+def _check_ids_unused(topics, version: int) -> None:
+    """v10 and v11 carry topic ids but cannot use them (``KafkaApis.handleTopicMetadataRequest``)."""
+    for t in topics:
+        if t.name is None:
+            raise ApiException(ErrorCode.INVALID_REQUEST, f"Topic name can not be null for version {version}")
+        if t.topic_id != ZERO_UUID:
+            raise ApiException(ErrorCode.INVALID_REQUEST,
+                               f"Topic IDs are not supported in requests for version {version}")
 
 
 @handles(ApiKey.METADATA, versions=(0, 13), error_response=_error)
@@ -56,7 +69,9 @@ def handle_metadata(broker, request):
         wanted = [(name, None) for name in cache.topics()]
         all_topics = True
     else:
-        wanted = [(t.name, t.topic_id if version >= 10 else None) for t in body.topics]
+        if 10 <= version < 12:
+            _check_ids_unused(body.topics, version)
+        wanted = list(dict.fromkeys((t.name, t.topic_id if version >= 10 else None) for t in body.topics))
         all_topics = False
     allow_auto = body.allow_auto_topic_creation if version >= 4 else True
     auth, context = broker.auth, request.context

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections import Counter
 from typing import Optional
 
 from kafkalab.controller.channel import topic_uuid
@@ -151,7 +152,7 @@ def handle_create_topics(broker, request):
     # the whole request fails (POLICY_VIOLATION for every topic) before anything is placed
     validate_total_number_of_partitions(broker.admin.partitions_to_create(t.num_partitions, len(t.assignments))
                                         for t in body.topics)
-    names = [t.name for t in body.topics]
+    entries = Counter(t.name for t in body.topics)    # a name given more than once is refused each time
     results: list[dict] = []
     pending: dict[str, list[int]] = {}          # created topic -> its partitions (to wait for)
     auth, context = broker.auth, request.context
@@ -166,7 +167,7 @@ def handle_create_topics(broker, request):
             result.update(error_code=ErrorCode.INVALID_REQUEST,
                           error_message=f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is prohibited.")
             continue
-        if names.count(t.name) > 1:
+        if entries[t.name] > 1:
             result.update(error_code=ErrorCode.INVALID_REQUEST, error_message="Found multiple entries for this topic.")
             continue
         if not may_create(t.name):
@@ -295,15 +296,15 @@ def handle_create_partitions(broker, request):
     if not _is_active_controller(broker):
         for t in body.topics:
             results[t.name] = [ErrorCode.NOT_CONTROLLER, None]
-    else:  # as CreateTopics: the partitions the whole request adds, before anything is placed
-        validate_total_number_of_partitions(broker.admin.partitions_to_add(t.name, t.count)
-                                            for t in {t.name: t for t in body.topics}.values())
-    names = [t.name for t in body.topics]
+    # the whole request fails (POLICY_VIOLATION for every topic) before anything is placed
+    validate_total_number_of_partitions(broker.admin.partitions_to_create(t.num_partitions, len(t.assignments))
+                                        for t in body.topics)
+    entries = Counter(t.name for t in body.topics)    # a name given more than once is refused each time
     pending: dict[str, list[int]] = {}
     for t in body.topics:
         if t.name in results:
             continue
-        if names.count(t.name) > 1:  # one answer per duplicated name
+        if entries[t.name] > 1:  # one answer per duplicated name
             results[t.name] = [ErrorCode.INVALID_REQUEST, "Duplicate topic in request."]
             continue
         if not broker.auth.authorize(request.context, AclOperation.ALTER, ResourceType.TOPIC, t.name):
