@@ -26,6 +26,15 @@ For every listener the broker binds one server socket (Kafka's *acceptor*). Each
 
 Idle connections are closed after ``connections.max.idle.ms``.
 
+On a SASL_PLAINTEXT or SASL_SSL listener each connection first logs in: until it has, every frame goes to
+the connection's :class:`~kafkalab.security.sasl_server.SaslServerAuthenticator` instead of step 3, frames
+are capped by ``sasl.server.max.receive.size``, and only ApiVersions (answered as usual) and the SASL
+exchange are possible. A failed login gets its error response after ``connection.failed.authentication.delay.ms``
+and the connection closes. Once authenticated, the connection's ``principal`` (``User:alice``; ``User:ANONYMOUS``
+on PLAINTEXT) goes into every request's context; with ``connections.max.reauth.ms`` the client re-authenticates
+on the same connection (a SaslHandshake goes back to the authenticator), and a request that arrives after the
+session ended closes the connection (KIP-368).
+
 Mirrors: ``core/src/main/scala/kafka/network/SocketServer.scala`` (Acceptor, Processor,
 ``processCompletedReceives``, ``parseRequestHeader``) and ``clients/.../network/NetworkReceive.java``.
 """
@@ -45,6 +54,7 @@ from kafkalab.common.time import SYSTEM, Time
 from kafkalab.network.endpoint import EndPoint
 from kafkalab.network.request_channel import (ANONYMOUS, CloseConnectionResponse, NetworkRequest, NoOpResponse,
                                               RequestChannel, RequestContext, SendResponse)
+from kafkalab.security.sasl_server import Outcome, SaslServerAuthenticator
 from kafkalab.protocol import (RESPONSE_HEADER, ApiKey, DecodeError, ErrorCode, FrameReader, InvalidReceiveError,
                                UnsupportedVersionError, api_name, codec, decode_request, response_class,
                                response_header_version, response_schema)
@@ -122,6 +132,11 @@ class _Connection(asyncio.BufferedProtocol):
         self._drain_waiter: Optional[asyncio.Future] = None
         self._paused_writing = False
         self.last_activity = monotonic()   # bytes received; the idle clock (connections.max.idle.ms) restarts
+        self.principal: str = ANONYMOUS     # "User:alice" once a SASL login succeeded
+        factory = server.authenticators.get(ep.listener_name)
+        self.authenticator: Optional[SaslServerAuthenticator] = factory() if factory is not None else None
+        if self.authenticator is not None:   # frames before the login are capped by sasl.server.max.receive.size
+            self.frames.max_size = self.authenticator.max_receive_size
 
     # ---------------------------------------------------------------------- protocol callbacks (the loop)
     def connection_made(self, transport) -> None:
@@ -245,8 +260,16 @@ class SocketServer:
     def __init__(self, endpoints: list[EndPoint], channel: RequestChannel, enabled_apis: dict[int, tuple[int, int]],
                  *, max_request_bytes: int = 104857600, connections_max_idle_ms: int = 600_000,
                  send_buffer_bytes: int = -1, receive_buffer_bytes: int = -1,
-                 time: Time = SYSTEM, on_close: Optional[Callable[[str], None]] = None, name: str = "broker"):
+                 time: Time = SYSTEM, on_close: Optional[Callable[[str], None]] = None, name: str = "broker",
+                 authenticators: Optional[dict[str, Callable[[], SaslServerAuthenticator]]] = None,
+                 failed_authentication_delay_ms: int = 100):
         self.endpoints = endpoints
+        self.authenticators = dict(authenticators or {})   # listener name -> a new connection's authenticator
+        self.failed_authentication_delay_ms = failed_authentication_delay_ms
+        missing = [ep.listener_name for ep in endpoints if ep.security_protocol.startswith("SASL_")
+                   and ep.listener_name not in self.authenticators]
+        if missing:  # never serve a SASL listener without authentication
+            raise ValueError(f"SASL listeners {missing} have no authenticator")
         self.send_buffer_bytes = send_buffer_bytes          # socket.send.buffer.bytes (-1: the OS default)
         self.receive_buffer_bytes = receive_buffer_bytes    # socket.receive.buffer.bytes (-1: the OS default)
         self.channel = channel
@@ -362,11 +385,19 @@ class SocketServer:
                     break
                 except InvalidReceiveError as e:
                     reason = f"{e.reason}; closing connection {conn_id}"
+                    if writer.authenticator is not None and not writer.authenticator.authenticated:
+                        reason = f"Failing SASL authentication due to invalid receive size ({reason})"
                     log.warning("%s: %s", self.name, reason)
                     break
                 if frame is None:
                     break
-                outcome, software = await self._handle_frame(ep, conn_id, peer, frame, writer, software)
+                auth = writer.authenticator
+                if auth is not None and (not auth.authenticated or auth.begins_reauthentication(frame)):
+                    outcome, software = await self._authenticate(ep, conn_id, peer, frame, writer, software)
+                elif auth is not None and auth.session_expired(self.time.milliseconds()):
+                    outcome = "the SASL session expired (connections.max.reauth.ms) without re-authentication"
+                else:
+                    outcome, software = await self._handle_frame(ep, conn_id, peer, frame, writer, software)
                 if outcome is not None:
                     reason = outcome
                     break
@@ -419,7 +450,7 @@ class SocketServer:
         header = request.header
         if request.api_key == ApiKey.API_VERSIONS and request.api_version >= 3:
             software = (request.body.client_software_name, request.body.client_software_version)
-        context = RequestContext(conn_id, peer[0], peer[1], ep.listener_name, ep.security_protocol, ANONYMOUS,
+        context = RequestContext(conn_id, peer[0], peer[1], ep.listener_name, ep.security_protocol, writer.principal,
                                  header, software[0], software[1])
         net = NetworkRequest(context, request.body, len(frame) + 4, start_ns, received_ms)
         await self.channel.send_request(net)
@@ -436,6 +467,31 @@ class SocketServer:
             self.channel.complete(net, 0, "closed", self.time.nanoseconds())
             return action.reason or "closed by the handler", software
         raise TypeError(f"unknown response action {action!r}")
+
+    async def _authenticate(self, ep: EndPoint, conn_id: str, peer, frame, writer: _Connection, software):
+        """One frame of a SASL login: do what the connection's authenticator decides."""
+        decision = writer.authenticator.receive(frame, self.time.milliseconds())
+        if decision.outcome is Outcome.FORWARD:      # ApiVersions: answered like any request
+            return await self._handle_frame(ep, conn_id, peer, frame, writer, software)
+        if decision.outcome is Outcome.CLOSE:
+            log.info("%s: closing %s (%s): %s", self.name, conn_id, ep.listener_name, decision.reason)
+            return f"authentication: {decision.reason}", software
+        if decision.outcome is Outcome.FAIL:       # slow down password guessing, then answer and close
+            log.info("%s: failed authentication with /%s (%s)", self.name, peer[0], decision.reason)
+            await asyncio.sleep(self.failed_authentication_delay_ms / 1000.0)
+        if decision.response is not None:
+            r = decision.response
+            await self._send(writer, r.api_key, r.api_version, r.correlation_id, r.body)
+        elif decision.token is not None:           # SaslHandshake v0: a raw size-prefixed token
+            writer.write(_SIZE.pack(len(decision.token)) + decision.token)
+            await writer.drain()
+        if decision.outcome is Outcome.FAIL:
+            return f"authentication failed: {decision.reason}", software
+        if decision.outcome is Outcome.AUTHENTICATED:
+            writer.principal = str(decision.principal)
+            writer.frames.max_size = self.max_request_bytes
+            log.debug("%s: %s authenticated as %s", self.name, conn_id, writer.principal)
+        return None, software
 
     def _unsupported(self, key: int, version: int) -> str:
         """Why ``version`` of API ``key`` is refused, quoting the range this broker advertises in ApiVersions."""

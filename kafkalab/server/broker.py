@@ -67,6 +67,8 @@ from kafkalab.server.metadata_cache import MetadataCache
 from kafkalab.server.producer_id_manager import ProducerIdManager
 from kafkalab.server.replica_fetcher import ReplicaFetcherManager
 from kafkalab.server.replica_manager import ReplicaManager
+from kafkalab.server.apis.scram_credentials import user_scram_config
+from kafkalab.server.sasl_listeners import authenticator_factories, inter_broker_login, scram_credential_lookup
 from kafkalab.server.request_handler import KafkaRequestHandlerPool
 from kafkalab.storage.log_config import LogConfig
 from kafkalab.storage.log_manager import LogManager
@@ -102,6 +104,8 @@ class KafkaServer:
         self.controlled_shutdown_succeeded: Optional[bool] = None
         # (host, port) -> is the network link to that broker up? Injected by fault-injection harnesses.
         self.link_filter: Optional[Callable[[str, int], bool]] = None
+        # What the controller channel and the replica fetchers log in with on a SASL inter-broker listener.
+        self.inter_broker_login = inter_broker_login(self.config)
 
     # ------------------------------------------------------------------------------------------ startup
     async def startup(self) -> "KafkaServer":
@@ -135,7 +139,8 @@ class KafkaServer:
         self.replica_manager.replica_fetcher_manager = ReplicaFetcherManager(
             self.broker_id, self.replica_manager, cfg,
             connect=lambda host, port, client_id, timeout_ms: InterBrokerConnection(
-                host, port, client_id=client_id, request_timeout_ms=timeout_ms, link_check=self._link_up))
+                host, port, client_id=client_id, request_timeout_ms=timeout_ms, link_check=self._link_up,
+                sasl_login=self.inter_broker_login))
         self.fetch_manager = FetchManager(FetchSessionCache(cfg["max.incremental.fetch.session.cache.slots"],
                                                             cfg["min.incremental.fetch.session.eviction.ms"]),
                                           self.time)
@@ -154,7 +159,11 @@ class KafkaServer:
                                           connections_max_idle_ms=cfg["connections.max.idle.ms"], time=self.time,
                                           send_buffer_bytes=cfg["socket.send.buffer.bytes"],
                                           receive_buffer_bytes=cfg["socket.receive.buffer.bytes"],
-                                          name=self.name)
+                                          name=self.name, authenticators=authenticator_factories(
+                                              cfg, scram_credential_lookup(lambda user: user_scram_config(
+                                                  self.zk, user)), enabled_apis()),
+                                          failed_authentication_delay_ms=cfg[
+                                              "connection.failed.authentication.delay.ms"])
         await self.socket_server.start()
         bound = {ep.listener_name: ep for ep in self.socket_server.bound_endpoints()}
         self.bound_endpoints = [ep._replace(port=bound[ep.listener_name].port if ep.port == 0 else ep.port)
@@ -166,7 +175,8 @@ class KafkaServer:
         # 6. controller
         timeout_ms = cfg["controller.socket.timeout.ms"]
         channel = ControllerChannelManager(self.broker_id, lambda host, port, client_id: InterBrokerConnection(
-            host, port, client_id=client_id, request_timeout_ms=timeout_ms, link_check=self._link_up))
+            host, port, client_id=client_id, request_timeout_ms=timeout_ms, link_check=self._link_up,
+            sasl_login=self.inter_broker_login))
         self.controller = KafkaController(self.broker_id, self.zk, channel,
                                           inter_broker_listener=cfg.inter_broker_listener_name,
                                           unclean_election=self._unclean_election, name=f"Controller id={self.broker_id}")
@@ -314,7 +324,7 @@ class KafkaServer:
             if endpoint is not None:
                 connection = InterBrokerConnection(*endpoint, client_id=str(self.broker_id),
                                                    request_timeout_ms=cfg["controller.socket.timeout.ms"],
-                                                   link_check=self._link_up)
+                                                   link_check=self._link_up, sasl_login=self.inter_broker_login)
                 try:
                     response = await connection.send(ApiKey.CONTROLLED_SHUTDOWN, 3, request)
                     if response.error_code != ErrorCode.NONE:

@@ -35,6 +35,7 @@ from kafkalab.common.config import (AbstractConfig, ConfigDef, ConfigException, 
 from kafkalab.common.config import Type as T
 from kafkalab.coordinator.group.coordinator_config import GROUP_COORDINATOR_CONFIGS
 from kafkalab.network.endpoint import DEFAULT_SECURITY_PROTOCOL_MAP, EndPoint, parse_listeners, parse_protocol_map
+from kafkalab.server.sasl_listeners import validate_sasl_listeners
 from kafkalab.storage.server_log_configs import SERVER_LOG_CONFIGS
 
 __all__ = ["ConfigKey", "KafkaConfig", "BROKER_CONFIGS", "SERVER_CONFIGS", "load_properties", "ConfigException",
@@ -82,6 +83,16 @@ SERVER_CONFIGS = (
     .define("connections.max.idle.ms", T.LONG, 600000, None, M, "Close connections idle for longer than this.")
     .define("connection.failed.authentication.delay.ms", T.INT, 100, None, L, "Delay before closing after a "
             "failed login.")
+    .define("sasl.enabled.mechanisms", T.LIST, "GSSAPI", None, M, "SASL mechanisms a SASL listener enables "
+            "(kafkalab implements PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; per listener: listener.name.<listener>."
+            "sasl.enabled.mechanisms). Each needs listener.name.<listener>.<mechanism>.sasl.jaas.config.",
+            dynamic=PB)
+    .define("sasl.mechanism.inter.broker.protocol", T.STRING, "GSSAPI", None, M, "SASL mechanism brokers and "
+            "the controller log in with on a SASL inter-broker listener.", dynamic=PB)
+    .define("connections.max.reauth.ms", T.LONG, 0, None, M, "When positive, a SASL session lasts at most this "
+            "long: clients must re-authenticate (KIP-368) or their connection is closed. 0: sessions never end.")
+    .define("sasl.server.max.receive.size", T.INT, 524288, None, L, "The largest frame accepted before SASL "
+            "authentication completes.")
     .define("fetch.max.bytes", T.INT, 57671680, at_least(1024), M, "Broker-side cap on the bytes of one Fetch "
             "response.")
     .define("replica.lag.time.max.ms", T.LONG, 30000, None, H, "A follower that has not caught up for this long "
@@ -226,6 +237,7 @@ class KafkaConfig(AbstractConfig):
                                   f"{v['connection.failed.authentication.delay.ms']} should always be less than "
                                   f"connections.max.idle.ms={v['connections.max.idle.ms']} to prevent failed "
                                   f"authentication responses from timing out")
+        validate_sasl_listeners(self)
         if v["replica.fetch.wait.max.ms"] > v["replica.lag.time.max.ms"]:
             raise ConfigException("requirement failed: replica.fetch.wait.max.ms should always be less than or equal "
                                   "to replica.lag.time.max.ms to prevent frequent changes in ISR")
