@@ -40,7 +40,7 @@ from kafkalab.security.scram_sasl import ScramSaslServer
 
 __all__ = ["SUPPORTED_MECHANISMS", "SASL_PROTOCOLS", "listener_setting", "enabled_mechanisms", "jaas_entry",
            "validate_sasl_listeners", "authenticator_factories", "InterBrokerLogin", "inter_broker_login",
-           "scram_credential_lookup"]
+           "scram_credential_lookup", "sasl_plaintext_overrides"]
 
 SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
@@ -159,3 +159,24 @@ def authenticator_factories(cfg, scram_lookup: Callable[[str, str], Optional[Scr
                                            listener=listener)
         factories[listener] = make
     return factories
+
+
+def sasl_plaintext_overrides(users: dict, *, admin: tuple = ("admin", "admin-secret"),
+                             mechanisms: tuple = SUPPORTED_MECHANISMS, inter_broker_mechanism: str = "PLAIN",
+                             listener: str = "SASL_PLAINTEXT", host: str = "127.0.0.1", port: int = 0) -> dict:
+    """Broker settings for one SASL_PLAINTEXT listener that is also the inter-broker listener (labs, tests,
+    ``Cluster(overrides=...)``): ``users`` are PLAIN's (name -> password; SCRAM users are created with
+    AlterUserScramCredentials), ``admin`` what the brokers log in with (a PLAIN user too, and for SCRAM it must
+    be created in the store before a second broker starts)."""
+    from kafkalab.security.jaas import jaas_line
+
+    name, password = admin
+    prefix = f"listener.name.{listener.lower()}."
+    config = {"listeners": f"{listener}://{host}:{port}", "listener.security.protocol.map":
+              f"{listener}:SASL_PLAINTEXT", "inter.broker.listener.name": listener,
+              "sasl.enabled.mechanisms": ",".join(mechanisms),
+              "sasl.mechanism.inter.broker.protocol": inter_broker_mechanism}
+    for mechanism in mechanisms:
+        extra = dict(users, **{name: password}) if mechanism == "PLAIN" else {}
+        config[f"{prefix}{mechanism.lower()}.sasl.jaas.config"] = jaas_line(mechanism, name, password, **extra)
+    return config
