@@ -26,8 +26,9 @@ The exchange, with RFC 7677's values (user ``user``, password ``pencil``)::
 ``AuthMessage`` = client-first-bare + "," + server-first + "," + client-final-without-proof. The client sends
 ``proof = ClientKey XOR HMAC(StoredKey, AuthMessage)``; the server recovers ClientKey from it, hashes it
 and compares with StoredKey in constant time; then it proves itself with ``HMAC(ServerKey, AuthMessage)``.
-The server checks that the client-final nonce *is* the combined nonce it sent (CVE-2024-56128: Kafka before
-3.7.2/3.8.1/3.9.0 did not). ``c=biws`` is base64 of the GS2 header ``n,,`` (no channel binding). User names
+The server checks that the client-final nonce carries the combined nonce it sent (CVE-2024-56128: Kafka before
+3.7.2/3.8.1/3.9.0 did not check it at all; those releases check that it *ends with* the combined nonce, as
+kafkalab does, because librdkafka before 2.6.1 repeats the client nonce; Kafka 4 demands equality). ``c=biws`` is base64 of the GS2 header ``n,,`` (no channel binding). User names
 are escaped in messages (RFC 5802 §5.1: ``,`` -> ``=2C``, ``=`` -> ``=3D``).
 
 Mirrors: ``clients/.../security/scram/internals/{ScramMechanism,ScramFormatter,ScramMessages}.java`` and

@@ -112,8 +112,10 @@ class ScramSaslServer:
     def _client_final_message(self, data: bytes) -> bytes:
         final = ClientFinalMessage.parse(data)
         first, server_first, credential = self._client_first, self._server_first, self._credential
-        # CVE-2024-56128: the nonce must be the combined nonce, not merely end with the server's part.
-        if not hmac.compare_digest(final.nonce.encode(), server_first.nonce.encode()):
+        # CVE-2024-56128: the client must send back the combined nonce. Kafka 3.8.1/3.9 check that the nonce
+        # *ends with* it, because librdkafka before 2.6.1 (kcat 1.7 in Debian: 2.0.2) sends the client part
+        # twice (librdkafka#4895); Kafka 4 demands equality and refuses those clients.
+        if not final.nonce.endswith(server_first.nonce):
             raise SaslException("Invalid client nonce in the final client message.")
         if not hmac.compare_digest(final.channel_binding, first.gs2_header().encode("utf-8")):
             raise SaslException("Invalid channel binding in the final client message.")

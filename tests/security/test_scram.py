@@ -116,9 +116,27 @@ def test_cve_2024_56128_final_nonce_must_be_the_combined_nonce():
     credential = SHA256.credential_from_password("pw", 4096)
     server = ScramSaslServer("SCRAM-SHA-256", {"alice": credential}.get, nonce=lambda: "SERVER")
     server.evaluate_response(b"n,,n=alice,r=CLIENT")
-    # a client-final whose nonce only ends with the server's part (the old, too weak check)
+    # a client-final whose nonce only ends with the server's part, not the combined nonce
     with pytest.raises(SaslException, match="nonce"):
         server.evaluate_response(b"c=biws,r=OTHERSERVER,p=" + base64.b64encode(bytes(32)))
+    server = ScramSaslServer("SCRAM-SHA-256", {"alice": credential}.get, nonce=lambda: "SERVER")
+    server.evaluate_response(b"n,,n=alice,r=CLIENT")
+    with pytest.raises(SaslException, match="nonce"):   # no nonce from the server at all
+        server.evaluate_response(b"c=biws,r=CLIENT,p=" + base64.b64encode(bytes(32)))
+
+
+def test_librdkafka_before_2_6_1_repeated_client_nonce_is_accepted_as_kafka_3_9_does():
+    """librdkafka#4895: r=<client nonce><client nonce><server nonce>; the proof is over what it sent."""
+    credential = SHA256.credential_from_password("pw", 4096)
+    server = ScramSaslServer("SCRAM-SHA-256", {"alice": credential}.get, nonce=lambda: "SERVER")
+    first = ClientFirstMessage("alice", "CLIENT")
+    server_first_bytes = server.evaluate_response(first.to_bytes())
+    from kafkalab.security.scram import ServerFirstMessage
+    server_first = ServerFirstMessage.parse(server_first_bytes)
+    final = ClientFinalMessage(b"n,,", "CLIENT" + server_first.nonce)
+    salted = SHA256.salted_password("pw", server_first.salt, 4096)
+    proof = SHA256.client_proof(salted, ScramFormatter.auth_message(first, server_first, final))
+    assert server.evaluate_response(ClientFinalMessage(b"n,,", final.nonce, proof).to_bytes()).startswith(b"v=")
 
 
 def test_too_few_iterations_refused_by_server_and_client():

@@ -9,7 +9,8 @@
 //                "records": [{"partition": 0, "key": b64|null, "value": b64|null,
 //                             "headers": [[name, b64]], "timestamp": ms}]},
 //    "offsets": {"timestamp": ms},
-//    "consume": {"group": "g", "count": 12}}
+//    "consume": {"group": "g", "count": 12},
+//    "sasl": {"mechanism": "plain" | "scram-sha-256" | "scram-sha-512", "username": "u", "password": "p"}}
 //
 // Keys, values and header values travel base64-encoded so that any bytes survive the JSON.
 // kafkajs has no consumer without a group (Consumer requires a groupId and joins it): "consume" joins the
@@ -138,6 +139,7 @@ async function main () {
   const kafka = new Kafka({
     clientId: spec.client_id || 'kafkajs-kafkalab',
     brokers: spec.brokers,
+    sasl: spec.sasl || undefined,
     connectionTimeout: timeout,
     requestTimeout: timeout,
     retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1000 },
