@@ -15,7 +15,7 @@ After parsing, a client post-processes values that depend on each other, as Java
 requests in flight -- if the user *asked* for idempotence those are errors, otherwise idempotence is quietly
 switched off; ``delivery.timeout.ms`` must cover ``linger.ms + request.timeout.ms``.
 
-Not every declared name changes behaviour yet (security, metrics...); they are declared so configs written
+Not every declared name changes behaviour yet (TLS, metrics...); they are declared so configs written
 for the Java client load unchanged, marked ``inert`` in the tables, and :data:`IGNORED` lists them. Booleans
 may also be written ``yes``/``no`` or ``1``/``0`` (as librdkafka accepts them).
 
@@ -29,6 +29,7 @@ import itertools
 from collections.abc import Mapping
 from typing import Any, Optional
 
+from kafkalab.clients.sasl import check_security
 from kafkalab.common.config import (INT_MAX, CaseInsensitiveValidString, ConfigDef, ConfigException, ConfigKey,
                                     Importance, NO_DEFAULT_VALUE, NonEmptyList, Password, Range, ValidList,
                                     Type, suggest)
@@ -77,7 +78,11 @@ def _common() -> ConfigDef:
                 "this.", inert=True)
         .define("security.protocol", T.STRING, "PLAINTEXT", one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT",
                                                                     "SASL_SSL"), M,
-                "Protocol used to talk to brokers.", inert=True)
+                "Protocol used to talk to brokers (kafkalab's clients: PLAINTEXT and SASL_PLAINTEXT).")
+        .define("sasl.mechanism", T.STRING, "GSSAPI", None, M, "SASL mechanism of a SASL_* protocol (kafkalab: "
+                "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512).")
+        .define("sasl.jaas.config", T.PASSWORD, None, None, M, "The JAAS login line with username and password, "
+                "in Java's syntax; parsed, never loaded.")
         .define("metrics.sample.window.ms", T.LONG, 30_000, at_least(0), L, "Metrics sample window.", inert=True)
         .define("metrics.num.samples", T.INT, 2, at_least(1), L, "Samples kept per metric.", inert=True)
         .define("metrics.recording.level", T.STRING, "INFO", one_of("INFO", "DEBUG", "TRACE"), L,
@@ -259,6 +264,7 @@ def producer_config(config: Optional[Mapping]) -> ClientConfig:
                                   f"request.timeout.ms ({v['linger.ms'] + v['request.timeout.ms']})")
         v["delivery.timeout.ms"] = v["linger.ms"] + v["request.timeout.ms"]
     _client_id(cfg, "producer")
+    check_security(cfg)
     return cfg
 
 
@@ -272,10 +278,12 @@ def consumer_config(config: Optional[Mapping]) -> ClientConfig:
     if v["heartbeat.interval.ms"] >= v["session.timeout.ms"]:
         raise ConfigException("heartbeat.interval.ms must be lower than session.timeout.ms")
     _client_id(cfg, "consumer")
+    check_security(cfg)
     return cfg
 
 
 def admin_config(config: Optional[Mapping]) -> ClientConfig:
     cfg = parse_config("admin", ADMIN_CONFIGS, config)
     _client_id(cfg, "adminclient")
+    check_security(cfg)
     return cfg

@@ -14,7 +14,7 @@ from kafkalab.server.sasl_listeners import sasl_plaintext_overrides
 
 from ._broker_support import (TIMEOUT_MS, aiokafka_consume, aiokafka_produce, assert_same_records, confluent_consume,
                               confluent_produce, kafka_python_consume, kafka_python_produce, kafkajs,
-                              kafkajs_records, kcat, kcat_consume, kcat_lines, require_kafkajs, require_kcat,
+                              kafkajs_records, kcat, kcat_lines, require_kafkajs, require_kcat,
                               sample_records, unique)
 
 pytestmark = pytest.mark.interop
