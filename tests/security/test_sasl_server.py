@@ -177,3 +177,58 @@ def test_reauthentication_cannot_change_principal_or_mechanism():
     assert auth.receive(handshake("SCRAM-SHA-256"), 10).outcome is Outcome.CONTINUE
     d = auth.receive(authenticate(b"n,,n=alice,r=x"), 10)
     assert d.outcome is Outcome.CLOSE and "not supported for re-authentication" in d.reason
+
+
+def test_fuzz_any_bytes_give_a_decision_never_an_exception():
+    """h11's invariant: whatever arrives, the authenticator answers with a decision (never raises), in any state."""
+    import random
+
+    rng = random.Random(16)
+    prefixes = [b"", handshake("PLAIN"), handshake("SCRAM-SHA-256"), handshake("PLAIN", version=0),
+                handshake("SCRAM-SHA-256", version=0)]
+    valid = [handshake("PLAIN"), authenticate(b"\0alice\0alice-secret"), authenticate(b"n,,n=alice,r=abc"),
+             frame(ApiKey.API_VERSIONS, 3, client_software_name="a", client_software_version="1")]
+    for _ in range(3000):
+        auth = _auth(reauth_ms=rng.choice([0, 1000]))
+        for p in rng.sample(prefixes, 1):
+            if p:
+                auth.receive(p, 0)
+        base = rng.choice(valid)
+        data = bytearray(base)
+        for _ in range(rng.randint(1, 6)):
+            kind = rng.random()
+            if kind < 0.4 and data:
+                data[rng.randrange(len(data))] = rng.randrange(256)
+            elif kind < 0.7:
+                del data[rng.randrange(len(data) + 1):]
+            else:
+                data[rng.randrange(len(data) + 1):0] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 8)))
+        d = auth.receive(bytes(data), 0)
+        assert isinstance(d.outcome, Outcome)
+        if d.outcome in (Outcome.CLOSE, Outcome.FAIL):
+            assert auth.state is SaslState.FAILED
+
+
+def test_no_secret_reaches_any_log(caplog):
+    """Failed and successful logins, PLAIN and SCRAM, with every logger at DEBUG: no password, proof or key."""
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    secrets_seen = ["alice-secret", "wrong-pass-123"]
+    for token in (plain_client_token("alice", "alice-secret"), plain_client_token("alice", "wrong-pass-123")):
+        auth = _auth()
+        auth.receive(handshake("PLAIN", version=0), 0)
+        auth.receive(token, 0)
+    for password in ("alice-secret", "wrong-pass-123"):
+        auth = _auth()
+        client = SaslClientAuthenticator("SCRAM-SHA-256", "alice", password)
+        client.on_handshake_response(auth.receive(handshake("SCRAM-SHA-256"), 0).response.body)
+        d = auth.receive(encode_request(make_request(client.next_request()[2], api_version=2)), 0)
+        client.on_authenticate_response(d.response.body)
+        final = bytes(client.next_request()[2].auth_bytes)
+        secrets_seen.append(final.split(b",p=")[1].decode())
+        outcome = auth.receive(authenticate(final), 0).outcome
+        assert outcome is (Outcome.AUTHENTICATED if password == "alice-secret" else Outcome.FAIL)
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    for secret in secrets_seen:
+        assert secret not in text
