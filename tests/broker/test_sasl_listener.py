@@ -228,3 +228,19 @@ def test_socket_server_refuses_a_sasl_listener_without_authenticator():
     with pytest.raises(ValueError, match="have no authenticator"):
         SocketServer(parse_listeners("SASL_PLAINTEXT://127.0.0.1:0", {"SASL_PLAINTEXT": "SASL_PLAINTEXT"}),
                      RequestChannel(10), {})
+
+
+def test_cli_broker_and_cluster_refuse_an_unconfigured_sasl_listener(capsys, tmp_path):
+    from kafkalab.cli import main
+
+    args = ["broker", "--override", "listeners=SASL_PLAINTEXT://127.0.0.1:0", "--override",
+            "security.inter.broker.protocol=SASL_PLAINTEXT", "--override", f"log.dirs={tmp_path}"]
+    assert main(args) == 1
+    assert "Could not find a 'KafkaServer' or 'sasl_plaintext.KafkaServer' entry" in capsys.readouterr().err
+    cluster = Cluster(brokers=1, overrides={"listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+                                            "security.inter.broker.protocol": "SASL_PLAINTEXT"})
+    try:
+        with pytest.raises(ConfigException, match="Could not find a 'KafkaServer'"):
+            cluster.start()
+    finally:
+        cluster.stop()
