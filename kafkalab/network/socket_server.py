@@ -266,6 +266,8 @@ class SocketServer:
         self.endpoints = endpoints
         self.authenticators = dict(authenticators or {})   # listener name -> a new connection's authenticator
         self.failed_authentication_delay_ms = failed_authentication_delay_ms
+        #: Kafka's selector/socket-server metrics of logins, by their names
+        self.authentication_metrics: collections.Counter = collections.Counter()
         missing = [ep.listener_name for ep in endpoints if ep.security_protocol.startswith("SASL_")
                    and ep.listener_name not in self.authenticators]
         if missing:  # never serve a SASL listener without authentication
@@ -396,6 +398,7 @@ class SocketServer:
                     outcome, software = await self._authenticate(ep, conn_id, peer, frame, writer, software)
                 elif auth is not None and auth.session_expired(self.time.milliseconds()):
                     outcome = "the SASL session expired (connections.max.reauth.ms) without re-authentication"
+                    self.authentication_metrics["expired-connections-killed-count"] += 1
                 else:
                     outcome, software = await self._handle_frame(ep, conn_id, peer, frame, writer, software)
                 if outcome is not None:
@@ -470,7 +473,11 @@ class SocketServer:
 
     async def _authenticate(self, ep: EndPoint, conn_id: str, peer, frame, writer: _Connection, software):
         """One frame of a SASL login: do what the connection's authenticator decides."""
+        again = writer.authenticator.principal is not None        # a re-authentication (KIP-368)
         decision = writer.authenticator.receive(frame, self.time.milliseconds())
+        if decision.outcome in (Outcome.CLOSE, Outcome.FAIL, Outcome.AUTHENTICATED):
+            result = "successful" if decision.outcome is Outcome.AUTHENTICATED else "failed"
+            self.authentication_metrics[f"{result}-{'re' if again else ''}authentication-total"] += 1
         if decision.outcome is Outcome.FORWARD:      # ApiVersions: answered like any request
             return await self._handle_frame(ep, conn_id, peer, frame, writer, software)
         if decision.outcome is Outcome.CLOSE:

@@ -270,10 +270,14 @@ class KafkaServer:
         """The broker's metrics by Kafka's names: the purgatories' ``PurgatorySize``, ``NumDelayedOperations``
         and ``ExpiresPerSec`` (a count) per ``delayedOperation`` (Produce, Fetch), and the fetch session
         cache's ``NumIncrementalFetchSessions``, ``NumIncrementalFetchPartitionsCached`` and
-        ``IncrementalFetchSessionEvictionsPerSec`` (a count; ``kafka.server:type=FetchSessionCache``)."""
+        ``IncrementalFetchSessionEvictionsPerSec`` (a count; ``kafka.server:type=FetchSessionCache``), and the
+        socket server's ``successful-authentication-total``, ``failed-authentication-total``,
+        ``successful-reauthentication-total`` and ``expired-connections-killed-count``."""
         out = self.replica_manager.metrics() if self.replica_manager is not None else {}
         if self.fetch_manager is not None:
             out.update(self.fetch_manager.cache.metrics())
+        if self.socket_server is not None:   # successful-authentication-total, failed-..., ...reauthentication...
+            out.update(self.socket_server.authentication_metrics)
         return out
 
     # ------------------------------------------------------------------------------------------ shutdown

@@ -134,3 +134,5 @@ def test_a_session_that_is_not_renewed_is_closed_by_the_broker():
                 await conn._exchange(ApiKey.METADATA, 12, body)
             conn.close()
         c.run(go())
+        metrics = c.brokers[0].metrics()
+        assert metrics["expired-connections-killed-count"] == 1 and metrics["successful-authentication-total"] >= 2

@@ -189,3 +189,25 @@ def test_wrong_password_kafkajs(cluster, mechanism):
     report = json.loads([x for x in res.stdout.decode().splitlines() if x.startswith(REPORT_PREFIX)][-1]
                         [len(REPORT_PREFIX):])
     assert "SASL" in report.get("error", "") and "Authentication failed" in report["error"], report
+
+
+def test_confluent_kafka_reauthenticates_kip_368():
+    """With connections.max.reauth.ms the broker returns a session lifetime; librdkafka logs in again on the
+    same connection before it ends, so a producer keeps going and no connection is killed as expired."""
+    overrides = sasl_plaintext_overrides({"alice": "alice-secret"})
+    overrides["connections.max.reauth.ms"] = 1000
+    with Cluster(brokers=1, overrides=overrides) as c:
+        import confluent_kafka as ck
+
+        producer = ck.Producer({"bootstrap.servers": c.bootstrap_servers, "linger.ms": 5,
+                                **confluent_sasl("PLAIN", "alice", "alice-secret")})
+        delivered = []
+        end = time.monotonic() + 3.5
+        while time.monotonic() < end:
+            producer.produce("reauth", b"x", on_delivery=lambda err, msg: delivered.append(err))
+            producer.poll(0.1)
+        assert producer.flush(10) == 0
+        assert delivered and all(e is None for e in delivered)
+        metrics = c.brokers[0].metrics()
+        assert metrics["successful-reauthentication-total"] >= 1
+        assert metrics.get("expired-connections-killed-count", 0) == 0
