@@ -244,3 +244,8 @@ def test_cli_broker_and_cluster_refuse_an_unconfigured_sasl_listener(capsys, tmp
             cluster.start()
     finally:
         cluster.stop()
+
+
+def test_broker_config_never_shows_jaas_passwords():
+    config = KafkaConfig({**BASE, **sasl_plaintext_overrides({"alice": "alice-secret"})})
+    assert "alice-secret" not in repr(config) and "admin-secret" not in repr(config)

@@ -151,21 +151,25 @@ def test_wrong_password_confluent(cluster, mechanism):
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
-def test_wrong_password_kafka_python(cluster, mechanism):
+def test_wrong_password_kafka_python(cluster, mechanism, caplog):
+    """kafka-python retries the bootstrap until its timeout, logging the broker's error each time."""
     from kafka.errors import KafkaError
 
     with pytest.raises(KafkaError):
         kafka_python_produce(cluster.bootstrap_servers, "t", sample_records("x")[:1],
-                             **python_sasl(mechanism, LOGINS[mechanism][0], "bad"), max_block_ms=3000)
+                             **python_sasl(mechanism, LOGINS[mechanism][0], "bad"), max_block_ms=2000,
+                             bootstrap_timeout_ms=2000)
+    assert "Authentication failed" in caplog.text
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
-def test_wrong_password_aiokafka(cluster, mechanism):
+def test_wrong_password_aiokafka(cluster, mechanism, caplog):
     from aiokafka.errors import KafkaError
 
     with pytest.raises(KafkaError):
         aiokafka_produce(cluster.bootstrap_servers, "t", sample_records("x")[:1],
                          **python_sasl(mechanism, LOGINS[mechanism][0], "bad"))
+    assert "SaslAuthenticationFailed" in caplog.text and "Authentication failed" in caplog.text
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)

@@ -232,3 +232,16 @@ def test_no_secret_reaches_any_log(caplog):
     text = "\n".join(r.getMessage() for r in caplog.records)
     for secret in secrets_seen:
         assert secret not in text
+
+
+def test_scram_over_handshake_v0_raw_tokens():
+    auth = _auth()
+    assert auth.receive(handshake("SCRAM-SHA-256", version=0), 0).outcome is Outcome.CONTINUE
+    from kafkalab.security.scram_sasl import ScramSaslClient
+
+    client = ScramSaslClient("SCRAM-SHA-256", "alice", "alice-secret")
+    d = auth.receive(client.initial_response(), 0)
+    assert d.outcome is Outcome.CONTINUE and d.token.startswith(b"r=") and d.response is None
+    d = auth.receive(client.evaluate_challenge(d.token), 0)
+    assert d.outcome is Outcome.AUTHENTICATED and d.token.startswith(b"v=")
+    assert client.evaluate_challenge(d.token) is None and client.complete
