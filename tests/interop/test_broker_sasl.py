@@ -152,14 +152,16 @@ def test_wrong_password_confluent(cluster, mechanism):
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_wrong_password_kafka_python(cluster, mechanism, caplog):
-    """kafka-python retries the bootstrap until its timeout, logging the broker's error each time."""
+    """kafka-python retries the bootstrap until its timeout (its PLAIN logs the broker's message each time; its
+    SCRAM only sees the connection close after the error response)."""
     from kafka.errors import KafkaError
 
     with pytest.raises(KafkaError):
         kafka_python_produce(cluster.bootstrap_servers, "t", sample_records("x")[:1],
                              **python_sasl(mechanism, LOGINS[mechanism][0], "bad"), max_block_ms=2000,
                              bootstrap_timeout_ms=2000)
-    assert "Authentication failed" in caplog.text
+    if mechanism == "PLAIN":
+        assert "Authentication failed" in caplog.text
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
