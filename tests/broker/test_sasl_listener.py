@@ -249,3 +249,41 @@ def test_cli_broker_and_cluster_refuse_an_unconfigured_sasl_listener(capsys, tmp
 def test_broker_config_never_shows_jaas_passwords():
     config = KafkaConfig({**BASE, **sasl_plaintext_overrides({"alice": "alice-secret"})})
     assert "alice-secret" not in repr(config) and "admin-secret" not in repr(config)
+
+
+def test_tls_client_hello_on_a_sasl_plaintext_port_closes(cluster):
+    """A TLS client on a plaintext SASL port: its ClientHello reads as a 369 MB size, over the pre-auth cap."""
+    with Conn(port(cluster)) as conn:
+        conn.send(bytes.fromhex("16030100f8010000f40303") + b"\0" * 32)
+        conn.assert_closed_without_response()
+
+
+def test_many_failed_logins_in_a_row_leave_the_broker_serving():
+    overrides = sasl_plaintext_overrides(USERS)
+    overrides["connection.failed.authentication.delay.ms"] = 0
+    with Cluster(brokers=1, overrides=overrides) as c:
+        for i in range(300):
+            with Conn(port(c)) as conn:
+                handshake(conn, "PLAIN", version=1)
+                body = authenticate(conn, plain_client_token("alice", f"guess-{i}"))
+                assert body.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
+        assert call(c, ("PLAIN", "alice", "alice-secret"), ApiKey.METADATA, 12, metadata_request()).brokers
+        assert c.brokers[0].metrics()["failed-authentication-total"] == 300
+
+
+def test_per_listener_mechanisms_and_jaas():
+    from kafkalab.security.jaas import jaas_line
+    from kafkalab.server.sasl_listeners import enabled_mechanisms, inter_broker_login
+
+    config = KafkaConfig({**BASE, "listeners": "CLIENT://127.0.0.1:0,BROKER://127.0.0.1:0",
+                          "listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT,BROKER:SASL_PLAINTEXT",
+                          "inter.broker.listener.name": "BROKER", "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+                          "listener.name.broker.sasl.enabled.mechanisms": "PLAIN",
+                          "sasl.mechanism.inter.broker.protocol": "PLAIN",
+                          "listener.name.client.scram-sha-512.sasl.jaas.config":
+                              "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+                          "listener.name.broker.plain.sasl.jaas.config": jaas_line("PLAIN", "kafka", "pw", kafka="pw")})
+    assert enabled_mechanisms(config, "CLIENT") == ["SCRAM-SHA-512"]
+    assert enabled_mechanisms(config, "BROKER") == ["PLAIN"]
+    login = inter_broker_login(config)
+    assert (login.mechanism, login.username, login.password) == ("PLAIN", "kafka", "pw") and "pw" not in repr(login)
