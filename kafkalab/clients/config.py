@@ -78,7 +78,7 @@ def _common() -> ConfigDef:
                 "this.", inert=True)
         .define("security.protocol", T.STRING, "PLAINTEXT", one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT",
                                                                     "SASL_SSL"), M,
-                "Protocol used to talk to brokers (kafkalab's clients: PLAINTEXT and SASL_PLAINTEXT).")
+                "Protocol used to talk to brokers.")
         .define("sasl.mechanism", T.STRING, "GSSAPI", None, M, "SASL mechanism of a SASL_* protocol (kafkalab: "
                 "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512).")
         .define("sasl.jaas.config", T.PASSWORD, None, None, M, "The JAAS login line with username and password, "

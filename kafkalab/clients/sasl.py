@@ -46,8 +46,6 @@ class ClientLogin(NamedTuple):
 def client_login(config) -> Optional[ClientLogin]:
     """What the client logs in with (None without SASL); ConfigException for an incomplete configuration."""
     protocol = config["security.protocol"]
-    if protocol in ("SSL", "SASL_SSL"):
-        raise ConfigException(f"security.protocol={protocol}: TLS is not implemented by kafkalab's clients yet")
     if protocol not in SASL_PROTOCOLS:
         return None
     mechanism = config["sasl.mechanism"]
