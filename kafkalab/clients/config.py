@@ -78,11 +78,7 @@ def _common() -> ConfigDef:
                 "this.", inert=True)
         .define("security.protocol", T.STRING, "PLAINTEXT", one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT",
                                                                     "SASL_SSL"), M,
-                "Protocol used to talk to brokers.")
-        .define("sasl.mechanism", T.STRING, "GSSAPI", None, M, "SASL mechanism of a SASL_* protocol (kafkalab: "
-                "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512).")
-        .define("sasl.jaas.config", T.PASSWORD, None, None, M, "The JAAS login line with username and password, "
-                "in Java's syntax; parsed, never loaded.")
+                "Protocol used to talk to brokers: SSL and SASL_SSL connect with TLS (the ssl.* keys).")
         .define("metrics.sample.window.ms", T.LONG, 30_000, at_least(0), L, "Metrics sample window.", inert=True)
         .define("metrics.num.samples", T.INT, 2, at_least(1), L, "Samples kept per metric.", inert=True)
         .define("metrics.recording.level", T.STRING, "INFO", one_of("INFO", "DEBUG", "TRACE"), L,
@@ -92,6 +88,10 @@ def _common() -> ConfigDef:
                 inert=True)
         .define("metadata.recovery.strategy", T.STRING, "none", one_of("none", "rebootstrap"), L,
                 "What to do when no known broker is reachable.", inert=True)
+        .define("sasl.mechanism", T.STRING, "GSSAPI", None, M, "SASL mechanism of a SASL_* protocol (kafkalab: "
+                "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512).")
+        .define("sasl.jaas.config", T.PASSWORD, None, None, M, "The JAAS login line with username and password, "
+                "in Java's syntax; parsed, never loaded.")
     )
 
 

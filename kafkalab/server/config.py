@@ -35,8 +35,8 @@ from kafkalab.common.config import (AbstractConfig, ConfigDef, ConfigException, 
 from kafkalab.common.config import Type as T
 from kafkalab.coordinator.group.coordinator_config import GROUP_COORDINATOR_CONFIGS
 from kafkalab.network.endpoint import DEFAULT_SECURITY_PROTOCOL_MAP, EndPoint, parse_listeners, parse_protocol_map
-from kafkalab.server.sasl_listeners import validate_sasl_listeners
 from kafkalab.storage.server_log_configs import SERVER_LOG_CONFIGS
+from kafkalab.server.sasl_listeners import validate_sasl_listeners
 
 __all__ = ["ConfigKey", "KafkaConfig", "BROKER_CONFIGS", "SERVER_CONFIGS", "load_properties", "ConfigException",
            "server_setting"]

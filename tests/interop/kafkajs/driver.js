@@ -9,10 +9,11 @@
 //                "records": [{"partition": 0, "key": b64|null, "value": b64|null,
 //                             "headers": [[name, b64]], "timestamp": ms}]},
 //    "offsets": {"timestamp": ms},
-//    "consume": {"group": "g", "count": 12},
-//    "sasl": {"mechanism": "plain" | "scram-sha-256" | "scram-sha-512", "username": "u", "password": "p"}}
+//    "consume": {"group": "g", "count": 12}}
 //
 // Keys, values and header values travel base64-encoded so that any bytes survive the JSON.
+// An optional "sasl": {"mechanism": "plain" | "scram-sha-256" | "scram-sha-512", "username": u, "password": p}
+// logs in with SASL (kafkajs' own "sasl" option).
 // kafkajs has no consumer without a group (Consumer requires a groupId and joins it): "consume" joins the
 // group, reads "count" records from the beginning, commits and leaves.
 'use strict'
@@ -139,9 +140,9 @@ async function main () {
   const kafka = new Kafka({
     clientId: spec.client_id || 'kafkajs-kafkalab',
     brokers: spec.brokers,
-    sasl: spec.sasl || undefined,
     connectionTimeout: timeout,
     requestTimeout: timeout,
+    sasl: spec.sasl || undefined,
     retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1000 },
     logLevel: logLevel.WARN,
     logCreator: () => ({ namespace, level, log }) => {
