@@ -490,7 +490,7 @@ class SocketServer:
             r = decision.response
             await self._send(writer, r.api_key, r.api_version, r.correlation_id, r.body)
         elif decision.token is not None:           # SaslHandshake v0: a raw size-prefixed token
-            writer.write(_SIZE.pack(len(decision.token)) + decision.token)
+            writer.write(len(decision.token).to_bytes(4, "big") + decision.token)
             await writer.drain()
         if decision.outcome is Outcome.FAIL:
             return f"authentication failed: {decision.reason}", software

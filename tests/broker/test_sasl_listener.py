@@ -62,6 +62,9 @@ def test_plain_login_then_requests_carry_the_principal(cluster):
     records = [r for r in cluster.brokers[0].channel.request_log.records if r.client_id == "sasl-test"]
     assert records and {r.principal for r in records} == {"User:alice"}
     # the controller (client id "0") logged in as the inter-broker user
+    end = time.monotonic() + 10
+    while time.monotonic() < end and not any(r.client_id == "0" for r in cluster.brokers[0].channel.request_log.records):
+        time.sleep(0.05)
     controller = [r for r in cluster.brokers[0].channel.request_log.records if r.client_id == "0"]
     assert controller and {r.principal for r in controller} == {"User:admin"}
 
