@@ -9,6 +9,9 @@ One entry point with a sub-command per tool, named like the Kafka tool it mirror
     kafkalab dump-log --files F [--print-data-log] [--deep-iteration]     (kafka-dump-log.sh)
     kafkalab decode FRAME_HEX_OR_FILE [--response API_KEY VERSION] [--size-prefix] [--records]
     kafkalab capture CLIENT [metadata|produce] [--first]
+    kafkalab configs --bootstrap-server H:P [--command-config F] --alter|--describe --entity-type users
+                     [--entity-name U] [--add-config 'SCRAM-SHA-256=[iterations=8192,password=..]']
+                     [--delete-config SCRAM-SHA-512]                        (kafka-configs.sh, SCRAM users)
     kafkalab replay FILE --bootstrap-server HOST:PORT --topic T [--rate N] [--key-field F]
                          [--timestamp event-time|now] [--limit N]
     kafkalab acls --bootstrap-server HOST:PORT (--add|--remove|--list) [--allow-principal P] [--deny-principal P]
@@ -50,10 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
     cap.add_argument("action", nargs="?", default="metadata", choices=("metadata", "produce"))
     cap.add_argument("--first", action="store_true", help="answer nothing: show only the very first request")
     cap.set_defaults(run=_run_capture)
-    from kafkalab.tools import replay
+    from kafkalab.tools import configs, replay
 
     replay.add_parser(sub)
     _acls.add_parser(sub)
+    configs.add_parser(sub)
     return ap
 
 

@@ -17,10 +17,12 @@ RecordAccumulator, Sender, idempotence), :mod:`.admin` (KafkaAdminClient), :mod:
 fetcher, coordinator and assignors). Each client runs its network I/O on a
 :class:`~kafkalab.common.loop_thread.LoopThread` of its own (the sync facade's background loop).
 
-Layering: clients import only ``protocol``, ``records`` and ``common`` below them; the broker never imports
+Layering: clients import only ``security``, ``protocol``, ``records`` and ``common`` below them; the broker never imports
 them. Mirrors ``clients/src/main/java/org/apache/kafka/clients/``.
 """
 from kafkalab.clients.admin import (Admin, AdminError, ConfigResource, NewPartitions, NewTopic, OffsetSpec)
+from kafkalab.clients.admin_scram import (ScramCredentialInfo, UserScramCredentialDeletion,
+                                          UserScramCredentialUpsertion)
 from kafkalab.clients.config import ConfigException
 from kafkalab.clients.errors import KafkaProtocolError, KafkaTimeoutError
 from kafkalab.clients.producer import Producer, RecordMetadata, TopicPartition
@@ -31,4 +33,5 @@ from kafkalab.clients.tracing import ClientTrace, TraceEvent
 __all__ = ["Producer", "Admin", "RecordMetadata", "TopicPartition", "ConfigException", "KafkaProtocolError",
            "KafkaTimeoutError", "ClientTrace", "TraceEvent", "AdminError", "NewTopic", "NewPartitions",
            "ConfigResource", "OffsetSpec", "Consumer", "ConsumerRecord", "OffsetAndMetadata", "OffsetAndTimestamp",
-           "CommitFailedError", "NoOffsetForPartitionError", "OffsetOutOfRangeError"]
+           "CommitFailedError", "NoOffsetForPartitionError", "OffsetOutOfRangeError", "ScramCredentialInfo",
+           "UserScramCredentialUpsertion", "UserScramCredentialDeletion"]

@@ -40,6 +40,7 @@ import dataclasses
 from typing import Any, Mapping, NamedTuple, Optional, Union
 
 from kafkalab.clients.admin_acls import AclOperations
+from kafkalab.clients import admin_scram
 from kafkalab.clients.admin_groups import ConsumerGroupOperations
 from kafkalab.clients.config import admin_config
 from kafkalab.clients.errors import KafkaProtocolError, KafkaTimeoutError
@@ -329,6 +330,16 @@ class Admin:
         cluster = await self._metadata()
         brokers = {i: {"host": x.host, "port": x.port, "rack": x.rack} for i, x in cluster.brokers.items()}
         return ClusterDescription(cluster.cluster_id, cluster.controller_id, brokers)
+
+    # -- SCRAM users (:mod:`.admin_scram`) ----------------------------------------------------------------------
+    def describe_user_scram_credentials(self, users=None) -> dict:
+        """{user: UserScramCredentialsDescription or ApiException}; ``users=None``: every SCRAM user."""
+        return self._run(admin_scram.describe_user_scram_credentials(self.client, users))
+
+    def alter_user_scram_credentials(self, alterations) -> dict:
+        """Upsertions and deletions (:class:`~.admin_scram.UserScramCredentialUpsertion` /
+        ``UserScramCredentialDeletion``); {user: None or ApiException}. The password never leaves this client."""
+        return self._run(admin_scram.alter_user_scram_credentials(self.client, alterations))
 
     # -- configs ----------------------------------------------------------------------------------------------
     async def _node_for_resource(self, res: ConfigResource) -> int:

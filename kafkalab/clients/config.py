@@ -15,7 +15,7 @@ After parsing, a client post-processes values that depend on each other, as Java
 requests in flight -- if the user *asked* for idempotence those are errors, otherwise idempotence is quietly
 switched off; ``delivery.timeout.ms`` must cover ``linger.ms + request.timeout.ms``.
 
-Not every declared name changes behaviour yet (security, metrics...); they are declared so configs written
+Not every declared name changes behaviour yet (TLS, metrics...); they are declared so configs written
 for the Java client load unchanged, marked ``inert`` in the tables, and :data:`IGNORED` lists them. Booleans
 may also be written ``yes``/``no`` or ``1``/``0`` (as librdkafka accepts them).
 
@@ -29,6 +29,7 @@ import itertools
 from collections.abc import Mapping
 from typing import Any, Optional
 
+from kafkalab.clients.sasl import check_security
 from kafkalab.common.config import (INT_MAX, CaseInsensitiveValidString, ConfigDef, ConfigException, ConfigKey,
                                     Importance, NO_DEFAULT_VALUE, NonEmptyList, Password, Range, ValidList,
                                     Type, suggest)
@@ -88,6 +89,10 @@ def _common() -> ConfigDef:
                 inert=True)
         .define("metadata.recovery.strategy", T.STRING, "none", one_of("none", "rebootstrap"), L,
                 "What to do when no known broker is reachable.", inert=True)
+        .define("sasl.mechanism", T.STRING, "GSSAPI", None, M, "SASL mechanism of a SASL_* protocol (kafkalab: "
+                "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512).")
+        .define("sasl.jaas.config", T.PASSWORD, None, None, M, "The JAAS login line with username and password, "
+                "in Java's syntax; parsed, never loaded.")
     )
 
 
@@ -260,6 +265,7 @@ def producer_config(config: Optional[Mapping]) -> ClientConfig:
                                   f"request.timeout.ms ({v['linger.ms'] + v['request.timeout.ms']})")
         v["delivery.timeout.ms"] = v["linger.ms"] + v["request.timeout.ms"]
     _client_id(cfg, "producer")
+    check_security(cfg)
     return cfg
 
 
@@ -273,10 +279,12 @@ def consumer_config(config: Optional[Mapping]) -> ClientConfig:
     if v["heartbeat.interval.ms"] >= v["session.timeout.ms"]:
         raise ConfigException("heartbeat.interval.ms must be lower than session.timeout.ms")
     _client_id(cfg, "consumer")
+    check_security(cfg)
     return cfg
 
 
 def admin_config(config: Optional[Mapping]) -> ClientConfig:
     cfg = parse_config("admin", ADMIN_CONFIGS, config)
     _client_id(cfg, "adminclient")
+    check_security(cfg)
     return cfg

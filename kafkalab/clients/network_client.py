@@ -18,6 +18,10 @@ Per connection:
 * **ApiVersions first.** Right after connecting the client sends ``ApiVersionsRequest`` (see
   :mod:`.api_versions`) and from then on picks the highest common version for each request it builds; a broker
   that answers ``UNSUPPORTED_VERSION`` gets the request again at the version it says it supports, or v0.
+* **SASL.** With ``security.protocol=SASL_PLAINTEXT`` the connection logs in after ApiVersions and before it
+  is *ready* (:mod:`.sasl`); a failed login fails the connection with the broker's error
+  (SASL_AUTHENTICATION_FAILED is not retried: the password will not get better). With a session lifetime
+  (KIP-368) the next request after 85-95% of it re-authenticates first, alone on the connection.
 * **Timeouts.** A request without an answer after ``request.timeout.ms`` fails with ``REQUEST_TIMED_OUT``, and
   the connection is closed -- answers are ordered, so a lost one would shift every later one. Every other
   in-flight request fails with ``NETWORK_EXCEPTION``; callers retry both.
@@ -61,6 +65,8 @@ from kafkalab.clients.api_versions import NodeApiVersions, client_range
 from kafkalab.clients.clock import ClientClock
 from kafkalab.clients.errors import ClientClosedError, NetworkException, RequestTimedOut, SslAuthenticationException
 from kafkalab.clients.metadata import BrokerInfo, ClusterView, Metadata
+from kafkalab.clients.sasl import client_login
+from kafkalab.security.sasl_client import SaslClientAuthenticator
 from kafkalab.clients.tracing import TraceEvent
 from kafkalab.protocol import (ApiKey, DecodeError, ErrorCode, KafkaProtocolError, decode_response,
                                encode_request, make_request, request_class)
@@ -119,6 +125,9 @@ class BrokerConnection:
         self.api_versions: Optional[NodeApiVersions] = None
         self.closed = False
         self.close_reason: Optional[str] = None
+        self.reauthenticate_at_ms: Optional[float] = None   # KIP-368: when to log in again on this connection
+        self._reauthenticating = False
+        self.authentications = 0
 
     @property
     def address(self) -> str:
@@ -150,9 +159,49 @@ class BrokerConnection:
             raise NetworkException(f"cannot connect to node {self.node_id} at {self.address}: "
                                    f"{e or 'timeout'}") from e
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
-        await self._negotiate()
+        versions = await self._negotiate()
+        if self.client.login is not None:
+            await self._authenticate()
+        self.api_versions = versions   # ready: ordinary requests may go
 
-    async def _negotiate(self) -> None:
+    async def _authenticate(self) -> None:
+        """SaslHandshake v1 + SaslAuthenticate until the mechanism completes (raises the broker's error)."""
+        login = self.client.login
+        auth = SaslClientAuthenticator(login.mechanism, login.username, login.password)
+        _key, version, body = auth.handshake_request()
+        auth.on_handshake_response((await self._exchange(body, version)).body)
+        while (request := auth.next_request()) is not None:
+            _key, version, body = request
+            auth.on_authenticate_response((await self._exchange(body, version)).body)
+        self.authentications += 1
+        delay = auth.reauthentication_delay_ms()
+        self.reauthenticate_at_ms = None if delay is None else self.client.now_ms() + delay
+
+    async def _maybe_reauthenticate(self) -> None:
+        """KIP-368: once the moment has come, wait for the requests in flight and log in again alone."""
+        if self.reauthenticate_at_ms is None or self._reauthenticating or \
+                self.client.now_ms() < self.reauthenticate_at_ms:
+            return
+        self._reauthenticating = True
+        taken = 0
+        try:
+            for _ in range(self.max_in_flight):
+                await self._slots.acquire()
+                taken += 1
+            await self._authenticate()
+        except Exception as e:
+            self.close(f"re-authentication failed: {e}")
+            raise
+        finally:
+            for _ in range(taken):
+                self._slots.release()
+            self._reauthenticating = False
+
+    async def _exchange(self, body, api_version: int):
+        """One request of the login, outside the in-flight slots (nothing else is on the wire meanwhile)."""
+        return await self.send(body, api_version, _login=True)
+
+    async def _negotiate(self) -> NodeApiVersions:
         """ApiVersions at our highest version; on UNSUPPORTED_VERSION, again at the broker's (or v0)."""
         version = client_range(ApiKey.API_VERSIONS)[1]
         body = request_class(ApiKey.API_VERSIONS)(client_software_name="kafkalab",
@@ -165,8 +214,7 @@ class BrokerConnection:
                 continue
             if resp.body.error_code:
                 raise KafkaProtocolError(resp.body.error_code, f"ApiVersions to node {self.node_id} failed")
-            self.api_versions = NodeApiVersions.from_response(resp.body, f"broker {self.node_id} at {self.address}")
-            return
+            return NodeApiVersions.from_response(resp.body, f"broker {self.node_id} at {self.address}")
         raise NetworkException(f"node {self.node_id} kept answering ApiVersions with UNSUPPORTED_VERSION")
 
     def version_for(self, api_key: int, low: Optional[int] = None, high: Optional[int] = None) -> int:
@@ -174,15 +222,18 @@ class BrokerConnection:
 
     # -- sending ----------------------------------------------------------------------------------------------
     async def send(self, body, api_version: Optional[int] = None, *, expect_response: bool = True,
-                   timeout_ms: Optional[float] = None):
+                   timeout_ms: Optional[float] = None, _login: bool = False):
         """Send one request and wait for its response (None when ``expect_response`` is False)."""
         if self.closed:
             raise NetworkException(f"connection to node {self.node_id} is closed ({self.close_reason})")
         api_key = body.API_KEY
+        if not _login:
+            await self._maybe_reauthenticate()
         if api_version is None:
             api_version = self.version_for(api_key)
-        await self._slots.acquire()
-        released = False
+        if not _login:
+            await self._slots.acquire()
+        released = _login
         try:
             if self.closed:
                 raise NetworkException(f"connection to node {self.node_id} is closed ({self.close_reason})")
@@ -314,6 +365,8 @@ class NetworkClient:
         #: Integer.MAX_VALUE - broker id, so group traffic never queues behind a long-polling fetch)
         self.extra_nodes: dict[int, tuple[str, int]] = {}
         self.closed = False
+        #: what connections log in with (security.protocol=SASL_*), or None
+        self.login = client_login(config)
 
     # -- time and tracing -------------------------------------------------------------------------------------
     def clock(self) -> float:

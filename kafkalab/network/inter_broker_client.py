@@ -14,6 +14,12 @@ broker and each replica fetcher (follower -> leader) own one TCP connection to t
 * no ApiVersions handshake: brokers of one cluster agree on versions through the inter-broker protocol
   version (Kafka creates these clients with ``discoverBrokerVersions = false``).
 
+On a SASL inter-broker listener the connection logs in right after connecting (``sasl_login``: the mechanism
+of ``sasl.mechanism.inter.broker.protocol`` with the listener's JAAS ``username``/``password``), with
+SaslHandshake v1 and SaslAuthenticate (:func:`kafkalab.security.sasl_client.authenticate`); a failed login
+fails the request like a refused connection. Every new connection logs in again, so a session that the
+broker ends (``connections.max.reauth.ms``) costs one reconnection.
+
 A failed or timed-out request closes the connection; the caller reconnects (and backs off) as it sees fit.
 ``link_check(host, port)``, when given, is asked before connecting, before each request and when a response
 arrives: False means the network link is down (fault injection in ``kafkalab.cluster``), and the request fails
@@ -34,6 +40,7 @@ import ssl
 import struct
 from typing import Callable, Optional
 
+from kafkalab.security.sasl_client import authenticate
 from kafkalab.protocol import (LARGE_FRAME_BYTES, DecodeError, ReceiveBuffer, api_name, decode_response, encode_request,
                                make_request)
 
@@ -117,9 +124,11 @@ class InterBrokerConnection:
     def __init__(self, host: str, port: int, *, client_id: str, request_timeout_ms: int = 30000,
                  connect_timeout_ms: int = 10000, max_response_bytes: int = 104857600 * 2,
                  link_check: Optional[Callable[[str, int], bool]] = None,
-                 ssl_context: Optional[ssl.SSLContext] = None):
+                 ssl_context: Optional[ssl.SSLContext] = None, sasl_login=None):
         self.link_check = link_check
         self.ssl_context = ssl_context
+        self.sasl_login = sasl_login   # (mechanism, username, password) or None
+        self.session_expires: Optional[float] = None   # loop time when the broker ends our SASL session
         self.host = host
         self.port = port
         self.client_id = client_id
@@ -148,6 +157,35 @@ class InterBrokerConnection:
             loop.create_connection(lambda: _ResponseProtocol(self.max_response_bytes), self.host, self.port,
                                    ssl=self.ssl_context, server_hostname=self.host if self.ssl_context else None),
             self.connect_timeout_ms / 1000.0)
+        if self.sasl_login is not None:
+            mechanism, username, password = self.sasl_login
+            try:
+                auth = await authenticate(self._exchange, mechanism, username, password)
+            except BaseException:
+                self.close()
+                raise
+            lifetime = auth.reauthentication_delay_ms()
+            self.session_expires = None if lifetime is None else loop.time() + lifetime / 1000.0
+
+    async def _exchange(self, api_key: int, api_version: int, body):
+        protocol, transport = self._protocol, self._transport
+        if protocol is None or transport is None:
+            raise ConnectionError(f"connection to {self.host}:{self.port} closed")
+        correlation_id = self._next_correlation_id
+        self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
+        request = make_request(body, api_version=api_version, correlation_id=correlation_id,
+                               client_id=self.client_id, api_key=api_key)
+        transport.write(encode_request(request, size_prefix=True))
+        self.sent.append((correlation_id, api_name(api_key), api_version))
+        try:
+            frame = await protocol.next_frame()
+        except ConnectionError as e:
+            raise ConnectionError(f"connection to {self.host}:{self.port} closed") from e
+        response = decode_response(frame.toreadonly(), api_key, api_version)
+        if response.correlation_id != correlation_id:
+            raise ConnectionError(f"correlation id {response.correlation_id} does not match request "
+                                  f"{correlation_id}")
+        return response.body
 
     async def send(self, api_key: int, api_version: int, body):
         """Send one request and wait for its response body. Raises ConnectionError / TimeoutError /
@@ -169,29 +207,12 @@ class InterBrokerConnection:
 
     async def _round_trip(self, api_key: int, api_version: int, body):
         self._check_link("refused")
+        if self.session_expires is not None and asyncio.get_running_loop().time() >= self.session_expires:
+            self.close()   # the broker would close it at our next request (KIP-368): log in on a new one
         await self.connect()
-        # keep our own references: close() (a broker shutting down, a timeout) may clear the attributes
-        # while this coroutine is suspended in a read
-        protocol, transport = self._protocol, self._transport
-        if protocol is None or transport is None:
-            raise ConnectionError(f"connection to {self.host}:{self.port} closed")
-        correlation_id = self._next_correlation_id
-        self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
-        request = make_request(body, api_version=api_version, correlation_id=correlation_id,
-                               client_id=self.client_id, api_key=api_key)
-        transport.write(encode_request(request, size_prefix=True))
-        self.sent.append((correlation_id, api_name(api_key), api_version))
-        try:
-            frame = await protocol.next_frame()
-        except ConnectionError as e:
-            raise ConnectionError(f"connection to {self.host}:{self.port} closed") from e
+        body = await self._exchange(api_key, api_version, body)
         self._check_link("dropped")
-        # a read-only view: the decoder then hands out ``records`` as zero-copy views of the frame
-        response = decode_response(frame.toreadonly(), api_key, api_version)
-        if response.correlation_id != correlation_id:
-            raise ConnectionError(f"correlation id {response.correlation_id} does not match request "
-                                  f"{correlation_id}")
-        return response.body
+        return body
 
     def close(self) -> None:
         if self._transport is not None:
@@ -200,3 +221,4 @@ class InterBrokerConnection:
             except Exception:
                 pass
         self._transport = self._protocol = None
+        self.session_expires = None

@@ -149,6 +149,7 @@ class RequestRecord(NamedTuple):
     response_bytes: int
     completed: str          # "response", "no-response" or "closed"
     received_ms: int        # wall clock (Time.milliseconds) when the request arrived
+    principal: str = ANONYMOUS   # who sent it: "User:alice" after a SASL login
 
 
 class RequestLog:
@@ -301,7 +302,7 @@ class RequestChannel:
             response_send_time_ms=max(0, end_ns - response_done) * ms,
             total_time_ms=max(0, end_ns - request.start_ns) * ms,
             request_bytes=request.request_bytes, response_bytes=response_bytes, completed=completed,
-            received_ms=request.received_ms)
+            received_ms=request.received_ms, principal=c.principal)
         self.request_log.append(record)
         self.metrics.record(record)
         return record

@@ -40,6 +40,15 @@ the principal is ``User:ANONYMOUS``, as on PLAINTEXT.
 
 Idle connections are closed after ``connections.max.idle.ms``.
 
+On a SASL_PLAINTEXT or SASL_SSL listener each connection first logs in: until it has, every frame goes to
+the connection's :class:`~kafkalab.security.sasl_server.SaslServerAuthenticator` instead of step 3, frames
+are capped by ``sasl.server.max.receive.size``, and only ApiVersions (answered as usual) and the SASL
+exchange are possible. A failed login gets its error response after ``connection.failed.authentication.delay.ms``
+and the connection closes. Once authenticated, the connection's ``principal`` (``User:alice``; ``User:ANONYMOUS``
+on PLAINTEXT) goes into every request's context; with ``connections.max.reauth.ms`` the client re-authenticates
+on the same connection (a SaslHandshake goes back to the authenticator), and a request that arrives after the
+session ended closes the connection (KIP-368).
+
 Mirrors: ``core/src/main/scala/kafka/network/SocketServer.scala`` (Acceptor, Processor,
 ``processCompletedReceives``, ``parseRequestHeader``, the ``MemoryPoolAvailable``/``MemoryPoolUsed`` gauges),
 ``clients/.../network/NetworkReceive.java`` and the memory-pressure muting of ``Selector``/``KafkaChannel``.
@@ -61,9 +70,10 @@ from kafkalab.network.connection_quotas import ConnectionQuotas
 from kafkalab.network.endpoint import EndPoint
 from kafkalab.network.request_channel import (ANONYMOUS, CloseConnectionResponse, NetworkRequest, NoOpResponse,
                                               RequestChannel, RequestContext, SendResponse)
+from kafkalab.network.response_send import FileRegion, send_file_region, send_response
 from kafkalab.protocol import (ApiKey, DecodeError, ErrorCode, FrameReader, InvalidReceiveError,
                                UnsupportedVersionError, api_name, decode_request, response_class)
-from kafkalab.network.response_send import FileRegion, send_file_region, send_response
+from kafkalab.security.sasl_server import Outcome, SaslServerAuthenticator
 from kafkalab.security.ssl_factory import SslFactory
 
 __all__ = ["SocketServer"]
@@ -97,6 +107,10 @@ class _Connection(asyncio.BufferedProtocol):
         self.last_activity = monotonic()   # bytes received; the idle clock (connections.max.idle.ms) restarts
         self.principal: str = ANONYMOUS     # who the peer is: a client certificate's name, a SASL user
         self.tls = False                    # a TLS transport: never sendfile past it
+        factory = server.authenticators.get(ep.listener_name)
+        self.authenticator: Optional[SaslServerAuthenticator] = factory() if factory is not None else None
+        if self.authenticator is not None:   # frames before the login are capped by sasl.server.max.receive.size
+            self.frames.max_size = self.authenticator.max_receive_size
 
     # ---------------------------------------------------------------------- protocol callbacks (the loop)
     def connection_made(self, transport) -> None:
@@ -271,8 +285,18 @@ class SocketServer:
                  send_buffer_bytes: int = -1, receive_buffer_bytes: int = -1,
                  time: Time = SYSTEM, on_close: Optional[Callable[[str], None]] = None, name: str = "broker",
                  memory_pool: MemoryPool = MemoryPool.NONE, connection_quotas: Optional[ConnectionQuotas] = None,
-                 ssl_factories: Optional[Mapping[str, SslFactory]] = None):
+                 ssl_factories: Optional[Mapping[str, SslFactory]] = None,
+                 authenticators: Optional[dict[str, Callable[[], SaslServerAuthenticator]]] = None,
+                 failed_authentication_delay_ms: int = 100):
         self.endpoints = endpoints
+        self.authenticators = dict(authenticators or {})   # listener name -> a new connection's authenticator
+        self.failed_authentication_delay_ms = failed_authentication_delay_ms
+        #: Kafka's selector/socket-server metrics of logins, by their names
+        self.authentication_metrics: collections.Counter = collections.Counter()
+        missing = [ep.listener_name for ep in endpoints if ep.security_protocol.startswith("SASL_")
+                   and ep.listener_name not in self.authenticators]
+        if missing:  # never serve a SASL listener without authentication
+            raise ValueError(f"SASL listeners {missing} have no authenticator")
         #: listener name -> its server-side SslFactory (SSL and SASL_SSL listeners)
         self.ssl_factories: Mapping[str, SslFactory] = dict(ssl_factories or {})
         missing = [ep.listener_name for ep in endpoints
@@ -470,13 +494,24 @@ class SocketServer:
                     break
                 except InvalidReceiveError as e:
                     reason = f"{e.reason}; closing connection {conn_id}"
+                    if writer.authenticator is not None and not writer.authenticator.authenticated:
+                        reason = f"Failing SASL authentication due to invalid receive size ({reason})"
                     log.warning("%s: %s", self.name, reason)
                     break
                 if frame is None:
                     break
                 release = self._release_once(len(frame))
                 try:
-                    outcome, software = await self._handle_frame(ep, conn_id, peer, frame, writer, software, release)
+                    auth = writer.authenticator
+                    if auth is not None and (not auth.authenticated or auth.begins_reauthentication(frame)):
+                        outcome, software = await self._authenticate(ep, conn_id, peer, frame, writer, software,
+                                                                     release)
+                    elif auth is not None and auth.session_expired(self.time.milliseconds()):
+                        outcome = "the SASL session expired (connections.max.reauth.ms) without re-authentication"
+                        self.authentication_metrics["expired-connections-killed-count"] += 1
+                    else:
+                        outcome, software = await self._handle_frame(ep, conn_id, peer, frame, writer, software,
+                                                                     release)
                 finally:
                     frame = None
                     release()
@@ -551,6 +586,35 @@ class SocketServer:
             self.channel.complete(net, 0, "closed", self.time.nanoseconds())
             return action.reason or "closed by the handler", software
         raise TypeError(f"unknown response action {action!r}")
+
+    async def _authenticate(self, ep: EndPoint, conn_id: str, peer, frame, writer: _Connection, software, release):
+        """One frame of a SASL login: do what the connection's authenticator decides."""
+        again = writer.authenticator.principal is not None        # a re-authentication (KIP-368)
+        decision = writer.authenticator.receive(frame, self.time.milliseconds())
+        if decision.outcome in (Outcome.CLOSE, Outcome.FAIL, Outcome.AUTHENTICATED):
+            result = "successful" if decision.outcome is Outcome.AUTHENTICATED else "failed"
+            self.authentication_metrics[f"{result}-{'re' if again else ''}authentication-total"] += 1
+        if decision.outcome is Outcome.FORWARD:      # ApiVersions: answered like any request
+            return await self._handle_frame(ep, conn_id, peer, frame, writer, software, release)
+        if decision.outcome is Outcome.CLOSE:
+            log.info("%s: closing %s (%s): %s", self.name, conn_id, ep.listener_name, decision.reason)
+            return f"authentication: {decision.reason}", software
+        if decision.outcome is Outcome.FAIL:       # slow down password guessing, then answer and close
+            log.info("%s: failed authentication with /%s (%s)", self.name, peer[0], decision.reason)
+            await asyncio.sleep(self.failed_authentication_delay_ms / 1000.0)
+        if decision.response is not None:
+            r = decision.response
+            await self._send(writer, r.api_key, r.api_version, r.correlation_id, r.body)
+        elif decision.token is not None:           # SaslHandshake v0: a raw size-prefixed token
+            writer.write(len(decision.token).to_bytes(4, "big") + decision.token)
+            await writer.drain()
+        if decision.outcome is Outcome.FAIL:
+            return f"authentication failed: {decision.reason}", software
+        if decision.outcome is Outcome.AUTHENTICATED:
+            writer.principal = str(decision.principal)
+            writer.frames.max_size = self.max_request_bytes
+            log.debug("%s: %s authenticated as %s", self.name, conn_id, writer.principal)
+        return None, software
 
     def _unsupported(self, key: int, version: int) -> str:
         """Why ``version`` of API ``key`` is refused, quoting the range this broker advertises in ApiVersions."""

@@ -77,6 +77,8 @@ from kafkalab.server.metadata_cache import MetadataCache
 from kafkalab.server.producer_id_manager import ProducerIdManager
 from kafkalab.server.replica_fetcher import ReplicaFetcherManager
 from kafkalab.server.replica_manager import ReplicaManager
+from kafkalab.server.apis.scram_credentials import user_scram_config
+from kafkalab.server.sasl_listeners import authenticator_factories, inter_broker_login, scram_credential_lookup
 from kafkalab.server.request_handler import KafkaRequestHandlerPool
 from kafkalab.storage.log_config import LogConfig
 from kafkalab.storage.log_manager import LogManager
@@ -120,6 +122,8 @@ class KafkaServer:
         self.ssl_factories: dict[str, SslFactory] = {}
         #: the client side of TLS on the inter-broker listener (controller channel, replica fetchers)
         self.inter_broker_ssl_context = None
+        # What the controller channel and the replica fetchers log in with on a SASL inter-broker listener.
+        self.inter_broker_login = inter_broker_login(self.config)
 
     # ------------------------------------------------------------------------------------------ startup
     async def startup(self) -> "KafkaServer":
@@ -160,7 +164,8 @@ class KafkaServer:
             self.broker_id, self.replica_manager, cfg,
             connect=lambda host, port, client_id, timeout_ms: InterBrokerConnection(
                 host, port, client_id=client_id, request_timeout_ms=timeout_ms, link_check=self._link_up,
-                ssl_context=self.inter_broker_ssl_context))
+                ssl_context=self.inter_broker_ssl_context,
+                sasl_login=self.inter_broker_login))
         self.fetch_manager = FetchManager(FetchSessionCache(cfg["max.incremental.fetch.session.cache.slots"],
                                                             cfg["min.incremental.fetch.session.eviction.ms"]),
                                           self.time)
@@ -181,7 +186,12 @@ class KafkaServer:
                                           connections_max_idle_ms=cfg["connections.max.idle.ms"], time=self.time,
                                           send_buffer_bytes=cfg["socket.send.buffer.bytes"],
                                           receive_buffer_bytes=cfg["socket.receive.buffer.bytes"],
-                                          name=self.name, ssl_factories=self.ssl_factories)
+                                          name=self.name, ssl_factories=self.ssl_factories,
+                                          authenticators=authenticator_factories(
+                                              cfg, scram_credential_lookup(lambda user: user_scram_config(
+                                                  self.zk, user)), enabled_apis()),
+                                          failed_authentication_delay_ms=cfg[
+                                              "connection.failed.authentication.delay.ms"])
         await self.socket_server.start()
         bound = {ep.listener_name: ep for ep in self.socket_server.bound_endpoints()}
         self.bound_endpoints = [ep._replace(port=bound[ep.listener_name].port if ep.port == 0 else ep.port)
@@ -194,7 +204,8 @@ class KafkaServer:
         timeout_ms = cfg["controller.socket.timeout.ms"]
         channel = ControllerChannelManager(self.broker_id, lambda host, port, client_id: InterBrokerConnection(
             host, port, client_id=client_id, request_timeout_ms=timeout_ms, link_check=self._link_up,
-            ssl_context=self.inter_broker_ssl_context))
+            ssl_context=self.inter_broker_ssl_context,
+            sasl_login=self.inter_broker_login))
         self.controller = KafkaController(self.broker_id, self.zk, channel,
                                           inter_broker_listener=cfg.inter_broker_listener_name,
                                           unclean_election=self._unclean_election, name=f"Controller id={self.broker_id}")
@@ -305,12 +316,15 @@ class KafkaServer:
         and ``ExpiresPerSec`` (a count) per ``delayedOperation`` (Produce, Fetch); the fetch session cache's
         ``NumIncrementalFetchSessions``, ``NumIncrementalFetchPartitionsCached`` and
         ``IncrementalFetchSessionEvictionsPerSec`` (a count; ``kafka.server:type=FetchSessionCache``); the socket
-        server's ``MemoryPoolAvailable``, ``MemoryPoolUsed`` and ``connection-count,listener=<listener>``."""
+        server's ``MemoryPoolAvailable``, ``MemoryPoolUsed``, ``connection-count,listener=<listener>``,
+        ``successful-authentication-total``, ``failed-authentication-total``,
+        ``successful-reauthentication-total`` and ``expired-connections-killed-count``."""
         out = self.replica_manager.metrics() if self.replica_manager is not None else {}
         if self.fetch_manager is not None:
             out.update(self.fetch_manager.cache.metrics())
         if self.socket_server is not None:
             out.update(self.socket_server.metrics())
+            out.update(self.socket_server.authentication_metrics)
         return out
 
     # ------------------------------------------------------------------------------------------ shutdown
@@ -369,7 +383,8 @@ class KafkaServer:
             if endpoint is not None:
                 connection = InterBrokerConnection(*endpoint, client_id=str(self.broker_id),
                                                    request_timeout_ms=cfg["controller.socket.timeout.ms"],
-                                                   link_check=self._link_up)
+                                                   link_check=self._link_up, ssl_context=self.inter_broker_ssl_context,
+                                                   sasl_login=self.inter_broker_login)
                 try:
                     response = await connection.send(ApiKey.CONTROLLED_SHUTDOWN, 3, request)
                     if response.error_code != ErrorCode.NONE:

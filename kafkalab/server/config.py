@@ -39,6 +39,7 @@ from kafkalab.network.endpoint import DEFAULT_SECURITY_PROTOCOL_MAP, EndPoint, p
 from kafkalab.security.ssl_configs import define_broker_ssl_configs, listener_ssl_values
 from kafkalab.server.acl_authorizer import check_authorizer_class_name
 from kafkalab.storage.server_log_configs import SERVER_LOG_CONFIGS
+from kafkalab.server.sasl_listeners import validate_sasl_listeners
 
 __all__ = ["ConfigKey", "KafkaConfig", "BROKER_CONFIGS", "SERVER_CONFIGS", "load_properties", "ConfigException",
            "server_setting"]
@@ -99,6 +100,16 @@ SERVER_CONFIGS = (
             "are delayed; the inter-broker listener is held only to its own listener limit.", dynamic=CW)
     .define("connection.failed.authentication.delay.ms", T.INT, 100, None, L, "Delay before closing after a "
             "failed login.")
+    .define("sasl.enabled.mechanisms", T.LIST, "GSSAPI", None, M, "SASL mechanisms a SASL listener enables "
+            "(kafkalab implements PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; per listener: listener.name.<listener>."
+            "sasl.enabled.mechanisms). Each needs listener.name.<listener>.<mechanism>.sasl.jaas.config.",
+            dynamic=PB)
+    .define("sasl.mechanism.inter.broker.protocol", T.STRING, "GSSAPI", None, M, "SASL mechanism brokers and "
+            "the controller log in with on a SASL inter-broker listener.", dynamic=PB)
+    .define("connections.max.reauth.ms", T.LONG, 0, None, M, "When positive, a SASL session lasts at most this "
+            "long: clients must re-authenticate (KIP-368) or their connection is closed. 0: sessions never end.")
+    .define("sasl.server.max.receive.size", T.INT, 524288, None, L, "The largest frame accepted before SASL "
+            "authentication completes.")
     .define("fetch.max.bytes", T.INT, 57671680, at_least(1024), M, "Broker-side cap on the bytes of one Fetch "
             "response.")
     .define("replica.lag.time.max.ms", T.LONG, 30000, None, H, "A follower that has not caught up for this long "
@@ -285,6 +296,7 @@ class KafkaConfig(AbstractConfig):
                                   f"{v['connection.failed.authentication.delay.ms']} should always be less than "
                                   f"connections.max.idle.ms={v['connections.max.idle.ms']} to prevent failed "
                                   f"authentication responses from timing out")
+        validate_sasl_listeners(self)
         if v["replica.fetch.wait.max.ms"] > v["replica.lag.time.max.ms"]:
             raise ConfigException("requirement failed: replica.fetch.wait.max.ms should always be less than or equal "
                                   "to replica.lag.time.max.ms to prevent frequent changes in ISR")

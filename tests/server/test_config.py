@@ -242,7 +242,9 @@ def test_listeners_with_a_custom_map_and_inter_broker_listener():
     c = KafkaConfig({"listeners": "CLIENT://0.0.0.0:9092,BROKER://127.0.0.1:9093",
                      "advertised.listeners": "CLIENT://kafka.example:9092,BROKER://127.0.0.1:9093",
                      "listener.security.protocol.map": "CLIENT:SASL_SSL,BROKER:PLAINTEXT",
-                     "inter.broker.listener.name": "broker"})
+                     "inter.broker.listener.name": "broker", "sasl.enabled.mechanisms": "PLAIN",
+                     "listener.name.client.plain.sasl.jaas.config":
+                         'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="a";'})
     assert [(e.listener_name, e.host, e.security_protocol) for e in c.listeners] == \
         [("CLIENT", "0.0.0.0", "SASL_SSL"), ("BROKER", "127.0.0.1", "PLAINTEXT")]
     assert [e.host for e in c.advertised_listeners] == ["kafka.example", "127.0.0.1"]

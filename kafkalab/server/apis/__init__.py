@@ -20,6 +20,8 @@ ApiVersions advertisement::
                    inter-broker listener)
     groups         JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups,
                    DescribeGroups, DeleteGroups, OffsetDelete
+    scram_credentials   DescribeUserScramCredentials, AlterUserScramCredentials; SaslHandshake and
+                   SaslAuthenticate after a login (the login itself is the socket server's)
 
 Mirrors: ``core/src/main/scala/kafka/server/KafkaApis.scala`` and ``RequestHandlerHelper.scala``.
 """
@@ -37,7 +39,8 @@ from kafkalab.server.auth_helper import ClusterAuthorizationException
 
 # Importing the handler modules fills REGISTRY.
 from kafkalab.server.apis import (acls, api_versions, cluster, configs, controller_requests,  # noqa: F401,E402
-                                  coordinators, fetch, groups, metadata, offsets, produce, topics)
+                                  coordinators, fetch, groups, metadata, offsets, produce, scram_credentials,
+                                  topics)
 
 __all__ = ["KafkaApis", "REGISTRY", "enabled_apis"]
 

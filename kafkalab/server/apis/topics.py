@@ -149,10 +149,11 @@ def handle_create_topics(broker, request):
         return R(throttle_time_ms=0, topics=tuple(R.CreatableTopicResult(name=t.name,
                                                                           error_code=ErrorCode.NOT_CONTROLLER)
                                                    for t in body.topics))
-    # the whole request fails (POLICY_VIOLATION for every topic) before anything is placed
-    validate_total_number_of_partitions(broker.admin.partitions_to_create(t.num_partitions, len(t.assignments))
-                                        for t in body.topics)
     entries = Counter(t.name for t in body.topics)    # a name given more than once is refused each time
+    # The whole request fails (POLICY_VIOLATION for every topic) before anything is placed; names given more than
+    # once are refused on their own and count for nothing (Kafka's ControllerApis drops them first).
+    validate_total_number_of_partitions(broker.admin.partitions_to_create(t.num_partitions, len(t.assignments))
+                                        for t in body.topics if entries[t.name] == 1)
     results: list[dict] = []
     pending: dict[str, list[int]] = {}          # created topic -> its partitions (to wait for)
     auth, context = broker.auth, request.context
@@ -296,10 +297,10 @@ def handle_create_partitions(broker, request):
     if not _is_active_controller(broker):
         for t in body.topics:
             results[t.name] = [ErrorCode.NOT_CONTROLLER, None]
-    # the whole request fails (POLICY_VIOLATION for every topic) before anything is placed
-    validate_total_number_of_partitions(broker.admin.partitions_to_create(t.num_partitions, len(t.assignments))
-                                        for t in body.topics)
     entries = Counter(t.name for t in body.topics)    # a name given more than once is refused each time
+    if not results:  # as CreateTopics: the partitions the whole request adds, before anything is placed
+        validate_total_number_of_partitions(broker.admin.partitions_to_add(t.name, t.count)
+                                            for t in body.topics if entries[t.name] == 1)
     pending: dict[str, list[int]] = {}
     for t in body.topics:
         if t.name in results:

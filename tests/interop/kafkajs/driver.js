@@ -13,6 +13,8 @@
 //    "ssl": {"ca": "ca.pem", "cert": "client.pem", "key": "client.key"}}   (optional: TLS, cert/key for mTLS)
 //
 // Keys, values and header values travel base64-encoded so that any bytes survive the JSON.
+// An optional "sasl": {"mechanism": "plain" | "scram-sha-256" | "scram-sha-512", "username": u, "password": p}
+// logs in with SASL (kafkajs' own "sasl" option).
 // kafkajs has no consumer without a group (Consumer requires a groupId and joins it): "consume" joins the
 // group, reads "count" records from the beginning, commits and leaves.
 'use strict'
@@ -152,6 +154,7 @@ async function main () {
     ssl: tlsOptions(spec.ssl),
     connectionTimeout: timeout,
     requestTimeout: timeout,
+    sasl: spec.sasl || undefined,
     retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1000 },
     logLevel: logLevel.WARN,
     logCreator: () => ({ namespace, level, log }) => {
