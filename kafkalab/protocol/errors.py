@@ -32,7 +32,7 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple, Optional
 
-__all__ = ["ErrorInfo", "ERRORS", "ErrorCode", "error_info", "ApiException", "DecodeError", "EncodeError",
+__all__ = ["ErrorInfo", "ERRORS", "ErrorCode", "error_info", "ApiException", "fit_error_message", "DecodeError", "EncodeError",
            "UnsupportedVersionError", "KafkaProtocolError"]
 
 
@@ -266,7 +266,9 @@ class EncodeError(ValueError):
 MAX_MESSAGE_BYTES = 0x7FFF
 
 
-def _fit_on_the_wire(message: str) -> str:
+def fit_error_message(message: str) -> str:
+    """``message`` cut to the bytes a Kafka STRING can carry (ending in ``...`` when cut): for every error message
+    that quotes something from a request."""
     if len(message) * 4 <= MAX_MESSAGE_BYTES:
         return message
     data = message.encode("utf-8", "surrogatepass")
@@ -288,7 +290,7 @@ class ApiException(Exception):
     def __init__(self, error_code: Optional[int] = None, message: Optional[str] = None):
         if error_code is not None:
             self.error_code = _as_error_code(error_code)
-        self.message = _fit_on_the_wire(message or error_info(self.error_code).message)
+        self.message = fit_error_message(message or error_info(self.error_code).message)
         super().__init__(self.message)
 
     @property

@@ -26,7 +26,7 @@ import collections
 import logging
 from urllib.parse import quote, unquote
 
-from kafkalab.protocol import ApiKey, ErrorCode, response_class
+from kafkalab.protocol import ApiKey, ErrorCode, fit_error_message, response_class
 from kafkalab.security.scram import (MAX_ITERATIONS, SCRAM_MECHANISMS, ScramFormatter, credential_from_string,
                                      credential_to_string)
 from kafkalab.server.apis.base import handles, top_level_error
@@ -72,7 +72,7 @@ def _describe_one(zk, user: str, explicit: bool):
             return None
         return Describe.DescribeUserScramCredentialsResult(
             user=user, error_code=ErrorCode.RESOURCE_NOT_FOUND, credential_infos=(),
-            error_message=f"Attempt to describe a user credential that does not exist: {user}")
+            error_message=fit_error_message(f"Attempt to describe a user credential that does not exist: {user}"))
     return Describe.DescribeUserScramCredentialsResult(user=user, error_code=ErrorCode.NONE, error_message=None,
                                                        credential_infos=tuple(infos))
 
@@ -99,15 +99,15 @@ def handle_describe_user_scram_credentials(broker, request):
             elif counts[name] > 1:
                 results.append(Describe.DescribeUserScramCredentialsResult(
                     user=name, error_code=ErrorCode.DUPLICATE_RESOURCE, credential_infos=(),
-                    error_message=f"Cannot describe SCRAM credentials for the same user twice in a single request: "
-                                  f"{name}"))
+                    error_message=fit_error_message(
+                        f"Cannot describe SCRAM credentials for the same user twice in a single request: {name}")))
             else:
                 results.append(_describe_one(zk, name, explicit=True))
     return Describe(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, results=tuple(results))
 
 
 def _alter_error(user: str, code: int, message: str):
-    return Alter.AlterUserScramCredentialsResult(user=user, error_code=code, error_message=message)
+    return Alter.AlterUserScramCredentialsResult(user=user, error_code=code, error_message=fit_error_message(message))
 
 
 @handles(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, versions=(0, 0))
