@@ -266,9 +266,11 @@ class EncodeError(ValueError):
 MAX_MESSAGE_BYTES = 0x7FFF
 
 
-def fit_error_message(message: str) -> str:
+def fit_error_message(message: Optional[str]) -> Optional[str]:
     """``message`` cut to the bytes a Kafka STRING can carry (ending in ``...`` when cut): for every error message
-    that quotes something from a request."""
+    that quotes something from a request. None stays None (a null error message)."""
+    if message is None:
+        return None
     if len(message) * 4 <= MAX_MESSAGE_BYTES:
         return message
     data = message.encode("utf-8", "surrogatepass")

@@ -167,3 +167,12 @@ def test_an_error_message_is_cut_to_fit_a_kafka_string(name):
     data = message.encode("utf-8")
     assert len(data) <= 0x7FFF and message.endswith("...") and message.startswith("The topic '")
     assert str(ApiException(ErrorCode.INVALID_REQUEST, "short")) == "short"
+
+
+def test_fit_error_message_keeps_a_null_message_and_cuts_a_long_one():
+    from kafkalab.protocol import fit_error_message
+
+    assert fit_error_message(None) is None
+    assert fit_error_message("short") == "short"
+    cut = fit_error_message("é" * 20_000)
+    assert len(cut.encode("utf-8")) <= 0x7FFF and cut.endswith("...")
