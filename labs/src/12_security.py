@@ -19,7 +19,8 @@
 # 3. compute a SCRAM client proof and server signature by hand;
 # 4. explain what a failed login looks like, and why it says so little;
 # 5. predict an ACL decision (deny beats allow, implied DESCRIBE, super users, no ACL found);
-# 6. diagnose CLUSTER_AUTHORIZATION_FAILED on a single broker and fix it two ways.
+# 6. diagnose CLUSTER_AUTHORIZATION_FAILED on a single broker and fix it two ways;
+# 7. tell which principal a TLS client certificate becomes.
 
 # %% [markdown]
 # ### Where this lab sits
@@ -30,6 +31,7 @@
 # | **C13** even one broker talks to itself | the controller's requests arrive on the inter-broker listener, with a principal | 1, 6 |
 # | **C10** authentication: SASL PLAIN and SCRAM | a login on the wire, the authenticator fed by hand, SCRAM by hand, a failed login | 2, 3, 4 |
 # | **C14** authorization: ACLs, super users | a decision table; CLUSTER_AUTHORIZATION_FAILED and its two fixes | 5, 6 |
+# | **C10** authentication by TLS client certificate | a lab CA, `ssl.principal.mapping.rules` | 7 |
 #
 # | what you look at | kafkalab module | Kafka source (apache/kafka, 3.x) |
 # |---|---|---|
@@ -37,6 +39,7 @@
 # | the login state machine | `kafkalab/security/sasl_server.py` | `SaslServerAuthenticator.java` |
 # | PLAIN, SCRAM | `kafkalab/security/plain.py`, `scram.py`, `scram_sasl.py` | `PlainSaslServer.java`, `ScramSaslServer.java`, `ScramFormatter.java` |
 # | the decision rules | `kafkalab/security/authorizer.py`, `kafkalab/server/acl_authorizer.py` | `AclAuthorizer.scala`, `StandardAuthorizerData.java` |
+# | certificates, TLS principals | `kafkalab/security/certs.py`, `ssl_principal.py` | `SslPrincipalMapper.java`, `DefaultKafkaPrincipalBuilder.java` |
 # | settings, pictures, wire, checks | `kafkalab/labs/lab12.py` | — |
 
 # %%
@@ -507,6 +510,60 @@ fix2.stop()
 # clients off that listener) or authenticate the listener and make the brokers' user the super user.
 
 # %% [markdown]
+# ## 7 · TLS: a certificate is a principal too
+#
+# With an `SSL` listener and `ssl.client.auth=required` (mutual TLS), there is no login: the client presents a
+# certificate signed by a CA the broker trusts, and the certificate's **subject** becomes the principal —
+# unless `ssl.principal.mapping.rules` rewrite it (Kafka's rules: `RULE:<regex>/<replacement>/[LU]`, tried in
+# order, `DEFAULT` keeps the whole distinguished name). `kafkalab.security.certs` makes a lab CA and
+# certificates in-process (keys and serial numbers are random, so we print only the subjects):
+
+# %%
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from kafkalab.security.certs import CertificateAuthority  # noqa: E402
+from kafkalab.security.ssl_principal import SslPrincipalMapper  # noqa: E402
+
+lab_ca = CertificateAuthority.create("kafkalab lab CA")
+broker_id_cert = lab_ca.issue("broker", organizational_unit="kafka")              # for localhost, 127.0.0.1
+alice_cert = lab_ca.issue("alice", organizational_unit="payments", organization="Example", country="DE", hosts=())
+RULES = "RULE:^CN=([^,]+),OU=payments,.*$/$1@payments/L,DEFAULT"
+mapper = SslPrincipalMapper(RULES)
+pd.DataFrame([{"certificate": who, "subject (RFC 2253)": c.subject, "principal with the rules": f"User:{mapper.name(c.subject)}"}
+              for who, c in (("broker", broker_id_cert), ("alice", alice_cert))])
+
+# %% [markdown]
+# A broker whose only listener is `SSL` (also the inter-broker one), requiring client certificates; alice
+# connects with the admin client:
+
+# %%
+tls_dir = tempfile.TemporaryDirectory(prefix="lab12-tls-")
+broker_files = broker_id_cert.write(Path(tls_dir.name), "broker")
+alice_files = alice_cert.write(Path(tls_dir.name), "alice")
+tls = Cluster(brokers=1, overrides={"listeners": "SSL://127.0.0.1:0", "security.inter.broker.protocol": "SSL",
+                                    "ssl.principal.mapping.rules": RULES,
+                                    **broker_id_cert.broker_configs(broker_files, client_auth="required")}).start()
+tls_admin = Admin({"bootstrap.servers": f"localhost:{tls.broker(0).bound_endpoints[0].port}", "client.id": "alice-tls",
+                   **alice_cert.client_configs(alice_files)})
+print("controller, as alice sees it:", tls_admin.describe_cluster().controller_id)
+tls_admin.close()
+pd.DataFrame(sorted({(r.listener_name, r.client_id, str(r.principal)) for r in tls.broker(0).channel.request_log.records}),
+             columns=["listener", "client id", "principal"])
+
+# %%
+tls.stop()
+tls_dir.cleanup()
+
+# %% [markdown]
+# The controller (client id `0`) presented the broker's own certificate: its principal is
+# `User:CN=broker,OU=kafka` (no rule matched, `DEFAULT` kept the name) — the one to put in `super.users` if
+# this broker had an authorizer. Alice's subject became `User:alice@payments`.
+#
+# **Recap 7.** With mutual TLS the principal comes from the certificate subject, shaped by
+# `ssl.principal.mapping.rules`; the inter-broker listener's principal is then the brokers' certificate.
+
+# %% [markdown]
 # ## Exercises
 #
 # ### Exercise 2 · A server signature
@@ -566,3 +623,4 @@ lab12.check_refusals(ex3_refused, ex3_configs)
 #   only for resources without any ACL (C14).
 # * CLUSTER_AUTHORIZATION_FAILED with `clientId=<broker id>` and `User:ANONYMOUS` means the inter-broker
 #   listener's principal may not do ClusterAction: authenticate that listener and make its user a super user.
+# * With mutual TLS the principal is the client certificate's subject, rewritten by `ssl.principal.mapping.rules`.
