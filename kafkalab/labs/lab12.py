@@ -96,8 +96,8 @@ def refusal(overrides: Mapping[str, Any]) -> str:
 
 # -- pictures ------------------------------------------------------------------------------------------------------------
 def listeners_diagram(cluster, *, title: str = "Listeners"):
-    """Each broker with its listeners; clients reach the CLIENT listeners, the controller and the followers
-    (replica fetchers) the inter-broker listener of every broker (the controller's own broker included)."""
+    """Each broker with its listeners; clients reach the client listeners, the controller the inter-broker
+    listener of every broker (its own included), each follower the leader's (as the request logs saw it)."""
     import graphviz
 
     from kafkalab.viz import Diagram
@@ -126,11 +126,14 @@ def listeners_diagram(cluster, *, title: str = "Listeners"):
     for broker_id, ibl in inter_broker.items():
         g.edge(f"{controller}_{inter_broker[controller]}", f"{broker_id}_{ibl}", color="#fd7e14", penwidth="1.6",
                label="LeaderAndIsr,\nUpdateMetadata" if broker_id == controller else "")
-    followers = [b for b in inter_broker if b != controller]
-    for a, b in zip(followers, followers[1:] + [controller]):
-        if a != b:
-            g.edge(f"{a}_{inter_broker[a]}", f"{b}_{inter_broker[b]}", color="#495057", style="dotted",
-                   label="Fetch (replica)", dir="both")
+    fetches = set()   # (follower, leader) from the leaders' request logs: the fetchers' client ids name them
+    for broker_id, server in cluster.brokers.items():
+        for r in list(server.channel.request_log.records):
+            if r.api_name == "Fetch" and (r.client_id or "").startswith("broker-"):
+                fetches.add((int(r.client_id.split("-")[1]), broker_id))
+    for follower, leader in sorted(fetches):
+        g.edge(f"{follower}_{inter_broker[follower]}", f"{leader}_{inter_broker[leader]}", color="#495057",
+               style="dotted", label="Fetch (follower)")
     return Diagram(g, caption="Green: client listeners (dashed blue: a client's connections). Orange: the "
                               "inter-broker listener, where the controller's requests (bold orange) and followers' "
                               "fetches (dotted) arrive: one principal for all of them.")

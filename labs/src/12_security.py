@@ -126,7 +126,7 @@ trio.stop()
 #
 # Kafka checks these settings before a broker opens any port. Each broker below is started with something
 # wrong; the message is Kafka's (`KafkaConfig.validateValues`; the article this course follows met the first
-# two):
+# and the third):
 
 # %%
 sasl_only = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "PLAIN",

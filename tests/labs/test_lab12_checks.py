@@ -81,6 +81,9 @@ def test_hand_fed_login_follows_the_state_table():
     assert [r["state after"] for r in rows] == ["HANDSHAKE_REQUEST", "AUTHENTICATE", "AUTHENTICATE", "COMPLETE"]
     assert rows[-1]["answer token"] == "v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="
     assert str(auth.principal) == "User:user"
+    drawn = lab12.state_diagram(auth.history).source
+    assert 'AUTHENTICATE -> COMPLETE [label="token (last)" color="#2b8a3e"' in drawn
+    assert 'INITIAL_REQUEST -> AUTHENTICATE [label=SaslHandshake color="#adb5bd"' in drawn
     rows, auth = lab12.hand_fed_login("PLAIN", "alice", "wrong", credentials={}, client_nonce="", server_nonce="",
                                       handshake_version=0)
     assert rows[-1]["decision"] == "close" and auth.principal is None
@@ -105,6 +108,8 @@ def test_settings_refusal_and_a_login_on_the_wire():
         assert lab12.login(wire, "PLAIN", "alice", "alice-secret")["error_code"] == 0
         wire.close()
         assert [r["SASL token"] for r in lab12.steps_table(wire.steps)] == ["", "", "\\0alice\\0alice-secret", ""]
+        source = lab12.listeners_diagram(c).source
+        assert '"0_BROKER" -> "0_BROKER"' in source and 'client -> "0_CLIENT"' in source
         wire = lab12.Wire(port)
         failed = lab12.login(wire, "PLAIN", "alice", "wrong")
         assert failed["error_code"] == 58 and wire.closed()
