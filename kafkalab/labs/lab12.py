@@ -39,7 +39,8 @@ from typing import Any, Iterable, Mapping, NamedTuple, Optional
 
 from kafkalab.common.config import ConfigException
 from kafkalab.labs import CheckResult, check_equal, check_parts, is_unanswered
-from kafkalab.protocol import ApiKey, ErrorCode, decode_response, encode_request, make_request, request_class
+from kafkalab.protocol import (ApiKey, ErrorCode, decode_request, decode_response, encode_request, make_request,
+                               request_class)
 from kafkalab.security.acl import (WILDCARD_PRINCIPAL_STRING, AccessControlEntry, AclBinding, AclOperation, AclPermissionType, PatternType,
                                    ResourcePattern, ResourceType)
 from kafkalab.security.authorizer import IMPLIED_BY, AuthorizerCore, decision_table
@@ -47,7 +48,7 @@ from kafkalab.security.jaas import jaas_line
 from kafkalab.security.plain import PlainSaslServer
 from kafkalab.security.sasl_server import TRANSITIONS, SaslServerAuthenticator
 from kafkalab.security.scram import SCRAM_MECHANISMS, ScramFormatter
-from kafkalab.security.scram_sasl import ScramSaslServer, new_sasl_client
+from kafkalab.security.scram_sasl import ScramSaslClient, ScramSaslServer, new_sasl_client
 from kafkalab.trace.raw import RawConnection
 
 __all__ = ["ACL_AUTHORIZER", "ADMIN", "USERS", "listener_overrides", "refusal", "listeners_diagram",
@@ -180,7 +181,7 @@ class Wire:
 
     def call(self, body, version: int):
         """Send a request, return the decoded response body (None if the broker closed instead)."""
-        key = body.API_KEY if hasattr(body, "API_KEY") else body.api_key
+        key = body.API_KEY
         frame = encode_request(make_request(body, api_version=version, correlation_id=self.correlation_id,
                                             client_id=CLIENT_ID))
         self.correlation_id += 1
@@ -217,9 +218,8 @@ def login(wire: Wire, mechanism: str, username: str, password: str, *, handshake
           nonce: Optional[str] = None) -> dict:
     """Log in over ``wire``: SaslHandshake, then the mechanism's tokens (SaslAuthenticate v2, or raw with v0).
     Returns what happened: ``error_code``, ``error_message``, ``elapsed_ms`` of the last exchange."""
-    client = new_sasl_client(mechanism, username, password)
-    if nonce is not None and hasattr(client, "_first"):
-        client = type(client)(mechanism, username, password, nonce=nonce)
+    client = (ScramSaslClient(mechanism, username, password, nonce=nonce) if nonce is not None and
+              mechanism in SCRAM_MECHANISMS else new_sasl_client(mechanism, username, password))
     hs = wire.call(_body(ApiKey.SASL_HANDSHAKE, mechanism=mechanism), handshake_version)
     if hs is None or hs.error_code:
         return {"error_code": None if hs is None else hs.error_code, "error_message": None, "elapsed_ms": 0}
@@ -273,7 +273,6 @@ def steps_table(steps: Iterable[Step], client_nonce: Optional[str] = None) -> li
             what = f"{ApiKey(s.api_key).name} v{s.api_version} {s.kind}"
             token = b""
             if s.api_key == ApiKey.SASL_AUTHENTICATE:
-                from kafkalab.protocol import decode_request
                 body = decode_request(s.frame).body if s.kind == "request" else \
                     decode_response(s.frame, s.api_key, s.api_version).body
                 token = body.auth_bytes or b""
@@ -296,9 +295,8 @@ def hand_fed_login(mechanism: str, username: str, password: str, *, credentials:
         return ScramSaslServer(m, credentials.get, nonce=lambda: server_nonce)
 
     auth = SaslServerAuthenticator(["PLAIN", "SCRAM-SHA-256"], server_factory, SUPPORTED, listener="CLIENT")
-    client = new_sasl_client(mechanism, username, password)
-    if mechanism != "PLAIN":
-        client = type(client)(mechanism, username, password, nonce=client_nonce)
+    client = (ScramSaslClient(mechanism, username, password, nonce=client_nonce) if mechanism in SCRAM_MECHANISMS
+              else new_sasl_client(mechanism, username, password))
     rows, correlation_id = [], 0
 
     def feed(label: str, frame: bytes) -> Any:
