@@ -85,8 +85,8 @@ pd.DataFrame(lab09.controller_requests(solo))
 # Two more requests on the same connection (correlation ids 1 and 2): **LeaderAndIsr** ("you lead `solo-0`,
 # the ISR is [0]": the broker creates the log and starts serving it) and **UpdateMetadata** (the new partition,
 # for the metadata cache that answers clients). A lone broker follows the same path as a large cluster;
-# that is why a broker whose inter-broker listener is misconfigured (or refuses the controller: lab 12) cannot
-# even bring its own partitions online.
+# that is why a broker whose inter-broker listener is misconfigured (or whose ACLs refuse the controller's
+# principal, `User:ANONYMOUS` on a PLAINTEXT listener: lab 12) cannot even bring its own partitions online.
 
 # %%
 solo.stop()
@@ -379,5 +379,5 @@ lab09.check_stale_requests(ex3_refused, ex3_requests, highest_seen=8)
 # * A broker failure: session expiry → `/brokers/ids` watch → new leaders from the ISR, higher leader epochs →
 #   LeaderAndIsr + UpdateMetadata. A controller failure: a new election with a higher epoch fences the old one.
 # * Kafka 4 replaced all of this with KRaft: a Raft quorum of controllers and a metadata log the brokers
-#   replicate. Next: lab 10 (consumer groups); lab 12 shows what happens when the inter-broker listener refuses
-#   the controller.
+#   replicate. Next: lab 10 (consumer groups); lab 12 authenticates the inter-broker listener and shows what
+#   happens when the authorizer refuses the controller (CLUSTER_AUTHORIZATION_FAILED).
