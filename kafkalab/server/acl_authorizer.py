@@ -42,6 +42,7 @@ Mirrors: ``core/src/main/scala/kafka/security/authorizer/AclAuthorizer.scala`` a
 """
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 from typing import Iterable, Optional
@@ -185,15 +186,20 @@ class AclAuthorizer:
             log.debug("ACL change notifications on %s not read: %s", change_path, e)
 
     def _read_changes(self, change_path: str) -> None:
-        children = self.zk.get_children(change_path, watch=lambda e, p=change_path: self._process_changes(p, e))
+        children = sorted(self.zk.get_children(change_path,
+                                               watch=lambda e, p=change_path: self._process_changes(p, e)))
         last = self._seen_changes.get(change_path, "")
         now = self.zk.time.milliseconds()
-        for child in sorted(children):
+        # Sequence order is creation order, so the expired notifications are the oldest ones: purge from the
+        # front and stop at the first one still young (reading every node on every change made creating
+        # 10,000 ACLs quadratic).
+        for child in children:
             data, stat = self.zk.get_data_and_stat(f"{change_path}/{child}")
-            if stat is not None and now - stat.ctime > CHANGE_EXPIRATION_MS:
-                self.zk.conditional_delete_path(f"{change_path}/{child}", stat.version)
-            if child <= last:
-                continue
+            if stat is None or now - stat.ctime <= CHANGE_EXPIRATION_MS:
+                break
+            self.zk.conditional_delete_path(f"{change_path}/{child}", stat.version)
+        for child in children[bisect.bisect_right(children, last):]:   # the ones not processed yet
+            data, _ = self.zk.get_data_and_stat(f"{change_path}/{child}")
             self._seen_changes[change_path] = child
             if data is None:
                 continue
