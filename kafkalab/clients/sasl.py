@@ -23,27 +23,18 @@ and ``KafkaChannel.maybeBeginClientReauthentication``.
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import Optional
 
 from kafkalab.common.config import ConfigException
 from kafkalab.security.jaas import parse_jaas_config
-from kafkalab.security.sasl_client import SUPPORTED_MECHANISMS
+from kafkalab.security.sasl_client import SUPPORTED_MECHANISMS, SaslLogin
 
-__all__ = ["ClientLogin", "client_login", "check_security"]
+__all__ = ["client_login", "check_security"]
 
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
 
 
-class ClientLogin(NamedTuple):
-    mechanism: str
-    username: str
-    password: str
-
-    def __repr__(self) -> str:   # never print the password
-        return f"ClientLogin({self.mechanism}, {self.username})"
-
-
-def client_login(config) -> Optional[ClientLogin]:
+def client_login(config) -> Optional[SaslLogin]:
     """What the client logs in with (None without SASL); ConfigException for an incomplete configuration."""
     protocol = config["security.protocol"]
     if protocol not in SASL_PROTOCOLS:
@@ -60,7 +51,7 @@ def client_login(config) -> Optional[ClientLogin]:
     username, password = entry.options.get("username"), entry.options.get("password")
     if not username or password is None:
         raise ConfigException(f"sasl.jaas.config for {mechanism} must set username and password")
-    return ClientLogin(mechanism, username, password)
+    return SaslLogin(mechanism, username, password)
 
 
 def check_security(config) -> None:

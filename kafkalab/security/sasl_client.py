@@ -21,16 +21,27 @@ Mirrors: ``clients/.../security/authenticator/SaslClientAuthenticator.java``.
 from __future__ import annotations
 
 import random
-from typing import Awaitable, Callable, Optional
+from typing import Awaitable, Callable, NamedTuple, Optional
 
 from kafkalab.protocol import ApiException, ApiKey, ErrorCode, request_class
 from kafkalab.security.errors import (IllegalSaslStateException, SaslAuthenticationException,
                                       UnsupportedSaslMechanismException)
 from kafkalab.security.scram_sasl import new_sasl_client
 
-__all__ = ["SaslClientAuthenticator", "authenticate", "SUPPORTED_MECHANISMS"]
+__all__ = ["SaslClientAuthenticator", "SaslLogin", "authenticate", "SUPPORTED_MECHANISMS"]
 
 SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+class SaslLogin(NamedTuple):
+    """What a client logs in with: a client's ``sasl.jaas.config``, or a broker's on the inter-broker listener."""
+
+    mechanism: str
+    username: str
+    password: str
+
+    def __repr__(self) -> str:   # never print the password
+        return f"SaslLogin({self.mechanism}, {self.username})"
 
 
 class SaslClientAuthenticator:

@@ -287,6 +287,9 @@ class KafkaConfig(AbstractConfig):
                                   f"listeners are {','.join(adv_names)}")
         self._validate_connection_limits()
         check_authorizer_class_name(v["authorizer.class.name"])
+        if "control.plane.listener.name" in self.originals:   # a Kafka key kafkalab does not serve: never ignore it
+            raise ConfigException("control.plane.listener.name is not implemented by kafkalab: controller requests "
+                                  "use the inter-broker listener (inter.broker.listener.name)")
         qb = v["queued.max.request.bytes"]
         if qb > 0 and qb < v["socket.request.max.bytes"]:
             raise ConfigException("requirement failed: queued.max.request.bytes must be larger or equal to "

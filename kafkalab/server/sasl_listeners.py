@@ -29,7 +29,7 @@ Mirrors: ``KafkaConfig.validateValues`` (the inter-broker mechanism rule), ``Jaa
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple, Optional
+from typing import Callable, Optional
 
 from kafkalab.common.config import ConfigException
 from kafkalab.security.jaas import JaasEntry, parse_jaas_config
@@ -37,9 +37,10 @@ from kafkalab.security.plain import PlainSaslServer
 from kafkalab.security.sasl_server import SaslServerAuthenticator
 from kafkalab.security.scram import SCRAM_MECHANISMS, ScramCredential, credential_from_string
 from kafkalab.security.scram_sasl import ScramSaslServer
+from kafkalab.security.sasl_client import SaslLogin
 
 __all__ = ["SUPPORTED_MECHANISMS", "SASL_PROTOCOLS", "listener_setting", "enabled_mechanisms", "jaas_entry",
-           "validate_sasl_listeners", "authenticator_factories", "InterBrokerLogin", "inter_broker_login",
+           "validate_sasl_listeners", "authenticator_factories", "inter_broker_login",
            "scram_credential_lookup", "sasl_plaintext_overrides"]
 
 SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -99,23 +100,14 @@ def validate_sasl_listeners(cfg) -> None:
                                   f"password: this broker logs in with them on the inter-broker listener")
 
 
-class InterBrokerLogin(NamedTuple):
-    mechanism: str
-    username: str
-    password: str
-
-    def __repr__(self) -> str:   # never print the password
-        return f"InterBrokerLogin({self.mechanism}, {self.username})"
-
-
-def inter_broker_login(cfg) -> Optional[InterBrokerLogin]:
+def inter_broker_login(cfg) -> Optional[SaslLogin]:
     """What this broker's controller channel and replica fetchers log in with, or None (no SASL)."""
     ibl = cfg.inter_broker_listener_name
     if cfg.protocol_map.get(ibl) not in SASL_PROTOCOLS:
         return None
     mechanism = cfg["sasl.mechanism.inter.broker.protocol"]
     entry = jaas_entry(cfg, ibl, mechanism)
-    return InterBrokerLogin(mechanism, entry.options["username"], entry.options["password"])
+    return SaslLogin(mechanism, entry.options["username"], entry.options["password"])
 
 
 def scram_credential_lookup(read_user_config: Callable[[str], dict]) -> Callable[[str, str], Optional[ScramCredential]]:

@@ -260,3 +260,11 @@ def test_advertised_listeners_may_share_a_port():
     c = KafkaConfig({"listeners": "PLAINTEXT://h:1,SSL://h:2",
                      "advertised.listeners": "PLAINTEXT://lb:9092,SSL://lb:9092"})
     assert [e.port for e in c.advertised_listeners] == [9092, 9092]
+
+
+def test_control_plane_listener_is_refused_not_ignored():
+    # Kafka's control.plane.listener.name is not implemented: starting with it must fail, not warn and go on.
+    with pytest.raises(ConfigException, match="control.plane.listener.name is not implemented"):
+        KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0,CONTROL://127.0.0.1:0",
+                     "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROL:PLAINTEXT",
+                     "control.plane.listener.name": "CONTROL", "log.dirs": "/tmp/kafkalab-cp-test"})
