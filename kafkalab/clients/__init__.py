@@ -21,6 +21,8 @@ Layering: clients import only ``security``, ``protocol``, ``records`` and ``comm
 them. Mirrors ``clients/src/main/java/org/apache/kafka/clients/``.
 """
 from kafkalab.clients.admin import (Admin, AdminError, ConfigResource, NewPartitions, NewTopic, OffsetSpec)
+from kafkalab.clients.admin_transactions import (AbortTransactionSpec, PartitionProducerState, ProducerState,
+                                                 TransactionDescription, TransactionListing, TransactionState)
 from kafkalab.clients.admin_scram import (ScramCredentialInfo, UserScramCredentialDeletion,
                                           UserScramCredentialUpsertion)
 from kafkalab.clients.config import ConfigException
@@ -34,4 +36,5 @@ __all__ = ["Producer", "Admin", "RecordMetadata", "TopicPartition", "ConfigExcep
            "KafkaTimeoutError", "ClientTrace", "TraceEvent", "AdminError", "NewTopic", "NewPartitions",
            "ConfigResource", "OffsetSpec", "Consumer", "ConsumerRecord", "OffsetAndMetadata", "OffsetAndTimestamp",
            "CommitFailedError", "NoOffsetForPartitionError", "OffsetOutOfRangeError", "ScramCredentialInfo",
-           "UserScramCredentialUpsertion", "UserScramCredentialDeletion"]
+           "UserScramCredentialUpsertion", "UserScramCredentialDeletion", "AbortTransactionSpec", "ProducerState",
+           "PartitionProducerState", "TransactionDescription", "TransactionListing", "TransactionState"]

@@ -26,6 +26,8 @@ dict of per-item results, and raises :class:`AdminError` (listing *every* failed
 retried up to ``retries`` times within ``default.api.timeout.ms``, after a metadata refresh.
 
 ACLs (create/describe/delete) are built by :mod:`.admin_acls`' :class:`~.admin_acls.AclOperations` (``admin.acls``).
+Transactions (describe/list, a partition's producers, aborting a hanging one) by :mod:`.admin_transactions`'
+:class:`~.admin_transactions.TransactionOperations` (``admin.transactions``).
 Consumer-group operations (list/describe/delete groups, read/alter/delete their offsets) go to each group's
 coordinator, found with :meth:`Admin.find_coordinator`; the requests are built by :mod:`.admin_groups`'
 :class:`~.admin_groups.ConsumerGroupOperations`, a collaborator the admin owns and forwards to.
@@ -42,6 +44,7 @@ from typing import Any, Mapping, NamedTuple, Optional, Union
 from kafkalab.clients.admin_acls import AclOperations
 from kafkalab.clients import admin_scram
 from kafkalab.clients.admin_groups import ConsumerGroupOperations
+from kafkalab.clients.admin_transactions import AbortTransactionSpec, TransactionOperations
 from kafkalab.clients.config import admin_config
 from kafkalab.clients.errors import KafkaProtocolError, KafkaTimeoutError
 from kafkalab.clients.metadata import STALE_METADATA_ERRORS, ClusterView, TopicInfo
@@ -141,6 +144,11 @@ class Admin:
                                               find_coordinator=self._find_coordinator, metadata=self._metadata)
         #: the ACL requests (:mod:`.admin_acls`); ``create_acls``/``describe_acls``/``delete_acls`` forward
         self.acls = AclOperations(self.client)
+        #: the transaction requests (:mod:`.admin_transactions`); ``*_transaction*``/``describe_producers`` forward
+        self.transactions = TransactionOperations(
+            self.client, retries=cfg["retries"], retry_backoff_ms=cfg["retry.backoff.ms"],
+            retry_backoff_max_ms=cfg["retry.backoff.max.ms"], find_coordinator=self._find_coordinator,
+            metadata=self._metadata)
         self._closed = False
 
     async def _make_client(self) -> NetworkClient:
@@ -540,6 +548,28 @@ class Admin:
     def delete_consumer_group_offsets(self, group_id: str, partitions) -> dict:
         """Delete committed offsets of partitions no member subscribes to (OffsetDelete) -> ``{tp: None}``."""
         return self._run(self.groups.delete_group_offsets(group_id, list(partitions)))
+
+    # -- transactions (forwarded to TransactionOperations) ------------------------------------------------------
+    def describe_transactions(self, transactional_ids) -> dict:
+        """``{transactional_id: TransactionDescription}`` from each id's transaction coordinator."""
+        return _check("describe_transactions", *self._run(self.transactions.describe_transactions(transactional_ids)))
+
+    def list_transactions(self, *, filter_states=(), filter_producer_ids=(), filter_on_duration: int = -1) -> dict:
+        """``{broker_id: [TransactionListing]}`` from every broker (Java's ``allByBrokerId()``): only the states
+        named (``TransactionState`` or ``"Ongoing"``), the producer ids given, transactions running longer than
+        ``filter_on_duration`` ms (ListTransactions v1+) when given."""
+        return _check("list_transactions", *self._run(self.transactions.list_transactions(
+            filter_states, filter_producer_ids, filter_on_duration)))
+
+    def describe_producers(self, partitions, *, broker_id: Optional[int] = None) -> dict:
+        """``{TopicPartition: PartitionProducerState}``: each partition's active producers, from its leader (or
+        from ``broker_id``, which may be a follower)."""
+        return _check("describe_producers", *self._run(self.transactions.describe_producers(partitions, broker_id)))
+
+    def abort_transaction(self, spec: AbortTransactionSpec) -> None:
+        """Write an ABORT marker on ``spec.topic_partition``'s leader: closes a hanging transaction (needs
+        CLUSTER_ACTION, as the coordinator's own markers do)."""
+        _check("abort_transaction", *self._run(self.transactions.abort_transaction(spec)))
 
     # -- lifecycle --------------------------------------------------------------------------------------------
     def close(self) -> None:
