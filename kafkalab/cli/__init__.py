@@ -18,12 +18,19 @@ One entry point with a sub-command per tool, named like the Kafka tool it mirror
                   [--allow-host H] [--deny-host H] [--operation OP] [--topic T] [--group G] [--cluster]
                   [--resource-pattern-type literal|prefixed|any|match] [--command-config FILE] [--force]
                                                                           (kafka-acls.sh)
+    kafkalab transactions --bootstrap-server HOST:PORT [--command-config FILE] list
+                          | describe --transactional-id ID
+                          | describe-producers --topic T --partition P [--broker-id B]
+                          | find-hanging (--topic T [--partition P] | --broker-id B) [--max-transaction-timeout MIN]
+                          | abort --topic T --partition P (--start-offset O | --producer-id I --producer-epoch E
+                                  --coordinator-epoch C)                  (kafka-transactions.sh)
 
 ``broker`` runs a broker in the foreground, ``cluster`` N brokers and the coordination store in one process, ``dump-log`` prints segment, index and checkpoint files with
 Kafka's tool's flags and output, ``decode`` prints the annotated field tree and hex dump of a frame (what
 ``kafkalab.viz.show_frame`` draws in a notebook), ``capture`` runs a real client against a recording listener
 and lists what it sent, ``replay`` sends a JSON-lines event file (``data/clickstream/events.jsonl``) to a topic
-at a chosen rate with keys and event times kept, ``acls`` manages ACLs with kafka-acls.sh's flags and output.
+at a chosen rate with keys and event times kept, ``acls`` manages ACLs with kafka-acls.sh's flags and output,
+``transactions`` lists and describes transactions and finds and aborts hanging ones as kafka-transactions.sh does.
 """
 from __future__ import annotations
 
@@ -53,11 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
     cap.add_argument("action", nargs="?", default="metadata", choices=("metadata", "produce"))
     cap.add_argument("--first", action="store_true", help="answer nothing: show only the very first request")
     cap.set_defaults(run=_run_capture)
-    from kafkalab.tools import configs, replay
+    from kafkalab.tools import configs, replay, transactions
 
     replay.add_parser(sub)
     _acls.add_parser(sub)
     configs.add_parser(sub)
+    transactions.add_parser(sub)
     return ap
 
 
