@@ -50,7 +50,7 @@ from kafkalab.clients.api_versions import UnsupportedVersionError
 from kafkalab.clients.errors import KafkaProtocolError
 from kafkalab.clients.producer.accumulator import TopicPartition
 from kafkalab.clients.versioned import fit
-from kafkalab.protocol import ApiKey, ErrorCode, request_class
+from kafkalab.protocol import ApiException, ApiKey, ErrorCode, request_class
 
 __all__ = ["TransactionOperations", "TransactionState", "TransactionListing", "TransactionDescription",
            "ProducerState", "PartitionProducerState", "AbortTransactionSpec"]
@@ -198,7 +198,7 @@ class TransactionOperations:
         for tid in sorted(pending):
             try:
                 by_node.setdefault(await self._find_coordinator(tid, 1), []).append(tid)
-            except KafkaProtocolError as e:
+            except ApiException as e:
                 if e.retriable:
                     retry[tid] = e
                 else:
@@ -208,7 +208,7 @@ class TransactionOperations:
         for node, tids in by_node.items():
             try:
                 body, _ = await self._send(node, cls(transactional_ids=tuple(tids)))
-            except KafkaProtocolError as e:
+            except ApiException as e:
                 for tid in tids:
                     if e.retriable:
                         retry[tid] = e
@@ -275,7 +275,7 @@ class TransactionOperations:
                         "Duration filter can be set only when using API version 1 or higher. If client is connected "
                         "to an older broker, do not specify duration filter or set duration filter to -1.")
                 resp = (await conn.send(fit(body, version), version)).body
-            except KafkaProtocolError as e:
+            except ApiException as e:
                 if e.retriable:
                     retry[node] = e
                 else:
@@ -310,9 +310,13 @@ class TransactionOperations:
     async def _by_node(self, pending: set, broker_id: Optional[int], retry: dict, errors: dict) -> dict:
         """{node: [TopicPartition]}: the named broker, or each partition's leader from fresh metadata (Java's
         ``PartitionLeaderStrategy``: an unknown topic or a missing leader waits, a refused topic fails)."""
+        cluster = await self._metadata(sorted({tp.topic for tp in pending}) if broker_id is None else [])
         if broker_id is not None:
-            return {broker_id: sorted(pending)}
-        cluster = await self._metadata(sorted({tp.topic for tp in pending}))
+            if broker_id in cluster.brokers:
+                return {broker_id: sorted(pending)}
+            retry.update((tp, _fail(ErrorCode.BROKER_NOT_AVAILABLE, f"Broker {broker_id} is not in the cluster"))
+                         for tp in pending)
+            return {}
         out: dict[int, list] = {}
         for tp in sorted(pending):
             topic = cluster.topics.get(tp.topic)
@@ -339,7 +343,7 @@ class TransactionOperations:
             body = cls(topics=tuple(cls.TopicRequest(name=t, partition_indexes=tuple(ps)) for t, ps in topics.items()))
             try:
                 resp, _ = await self._send(node, body)
-            except KafkaProtocolError as e:
+            except ApiException as e:
                 for tp in tps:
                     if e.retriable:
                         retry[tp] = e
@@ -410,7 +414,7 @@ class TransactionOperations:
                 coordinator_epoch=spec.coordinator_epoch),))
             try:
                 resp, _ = await self._send(node, body)
-            except KafkaProtocolError as e:
+            except ApiException as e:
                 if e.retriable:
                     retry[tp] = e
                 else:

@@ -43,12 +43,16 @@ LACKS = {
         "offset_delete": "does not implement OffsetDelete (API key 47)",
         "list_offsets_by_time": "ListOffsets for a timestamp answers offset 0 with the broker's current time "
                                 "instead of the first record at or after that timestamp",
+        "transaction_admin": "does not implement DescribeProducers (61), DescribeTransactions (65) or "
+                             "ListTransactions (66)",
     },
     "noida": {
         "group_rebalance": "after a member joins or leaves a stable group the other members are never asked to "
                            "rejoin (their partitions stay as they were; seen with range and cooperative-sticky)",
         "auto_commit_close": "offsets auto-committed during poll()/close() are not served back by OffsetFetch to "
                              "the next member (it starts again from the earlier position)",
+        "describe_producers_state": "DescribeProducers answers no active producers for a partition with an open "
+                                    "transaction",
     },
 }
 
