@@ -13,6 +13,9 @@ the real tool prints on a real cluster. Each tool is a module with ``main(argv)`
   way ``data/clickstream/events.jsonl`` gets into the labs' topics): ``replay(path, topic, bootstrap)`` or
   ``kafkalab replay FILE --bootstrap-server ... --topic ...``. Like Kafka's producer tools it speaks through the
   clients (``kafkalab.clients``), never the broker's rooms.
+* :mod:`.configs` -- ``kafka-configs.sh`` for SCRAM users (``kafkalab configs``).
+* :mod:`.transactions` -- ``kafka-transactions.sh`` (``kafkalab transactions list|describe|describe-producers|
+  find-hanging|abort``), through the admin client's transaction operations.
 
 Mirrors: ``core/src/main/scala/kafka/tools/`` and ``tools/src/main/java/org/apache/kafka/tools/``.
 """
