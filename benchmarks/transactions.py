@@ -219,7 +219,6 @@ def report(all_results: dict, cfg) -> None:
     rows = []
     for name, res in all_results.items():
         if "skipped" in res:
-            rows.append([name, "skipped", res["skipped"][:90], "", ""])
             continue
         for run in PRODUCE_RUNS:
             base = "idempotent"
@@ -231,7 +230,11 @@ def report(all_results: dict, cfg) -> None:
                          "" if run == base else ratio_spread(paired_ratios(res[run], res[base])),
                          "vs read_uncommitted"])
     print()
-    print_rows(["broker", "run", "rec/s", "ratio", "of"], rows)
+    if rows:
+        print_rows(["broker", "run", "rec/s", "ratio", "of"], rows)
+    for name, res in all_results.items():
+        if "skipped" in res:
+            print(f"{name}: left out -- {res['skipped']}")
     print("\nTargets (kafkalab; the peers for comparison):")
     big = f"txn-{BATCHES_PER_TRANSACTION[-1]}"
     for name, res in all_results.items():

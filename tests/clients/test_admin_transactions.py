@@ -166,18 +166,22 @@ def test_abort_transaction_fenced_epoch_is_final():
 
 
 # -- against brokers with transactions -------------------------------------------------------------------------
-def _serves_transaction_admin(bootstrap: str) -> bool:
-    with Admin({"bootstrap.servers": bootstrap}) as admin:
-        conn = admin._run(admin.client.connection(admin.client.least_loaded_node()))
-        return all(conn.api_versions.supports(k) for k in (ApiKey.DESCRIBE_TRANSACTIONS, ApiKey.LIST_TRANSACTIONS,
-                                                            ApiKey.DESCRIBE_PRODUCERS))
+def _serves_transaction_admin(admin: Admin) -> bool:
+    """False when the broker does not have ListTransactions (the transaction admin APIs come together)."""
+    try:
+        admin.list_transactions()
+    except AdminError as e:
+        if all(isinstance(x, UnsupportedVersionError) for x in e.errors.values()):
+            return False
+        raise
+    return True
 
 
 def _open_transaction(broker, admin):
     """A confluent-kafka transactional producer with one record in an open transaction: (producer, topic, id)."""
     ck = pytest.importorskip("confluent_kafka")
     broker.lacks("transaction_admin")
-    if not _serves_transaction_admin(broker.bootstrap_servers):
+    if not _serves_transaction_admin(admin):
         pytest.skip(f"{broker.name} does not serve DescribeTransactions/ListTransactions/DescribeProducers yet")
     topic, tid = unique("txn-admin"), unique("txn-app")
     producer = ck.Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": tid,
