@@ -19,6 +19,7 @@ asks both, through the admin client (:mod:`kafkalab.clients.admin_transactions`)
 command                what it prints (a table: each cell padded to its column's width, then a tab)
 =====================  =================================================================================
 ``list``               TransactionalId, Coordinator, ProducerId, TransactionState -- every coordinator's ids
+                       (``--duration-filter MS``: only those running longer, KIP-994)
 ``describe``           CoordinatorId, TransactionalId, ProducerId, ProducerEpoch, TransactionState,
                        TransactionTimeoutMs, CurrentTransactionStartTimeMs, TransactionDurationMs,
                        TopicPartitions (``None`` for the start and duration when no transaction is open)
@@ -91,7 +92,9 @@ def add_parser(sub) -> None:
                    help="the broker(s) to connect to, host:port (comma-separated for several)")
     commands = p.add_subparsers(dest="transactions_command", metavar="COMMAND", title="commands", required=True,
                                 parser_class=_ToolParser)
-    commands.add_parser("list", help="list transactions")
+    listing = commands.add_parser("list", help="list transactions")
+    listing.add_argument("--duration-filter", type=int,
+                         help="only transactions running longer than this many ms (all when < 0; ListTransactions v1)")
     describe = commands.add_parser("describe", help="describe the state of an active transactional-id",
                                    description="Describe the state of an active transactional-id.")
     describe.add_argument("--transactional-id", required=True, help="transactional id")
@@ -179,7 +182,8 @@ def _or_none(value) -> str:
 # -- list -----------------------------------------------------------------------------------------------------
 def _list(admin, args, out, time) -> None:
     try:
-        by_broker = admin.list_transactions()
+        by_broker = admin.list_transactions(**({} if args.duration_filter is None
+                                               else {"filter_on_duration": args.duration_filter}))
     except _FAILURES as e:
         raise ToolFailure(_because("Failed to list transactions", e)) from None
     rows = [(t.transactional_id, str(broker), str(t.producer_id), str(t.state))
@@ -292,10 +296,10 @@ def _partitions_to_search(admin, args) -> list:
     if args.topic is not None and args.partition is not None:
         return [TopicPartition(args.topic, args.partition)]
     if args.topic is not None:
-        topics, internal_too = [args.topic], True
+        topics = [args.topic]
     else:
         try:
-            topics, internal_too = admin.list_topics(), False
+            topics = admin.list_topics()         # the internal ones too: offsets can hang in __consumer_offsets
         except _FAILURES as e:
             raise ToolFailure(_because("Failed to list topics", e)) from None
     out = []
@@ -305,8 +309,6 @@ def _partitions_to_search(admin, args) -> list:
         except _FAILURES as e:
             raise ToolFailure(_because(f"Failed to describe {len(batch)} topics", e)) from None
         for name, info in described.items():
-            if info.is_internal and not internal_too:
-                continue                  # Java's listTopics() leaves the internal topics out
             out += [TopicPartition(name, p.partition) for p in info.partitions.values()
                     if args.broker_id is None or args.broker_id in p.replicas]
     return out

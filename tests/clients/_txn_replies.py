@@ -11,8 +11,6 @@ from kafkalab.trace import DEFAULT_ADVERTISED, ScriptedListener, ScriptedReplies
 TXN_APIS = ((ApiKey.DESCRIBE_PRODUCERS, 0, 0), (ApiKey.DESCRIBE_TRANSACTIONS, 0, 0),
             (ApiKey.LIST_TRANSACTIONS, 0, 1), (ApiKey.WRITE_TXN_MARKERS, 0, 1))
 
-INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
-
 
 class Txn(NamedTuple):
     producer_id: int
@@ -46,11 +44,6 @@ class TxnReplies(ScriptedReplies):
                                ApiKey.LIST_TRANSACTIONS: self.list_transactions,
                                ApiKey.DESCRIBE_PRODUCERS: self.describe_producers,
                                ApiKey.WRITE_TXN_MARKERS: self.write_txn_markers})
-
-    def metadata(self, request, listener):
-        """As the base, with Kafka's internal topics flagged ``is_internal``."""
-        body = super().metadata(request, listener)
-        return body._replace(topics=tuple(t._replace(is_internal=t.name in INTERNAL_TOPICS) for t in body.topics))
 
     def _error(self, api_key, item) -> int:
         queued = self.errors.get((api_key, item))

@@ -54,6 +54,13 @@ def test_list(command_config):
             "orders-app     \t0          \t1000      \tOngoing         \t\n"), "")
 
 
+def test_list_with_a_duration_filter(command_config):
+    with scripted(transactions={"a": Txn(1)}) as lst:
+        assert run(lst, command_config, "list", "--duration-filter", "60000")[0] == 0
+        (request,) = sent(lst, ApiKey.LIST_TRANSACTIONS)
+    assert (request.api_version, request.body.duration_filter) == (1, 60_000)
+
+
 def test_describe_an_open_and_an_empty_transaction(command_config):
     txns = {"app": Txn(1000, "Ongoing", 2, 60_000, NOW - 1500, (("orders", 1), ("orders", 0))),
             "idle": Txn(1001, "Empty")}
@@ -125,13 +132,14 @@ def test_find_hanging_reports_what_the_coordinator_no_longer_counts_in(command_c
                                 ["orders", "1", "4", "0", "2", "30", str(old), "20"]]
 
 
-def test_find_hanging_by_broker_skips_internal_topics_and_other_replicas(command_config):
-    replies = TxnReplies(topics={"orders": 1, "__consumer_offsets": 1},
-                         producers={("orders", 0): [Producer(1, 0, 5, NOW - 20 * MINUTE, -1, 10)]})
-    with ScriptedListener(replies) as lst:
+def test_find_hanging_by_broker_searches_every_topic_it_holds_a_replica_of(command_config):
+    producers = {("orders", 0): [Producer(1, 0, 5, NOW - 20 * MINUTE, -1, 10)],
+                 ("__consumer_offsets", 0): [Producer(2, 0, 0, NOW - 20 * MINUTE, -1, 3)]}
+    with scripted(topics={"orders": 1, "__consumer_offsets": 1}, producers=producers) as lst:
         status, out, _ = run(lst, command_config, "find-hanging", "--broker-id", "0", "--max-transaction-timeout", "5")
-        assert status == 0 and len(out.splitlines()) == 2
-        assert [t.name for r in sent(lst, ApiKey.DESCRIBE_PRODUCERS) for t in r.body.topics] == ["orders"]
+        assert status == 0
+        assert sorted(line.split("\t")[0].strip() for line in out.splitlines()[1:]) == ["__consumer_offsets",
+                                                                                         "orders"]
         status, out, _ = run(lst, command_config, "find-hanging", "--broker-id", "7")
     assert status == 0 and len(out.splitlines()) == 1           # broker 7 holds no replica: nothing to search
 
