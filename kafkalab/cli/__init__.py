@@ -18,7 +18,7 @@ One entry point with a sub-command per tool, named like the Kafka tool it mirror
                   [--allow-host H] [--deny-host H] [--operation OP] [--topic T] [--group G] [--cluster]
                   [--resource-pattern-type literal|prefixed|any|match] [--command-config FILE] [--force]
                                                                           (kafka-acls.sh)
-    kafkalab transactions --bootstrap-server HOST:PORT [--command-config FILE] list
+    kafkalab transactions --bootstrap-server HOST:PORT [--command-config FILE] list [--duration-filter MS]
                           | describe --transactional-id ID
                           | describe-producers --topic T --partition P [--broker-id B]
                           | find-hanging (--topic T [--partition P] | --broker-id B) [--max-transaction-timeout MIN]
