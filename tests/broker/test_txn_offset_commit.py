@@ -1,0 +1,108 @@
+"""TxnOffsetCommit on the wire against a broker: the offsets are appended as a transactional batch, stay pending
+(OffsetFetch v7+ with require_stable answers UNSTABLE_OFFSET_COMMIT), and become the committed offsets once the
+COMMIT marker is on __consumer_offsets and the group coordinator is told (what the WriteTxnMarkers handler
+does; here the test writes the marker itself)."""
+from __future__ import annotations
+
+import pytest
+
+from kafkalab import Cluster
+from kafkalab.coordinator.group.group_metadata_manager import OFFSETS_TOPIC
+from kafkalab.protocol import ApiKey, ErrorCode as E, request_class
+from kafkalab.records import ControlRecordType, build_end_txn_marker_batch
+
+from tests.broker._raw_wire import Conn
+
+TxnOffsetCommit = request_class(ApiKey.TXN_OFFSET_COMMIT)
+OffsetFetch = request_class(ApiKey.OFFSET_FETCH)
+TOPIC = "input"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with Cluster(brokers=1, overrides={"offsets.topic.num.partitions": 1, "offsets.topic.replication.factor": 1,
+                                       "auto.create.topics.enable": "false"}) as c:
+        c.create_topic(TOPIC, 2)
+        c.create_topic(OFFSETS_TOPIC, 1, 1, {"cleanup.policy": "compact"})
+        c.wait_until(lambda: c.broker(0).group_coordinator.manager.owned_partitions == {0}, 10,
+                     "the coordinator did not load __consumer_offsets-0")
+        yield c
+
+
+def _txn_commit(port, version, group, producer_id, offsets, **v3):
+    T = TxnOffsetCommit
+    topics: dict = {}
+    for (topic, partition), offset in offsets.items():
+        topics.setdefault(topic, []).append(T.TxnOffsetCommitRequestPartition(
+            partition_index=partition, committed_offset=offset, committed_leader_epoch=-1, committed_metadata=""))
+    body = T(transactional_id="txn-1", group_id=group, producer_id=producer_id, producer_epoch=0,
+             topics=tuple(T.TxnOffsetCommitRequestTopic(name=t, partitions=tuple(ps)) for t, ps in topics.items()),
+             **v3)
+    with Conn(port) as c:
+        response = c.call(body, version)
+    return {(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}
+
+
+def _fetch(port, group, partitions, require_stable, version=7):
+    F = OffsetFetch
+    topics = (F.OffsetFetchRequestTopic(name=TOPIC, partition_indexes=tuple(partitions)),)
+    if version >= 8:
+        body = F(groups=(F.OffsetFetchRequestGroup(group_id=group, topics=tuple(
+            F.OffsetFetchRequestTopics(name=TOPIC, partition_indexes=tuple(partitions)) for _ in [0])),),
+            require_stable=require_stable)
+    else:
+        body = F(group_id=group, topics=topics, require_stable=require_stable)
+    with Conn(port) as c:
+        response = c.call(body, version)
+    parts = (response.groups[0].topics if version >= 8 else response.topics)[0].partitions
+    return {p.partition_index: (p.committed_offset, p.error_code) for p in parts}
+
+
+def _write_marker(cluster, producer_id, committed):
+    """Append the COMMIT/ABORT marker to __consumer_offsets-0, then tell the group coordinator."""
+    broker = cluster.broker(0)
+    marker = build_end_txn_marker_batch(ControlRecordType.COMMIT if committed else ControlRecordType.ABORT,
+                                        producer_id=producer_id, producer_epoch=0, coordinator_epoch=0)
+
+    def write():
+        tp = (OFFSETS_TOPIC, 0)
+        result = broker.replica_manager.append_records({tp: marker}, required_acks=1, origin="coordinator")[tp]
+        assert not isinstance(result, Exception), result
+        broker.group_coordinator.handle_txn_completion(producer_id, [tp], committed)
+    cluster.call(write)
+
+
+def test_pending_until_the_commit_marker(cluster):
+    port = cluster.broker(0).bound_endpoints[0].port
+    errors = _txn_commit(port, 3, "g-commit", 7, {(TOPIC, 0): 10, (TOPIC, 1): 11, ("missing", 0): 1},
+                         generation_id=-1, member_id="", group_instance_id=None)
+    assert errors == {(TOPIC, 0): E.NONE, (TOPIC, 1): E.NONE, ("missing", 0): E.UNKNOWN_TOPIC_OR_PARTITION}
+    assert _fetch(port, "g-commit", [0, 1], require_stable=False) == {0: (-1, E.NONE), 1: (-1, E.NONE)}
+    unstable = (-1, E.UNSTABLE_OFFSET_COMMIT)
+    assert _fetch(port, "g-commit", [0, 1], require_stable=True) == {0: unstable, 1: unstable}
+    assert _fetch(port, "g-commit", [0], require_stable=True, version=8) == {0: unstable}
+    batches = cluster.call(lambda: list(cluster.broker(0).group_coordinator.manager.log.read(0)))
+    txn = [b for b in batches if b.producer_id == 7]
+    assert txn and all(b.is_transactional for b in txn), "the offsets are a transactional batch"
+    _write_marker(cluster, 7, committed=True)
+    assert _fetch(port, "g-commit", [0, 1], require_stable=True) == {0: (10, E.NONE), 1: (11, E.NONE)}
+
+
+def test_v0_commit_then_abort(cluster):
+    port = cluster.broker(0).bound_endpoints[0].port
+    assert _txn_commit(port, 0, "g-abort", 8, {(TOPIC, 0): 5}) == {(TOPIC, 0): E.NONE}
+    assert _fetch(port, "g-abort", [0], require_stable=True) == {0: (-1, E.UNSTABLE_OFFSET_COMMIT)}
+    _write_marker(cluster, 8, committed=False)
+    assert _fetch(port, "g-abort", [0], require_stable=True) == {0: (-1, E.NONE)}
+
+
+def test_v3_member_checks_and_group_id(cluster):
+    port = cluster.broker(0).bound_endpoints[0].port
+    assert _txn_commit(port, 3, "g-members", 9, {(TOPIC, 0): 1}, generation_id=4, member_id="nobody",
+                       group_instance_id=None) == {(TOPIC, 0): E.UNKNOWN_MEMBER_ID}
+    assert _txn_commit(port, 1, "", 9, {(TOPIC, 0): 1}) == {(TOPIC, 0): E.INVALID_GROUP_ID}
+
+
+def test_advertised_versions(cluster):
+    from kafkalab.server.apis import enabled_apis
+    assert enabled_apis()[ApiKey.TXN_OFFSET_COMMIT] == (0, 3)
