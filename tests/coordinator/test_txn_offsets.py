@@ -173,6 +173,12 @@ def test_v0_to_v2_commits_are_accepted_by_a_group_with_members(env):
     assert env.txn_commit(12, member_id=joined.member_id, generation=joined.generation_id) == [{TP: E.NONE}]
 
 
+def test_without_a_generation_an_empty_group_accepts_any_member_id(env):
+    """validateOffsetCommit: generation -1 on an Empty group is a commit without group management."""
+    assert env.txn_commit(1, member_id="not-a-member", generation=-1) == [{TP: E.NONE}]
+    assert env.txn_commit(2, member_id="not-a-member", generation=0) == [{TP: E.UNKNOWN_MEMBER_ID}]
+
+
 def test_static_member_checks_apply_to_v3(env):
     box = []
     env.gc.handle_join_group(G, "", "instance-1", True, "c", "/h", 30_000, 10_000, "consumer",

@@ -183,6 +183,8 @@ class GroupOffsetsAndAdmin:
             group = self.manager.add_group(GroupMetadata(group_id, S.EMPTY, self._now()))
         if group.is_(S.DEAD):
             error = E.COORDINATOR_NOT_AVAILABLE
+        elif generation_id < 0 and group.is_(S.EMPTY):
+            pass                  # not using group management: allowed while nobody is a member
         elif generation_id >= 0 or member_id != "" or group_instance_id is not None:
             error = self._validate_current_member(group, member_id, group_instance_id)
             if error is None and generation_id != group.generation_id:
