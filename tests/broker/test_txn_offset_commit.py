@@ -10,7 +10,11 @@ from kafkalab import Cluster
 from kafkalab.coordinator.group.group_metadata_manager import OFFSETS_TOPIC
 from kafkalab.protocol import ApiKey, ErrorCode as E, request_class
 from kafkalab.records import ControlRecordType, build_end_txn_marker_batch
+from kafkalab.security.acl import AclOperation as Op
+from kafkalab.security.acl import AclPermissionType, PatternType, ResourceType
+from kafkalab.server.apis import enabled_apis
 
+from tests.broker._admin_support import req, wire
 from tests.broker._raw_wire import Conn
 
 TxnOffsetCommit = request_class(ApiKey.TXN_OFFSET_COMMIT)
@@ -103,6 +107,44 @@ def test_v3_member_checks_and_group_id(cluster):
     assert _txn_commit(port, 1, "", 9, {(TOPIC, 0): 1}) == {(TOPIC, 0): E.INVALID_GROUP_ID}
 
 
-def test_advertised_versions(cluster):
-    from kafkalab.server.apis import enabled_apis
+def test_advertised_versions():
     assert enabled_apis()[ApiKey.TXN_OFFSET_COMMIT] == (0, 3)
+
+
+# ---------------------------------------------------------------------------------------------- authorization
+def _acl(c, rtype, name, op):
+    CreateAcls = req(ApiKey.CREATE_ACLS)
+    r = wire(c.broker(0), CreateAcls(creations=(CreateAcls.AclCreation(
+        resource_type=rtype, resource_name=name, resource_pattern_type=PatternType.LITERAL, principal="User:alice",
+        host="*", operation=op, permission_type=AclPermissionType.ALLOW),)), 3)
+    assert [x.error_code for x in r.results] == [0]
+
+
+def test_authorization_in_kafkas_order():
+    """WRITE on the transactional id, then READ on the group, then READ on each topic (User:ANONYMOUS here;
+    a resource with an ACL for alice only is refused to it)."""
+    with Cluster(brokers=1, overrides={"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                                       "allow.everyone.if.no.acl.found": "true", "auto.create.topics.enable": "false",
+                                       "offsets.topic.num.partitions": 1,
+                                       "offsets.topic.replication.factor": 1}) as c:
+        c.create_topic("open")
+        c.create_topic("secret")
+        _acl(c, ResourceType.TRANSACTIONAL_ID, "txn-secret", Op.ALL)
+        _acl(c, ResourceType.GROUP, "g-secret", Op.ALL)
+        _acl(c, ResourceType.TOPIC, "secret", Op.ALL)
+        port = c.broker(0).bound_endpoints[0].port
+        T = TxnOffsetCommit
+
+        def commit(transactional_id, group, topics):
+            body = T(transactional_id=transactional_id, group_id=group, producer_id=1, producer_epoch=0,
+                     topics=tuple(T.TxnOffsetCommitRequestTopic(name=t, partitions=(T.TxnOffsetCommitRequestPartition(
+                         partition_index=0, committed_offset=1, committed_metadata=None),)) for t in topics))
+            with Conn(port) as conn:
+                r = conn.call(body, 0)
+            return {t.name: t.partitions[0].error_code for t in r.topics}
+        assert commit("txn-secret", "g-secret", ["open"]) == {"open": E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+        assert commit("txn-open", "g-secret", ["open"]) == {"open": E.GROUP_AUTHORIZATION_FAILED}
+        # the group coordinator is not loaded in this cluster (no __consumer_offsets): the topic check comes first
+        result = commit("txn-open", "g-open", ["open", "secret"])
+        assert result["secret"] == E.TOPIC_AUTHORIZATION_FAILED
+        assert result["open"] in (E.NONE, E.COORDINATOR_NOT_AVAILABLE, E.NOT_COORDINATOR)

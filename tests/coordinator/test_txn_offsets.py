@@ -102,6 +102,10 @@ def test_txn_offsets_are_pending_until_the_commit_marker(env):
     assert env.fetch(require_stable=True) == 10
     assert not env.gc.manager.get_group(G).pending_transactional_offset_commits
     assert env.gc.manager.open_groups_for_producer == {}
+    timeline = [what for _, group, what in env.gc.events if group == G]
+    assert timeline[-2:] == [f"TxnOffsetCommit of producer {PID} (epoch {EPOCH}): 1 offset(s) pending until the "
+                             "transaction ends",
+                             f"transaction of producer {PID} committed: 1 pending offset(s) now committed"]
 
 
 def test_txn_offsets_are_dropped_by_the_abort_marker(env):

@@ -179,7 +179,10 @@ class GroupCoordinator:
         handler; Kafka hands this to a scheduler thread (``scheduleHandleTxnCompletion``), kafkalab's coordinator
         runs on the broker's event loop and does it at once."""
         partitions = {p if isinstance(p, int) else int(p[1]) for p in offsets_partitions}
-        self.manager.handle_txn_completion(producer_id, partitions, committed)
+        for group_id, applied in self.manager.handle_txn_completion(producer_id, partitions, committed).items():
+            self._event(group_id, f"transaction of producer {producer_id} "
+                                  f"{'committed' if committed else 'aborted'}: "
+                                  f"{len(applied)} pending offset(s) now committed")
 
     def handle_list_groups(self, states: Optional[set] = None) -> tuple[int, list]:
         return self.offsets.handle_list_groups(states)

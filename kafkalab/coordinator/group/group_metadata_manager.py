@@ -313,10 +313,12 @@ class GroupMetadataManager:
             if not groups:
                 del self.open_groups_for_producer[producer_id]
 
-    def handle_txn_completion(self, producer_id: int, completed_partitions: set[int], is_commit: bool) -> None:
+    def handle_txn_completion(self, producer_id: int, completed_partitions: set[int],
+                              is_commit: bool) -> dict[str, list]:
         """The COMMIT (``is_commit``) or ABORT marker of ``producer_id`` is written to these partitions of
         ``__consumer_offsets``: its pending offsets in their groups become committed, or are dropped (Kafka's
-        ``handleTxnCompletion``)."""
+        ``handleTxnCompletion``). Returns {group id: partitions whose committed offset changed}."""
+        out: dict[str, list] = {}
         for group_id in [g for g in self.open_groups_for_producer.get(producer_id, ())
                          if self.partition_for(g) in completed_partitions]:
             self.remove_producer_group(producer_id, group_id)
@@ -325,9 +327,8 @@ class GroupMetadataManager:
                 log.info("group %s moved away after the marker of producer %d was written; its new coordinator "
                          "loads the outcome from the log", group_id, producer_id)
                 continue
-            applied = group.complete_pending_txn_offset_commit(producer_id, is_commit)
-            log.debug("group %s: transaction of producer %d %s (%d offset(s) now committed)", group_id,
-                      producer_id, "committed" if is_commit else "aborted", len(applied))
+            out[group_id] = group.complete_pending_txn_offset_commit(producer_id, is_commit)
+        return out
 
     def cleanup_group_metadata(self, groups: Iterable[GroupMetadata],
                                selector: Callable[[GroupMetadata], dict]) -> int:

@@ -194,6 +194,8 @@ class GroupOffsetsAndAdmin:
         now = self._now()
         offsets = {tp: om._replace(commit_timestamp=now) if om.commit_timestamp < 0 else om
                    for tp, om in offsets.items()}
+        self._event(group_id, f"TxnOffsetCommit of producer {producer_id} (epoch {producer_epoch}): "
+                              f"{len(offsets)} offset(s) pending until the transaction ends")
         self.manager.store_offsets(group, offsets, done, producer_id=producer_id, producer_epoch=producer_epoch)
         return None
 
