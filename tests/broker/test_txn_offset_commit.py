@@ -148,3 +148,27 @@ def test_authorization_in_kafkas_order():
         result = commit("txn-open", "g-open", ["open", "secret"])
         assert result["secret"] == E.TOPIC_AUTHORIZATION_FAILED
         assert result["open"] in (E.NONE, E.COORDINATOR_NOT_AVAILABLE, E.NOT_COORDINATOR)
+
+
+def test_a_restarted_coordinator_loads_pending_committed_and_aborted_offsets():
+    """Loading __consumer_offsets from the broker's log: a committed transaction's offsets are committed, an
+    aborted one's dropped, an open one's pending (and its marker, written after the restart, completes it)."""
+    with Cluster(brokers=1, overrides={"offsets.topic.num.partitions": 1, "offsets.topic.replication.factor": 1,
+                                       "auto.create.topics.enable": "false"}) as c:
+        c.create_topic(TOPIC, 3)
+        c.create_topic(OFFSETS_TOPIC, 1, 1, {"cleanup.policy": "compact"})
+        loaded = lambda: c.broker(0).group_coordinator.manager.owned_partitions == {0}  # noqa: E731
+        c.wait_until(loaded, 10, "the coordinator did not load __consumer_offsets-0")
+        port = c.broker(0).bound_endpoints[0].port
+        for producer_id, partition in ((21, 0), (22, 1), (23, 2)):
+            assert _txn_commit(port, 0, "g-reload", producer_id, {(TOPIC, partition): 100 + partition}) == \
+                {(TOPIC, partition): E.NONE}
+        _write_marker(c, 21, committed=True)
+        _write_marker(c, 22, committed=False)
+        c.restart(0)
+        c.wait_until(loaded, 10, "the restarted coordinator did not load __consumer_offsets-0")
+        port = c.broker(0).bound_endpoints[0].port
+        assert _fetch(port, "g-reload", [0, 1, 2], require_stable=True) == \
+            {0: (100, E.NONE), 1: (-1, E.NONE), 2: (-1, E.UNSTABLE_OFFSET_COMMIT)}
+        _write_marker(c, 23, committed=True)
+        assert _fetch(port, "g-reload", [2], require_stable=True) == {2: (102, E.NONE)}
