@@ -107,6 +107,22 @@ def test_v3_member_checks_and_group_id(cluster):
     assert _txn_commit(port, 1, "", 9, {(TOPIC, 0): 1}) == {(TOPIC, 0): E.INVALID_GROUP_ID}
 
 
+def test_load_in_progress_is_coordinator_not_available_below_v2(cluster):
+    """Clients before TxnOffsetCommit v2 could not retry COORDINATOR_LOAD_IN_PROGRESS (KAFKA-7296)."""
+    manager = cluster.broker(0).group_coordinator.manager
+
+    def loading(on):
+        (manager.owned_partitions.discard if on else manager.owned_partitions.add)(0)
+        (manager.loading_partitions.add if on else manager.loading_partitions.discard)(0)
+    cluster.call(loading, True)
+    try:
+        port = cluster.broker(0).bound_endpoints[0].port
+        assert _txn_commit(port, 1, "g-load", 10, {(TOPIC, 0): 1}) == {(TOPIC, 0): E.COORDINATOR_NOT_AVAILABLE}
+        assert _txn_commit(port, 2, "g-load", 10, {(TOPIC, 0): 1}) == {(TOPIC, 0): E.COORDINATOR_LOAD_IN_PROGRESS}
+    finally:
+        cluster.call(loading, False)
+
+
 def test_advertised_versions():
     assert enabled_apis()[ApiKey.TXN_OFFSET_COMMIT] == (0, 3)
 
