@@ -304,8 +304,7 @@ class History:
         """Each process's polls per partition: offsets going backwards, or skipping offsets known to exist."""
         ordered = {partition: sorted(offsets) for partition, offsets in known_offsets.items()}
         # offsets a read_committed consumer may skip: the sends of transactions that did not certainly commit
-        hidden = {(op.partition, op.offset) for op in self.sends
-                  if op.visible_when_committed_only and op.type == "ok"}
+        hidden = self._hidden_from_read_committed() if self.transactions else set()
         position: dict[tuple, int] = {}               # (process, partition) -> last offset read
         for event in self.events:
             if event[0] == "seek":
@@ -329,6 +328,17 @@ class History:
                 position[(process, partition)] = offset
 
     # -- transactions --------------------------------------------------------------------------------------
+    def _hidden_from_read_committed(self) -> set:
+        """(partition, offset) of the sends of transactions that did not certainly commit: where they were
+        acknowledged, and where any consumer read them."""
+        hidden_values = {op.value for op in self.sends if op.visible_when_committed_only}
+        hidden = {(op.partition, op.offset) for op in self.sends
+                  if op.visible_when_committed_only and op.type == "ok"}
+        for event in self.events:
+            if event[0] == "poll":
+                hidden.update((partition, offset) for partition, offset, value in event[2] if value in hidden_values)
+        return hidden
+
     def _committed_reads(self) -> dict:
         """value -> {(partition, offset)} read by read_committed consumers."""
         seen: dict[Any, set] = {}

@@ -355,6 +355,18 @@ def test_read_committed_may_skip_the_offsets_of_aborted_transactions():
     assert [c["process"] for c in result.poll_skip] == ["ru"]
 
 
+def test_read_committed_may_skip_an_unacknowledged_aborted_send_that_read_uncommitted_saw():
+    h = History()
+    acked(h, "a", 0)
+    txn = h.transaction()
+    txn.send("x", partition=0).info("producer crashed")       # never acknowledged
+    txn.abort()
+    acked(h, "b", 2)
+    h.poll([(0, 0, "a"), (0, 1, "x"), (0, 2, "b")], process="ru")
+    h.poll([(0, 0, "a"), (0, 2, "b")], process="rc", read_committed=True)
+    assert h.check().valid
+
+
 def test_duplicate_output_in_consume_process_produce():
     h = History()
     committed_txn(h, ["out-1-a"], 0, sources=["in-1"])
