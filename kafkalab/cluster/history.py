@@ -26,6 +26,21 @@ nonmonotonic-poll  a consumer's next offset on a partition was not greater than 
                    seek in between
 ================== ==========================================================================================
 
+**Transactions.** :meth:`History.transaction` opens one (``txn.send(value, source=...)`` records its sends,
+acknowledged with ``ok`` as usual; ``txn.commit()``, ``txn.abort()`` or ``txn.info(error)`` when the outcome is
+unknown, e.g. the producer crashed mid-commit). Polls say whether the consumer reads ``read_committed``. A
+transaction's sends are judged by its outcome: those of an aborted or undecided transaction are never lost
+writes, and a ``read_committed`` consumer may skip their offsets. Three more anomalies concern them:
+
+================== ==========================================================================================
+aborted-read       (also) a value of a transaction that certainly aborted, read by a ``read_committed``
+                   consumer (Jepsen's G1a)
+partial-transaction  a ``read_committed`` consumer saw some values of a transaction but not others, although
+                   reads went past their offsets or a complete read of their partition came after the commit
+duplicate-output   in consume-process-produce, two different outputs of the same input (``source``) visible
+                   to ``read_committed`` consumers: the input was processed twice and both results committed
+================== ==========================================================================================
+
 An ``info`` send is never a lost write: its outcome is unknown, so not reading it is allowed (and reading it
 is too). A check's work grows with the history (one pass over it, a sort of each partition's known offsets and
 a binary search per record read), never with its square: fault tests record hundreds of thousands of
@@ -39,10 +54,10 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any, Hashable, Iterable, Optional
 
-__all__ = ["History", "SendOp", "CheckResult", "ANOMALIES"]
+__all__ = ["History", "SendOp", "TxnOp", "CheckResult", "ANOMALIES"]
 
 ANOMALIES = ("lost_write", "duplicate", "inconsistent_offsets", "aborted_read", "unexpected_read", "poll_skip",
-             "nonmonotonic_poll")
+             "nonmonotonic_poll", "partial_transaction", "duplicate_output")
 
 
 @dataclass
@@ -57,7 +72,15 @@ class SendOp:
     offset: Optional[int] = None
     error: Any = None
     completed: Optional[int] = None    # position in the history when it ended
+    transaction: Optional["TxnOp"] = field(default=None, repr=False, compare=False)
+    source: Any = None                 # consume-process-produce: the input value this output was made from
     _clock: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def visible_when_committed_only(self) -> bool:
+        """A send of a transaction that did not (certainly) commit: read_committed consumers must not see it
+        if it aborted, and may not if its outcome is unknown."""
+        return self.transaction is not None and self.transaction.type != "commit"
 
     def _end(self) -> None:
         if self._clock is not None:
@@ -80,6 +103,41 @@ class SendOp:
 
 
 @dataclass
+class TxnOp:
+    """One transaction of one producer: its sends, and its outcome (``commit``, ``abort``, or ``info`` when
+    unknown; ``invoke`` while open)."""
+    index: int
+    process: Hashable
+    sends: list = field(default_factory=list)
+    type: str = "invoke"
+    error: Any = None
+    completed: Optional[int] = None
+    _history: Any = field(default=None, repr=False, compare=False)
+
+    def send(self, value: Any, *, key: Any = None, partition: Optional[Hashable] = None,
+             source: Any = None) -> SendOp:
+        """A send inside this transaction (``source``: the input value it was made from, if any)."""
+        op = self._history.send(value, process=self.process, key=key, partition=partition)
+        op.transaction, op.source = self, source
+        self.sends.append(op)
+        return op
+
+    def _end(self, outcome: str, error: Any = None) -> "TxnOp":
+        self.type, self.error = outcome, error
+        self.completed = next(self._history._clock)
+        return self
+
+    def commit(self) -> "TxnOp":
+        return self._end("commit")
+
+    def abort(self) -> "TxnOp":
+        return self._end("abort")
+
+    def info(self, error: Any = None) -> "TxnOp":
+        return self._end("info", error)
+
+
+@dataclass
 class CheckResult:
     """The checker's verdict: ``valid`` and one list per anomaly (each entry a dict describing one case)."""
     lost_write: list = field(default_factory=list)
@@ -89,6 +147,8 @@ class CheckResult:
     unexpected_read: list = field(default_factory=list)
     poll_skip: list = field(default_factory=list)
     nonmonotonic_poll: list = field(default_factory=list)
+    partial_transaction: list = field(default_factory=list)
+    duplicate_output: list = field(default_factory=list)
     stats: dict = field(default_factory=dict)
 
     @property
@@ -132,7 +192,9 @@ class History:
 
     def __init__(self):
         self.sends: list[SendOp] = []
-        self.events: list[tuple] = []     # ("poll", process, [(partition, offset, value)]) / ("seek", ...)
+        self.transactions: list[TxnOp] = []
+        #: ("poll", process, [(partition, offset, value)], read_committed) / ("seek", process, partition, offset)
+        self.events: list[tuple] = []
         self.complete_reads: dict[Hashable, list] = {}  # partition -> [(end offset reached, when)]
         self._index = itertools.count()
         self._clock = itertools.count()
@@ -144,9 +206,17 @@ class History:
         self.sends.append(op)
         return op
 
-    def poll(self, records: Iterable[tuple], *, process: Hashable = 0) -> None:
-        """Records one consumer got from one poll, in order: ``(partition, offset, value)`` each."""
-        self.events.append(("poll", process, [tuple(r) for r in records]))
+    def transaction(self, *, process: Hashable = 0) -> TxnOp:
+        """Begin a transaction of ``process``: record its sends with ``txn.send``, end it with ``commit``,
+        ``abort`` or ``info``."""
+        txn = TxnOp(len(self.transactions), process, _history=self)
+        self.transactions.append(txn)
+        return txn
+
+    def poll(self, records: Iterable[tuple], *, process: Hashable = 0, read_committed: bool = False) -> None:
+        """Records one consumer got from one poll, in order: ``(partition, offset, value)`` each;
+        ``read_committed`` for a consumer with ``isolation.level=read_committed``."""
+        self.events.append(("poll", process, [tuple(r) for r in records], read_committed))
 
     def seek(self, partition: Hashable, offset: int, *, process: Hashable = 0) -> None:
         """The consumer moved its position (seek, a new assignment, a restart from committed offsets)."""
@@ -165,9 +235,13 @@ class History:
         self._check_acknowledged_writes(r, seen_at, max_read)
         self._check_values_read(r, seen_at, values_at)
         self._check_poll_order(r, known_offsets)
+        self._check_transactions(r)
         counts = {t: sum(1 for op in self.sends if op.type == t) for t in ("ok", "fail", "info", "invoke")}
         r.stats = {"sends": len(self.sends), "acknowledged": counts["ok"], "failed": counts["fail"],
                    "indeterminate": counts["info"] + counts["invoke"], "read": len(seen_at)}
+        if self.transactions:
+            r.stats["transactions"] = len(self.transactions)
+            r.stats["committed"] = sum(1 for t in self.transactions if t.type == "commit")
         return r
 
     def _index_reads(self):
@@ -195,17 +269,20 @@ class History:
         last_complete_read = {partition: max(when for _, when in reads)      # partition -> latest read-to-end
                               for partition, reads in self.complete_reads.items() if reads}
         for op in self.sends:
-            if op.type != "ok" or op.value in seen_at:
+            if op.type != "ok" or op.value in seen_at or op.visible_when_committed_only:
                 continue
             passed = op.offset is not None and op.offset <= max_read.get(op.partition, -1)
             latest = last_complete_read.get(op.partition)
-            complete = latest is not None and latest > (op.completed if op.completed is not None else -1)
+            visible_since = op.transaction.completed if op.transaction is not None else op.completed
+            complete = latest is not None and latest > (visible_since if visible_since is not None else -1)
             if passed or complete:
                 r.lost_write.append({"value": op.value, "partition": op.partition, "offset": op.offset})
 
     def _check_values_read(self, r: CheckResult, seen_at: dict, values_at: dict) -> None:
-        """Duplicates, values nobody sent, values whose send failed, and offsets that held two values."""
+        """Duplicates, values nobody sent, values whose send failed (or whose transaction aborted, read by a
+        read_committed consumer), and offsets that held two values."""
         by_value = {op.value: op for op in self.sends}
+        committed_seen = self._committed_reads() if self.transactions else {}
         for value, places in seen_at.items():
             if len(places) > 1:
                 r.duplicate.append({"value": value, "at": sorted(places, key=repr)})
@@ -214,6 +291,9 @@ class History:
                 r.unexpected_read.append({"value": value, "at": sorted(places, key=repr)})
             elif op.type == "fail":
                 r.aborted_read.append({"value": value, "at": sorted(places, key=repr), "error": op.error})
+            elif op.transaction is not None and op.transaction.type == "abort" and value in committed_seen:
+                r.aborted_read.append({"value": value, "at": sorted(committed_seen[value], key=repr),
+                                       "transaction": op.transaction.index})
         for (partition, offset), values in values_at.items():
             if len(values) > 1:
                 r.inconsistent_offsets.append({"partition": partition, "offset": offset,
@@ -223,12 +303,14 @@ class History:
     def _check_poll_order(self, r: CheckResult, known_offsets: dict) -> None:
         """Each process's polls per partition: offsets going backwards, or skipping offsets known to exist."""
         ordered = {partition: sorted(offsets) for partition, offsets in known_offsets.items()}
+        # offsets a read_committed consumer may skip: the sends of transactions that did not certainly commit
+        hidden = self._hidden_from_read_committed() if self.transactions else set()
         position: dict[tuple, int] = {}               # (process, partition) -> last offset read
         for event in self.events:
             if event[0] == "seek":
                 position.pop((event[1], event[2]), None)
                 continue
-            process = event[1]
+            process, read_committed = event[1], event[3]
             for partition, offset, _value in event[2]:
                 last = position.get((process, partition))
                 if last is not None:
@@ -238,7 +320,68 @@ class History:
                     else:
                         known = ordered.get(partition, ())       # the known offsets strictly between the two
                         skipped = known[bisect.bisect_right(known, last):bisect.bisect_left(known, offset)]
+                        if read_committed and hidden:
+                            skipped = [o for o in skipped if (partition, o) not in hidden]
                         if skipped:
                             r.poll_skip.append({"process": process, "partition": partition, "from": last,
                                                 "to": offset, "skipped": skipped})
                 position[(process, partition)] = offset
+
+    # -- transactions --------------------------------------------------------------------------------------
+    def _hidden_from_read_committed(self) -> set:
+        """(partition, offset) of the sends of transactions that did not certainly commit: where they were
+        acknowledged, and where any consumer read them."""
+        hidden_values = {op.value for op in self.sends if op.visible_when_committed_only}
+        hidden = {(op.partition, op.offset) for op in self.sends
+                  if op.visible_when_committed_only and op.type == "ok"}
+        for event in self.events:
+            if event[0] == "poll":
+                hidden.update((partition, offset) for partition, offset, value in event[2] if value in hidden_values)
+        return hidden
+
+    def _committed_reads(self) -> dict:
+        """value -> {(partition, offset)} read by read_committed consumers."""
+        seen: dict[Any, set] = {}
+        for event in self.events:
+            if event[0] == "poll" and event[3]:
+                for partition, offset, value in event[2]:
+                    seen.setdefault(value, set()).add((partition, offset))
+        return seen
+
+    def _check_transactions(self, r: CheckResult) -> None:
+        """Partially visible transactions and inputs whose output became visible twice (read_committed only)."""
+        if not self.transactions:
+            return
+        seen = self._committed_reads()
+        max_committed_read: dict[Hashable, int] = {}
+        for places in seen.values():
+            for partition, offset in places:
+                max_committed_read[partition] = max(offset, max_committed_read.get(partition, -1))
+        last_complete_read = {partition: max(when for _, when in reads)
+                              for partition, reads in self.complete_reads.items() if reads}
+        for txn in self.transactions:
+            if txn.type == "abort":
+                continue                                  # reading any of it is an aborted-read
+            read = [op for op in txn.sends if op.value in seen]
+            if not read:
+                continue                                  # all of it unseen: a lost write if committed
+            missing = []
+            for op in txn.sends:
+                if op.value in seen or op.type != "ok" or op.offset is None:
+                    continue
+                latest = last_complete_read.get(op.partition)
+                passed = op.offset < max_committed_read.get(op.partition, -1)
+                complete = latest is not None and txn.completed is not None and latest > txn.completed
+                if passed or complete:
+                    missing.append({"value": op.value, "partition": op.partition, "offset": op.offset})
+            if missing:
+                r.partial_transaction.append({"transaction": txn.index, "process": txn.process,
+                                              "read": sorted((op.value for op in read), key=repr),
+                                              "missing": missing})
+        outputs: dict[Any, set] = {}
+        for op in self.sends:
+            if op.source is not None and op.value in seen:
+                outputs.setdefault(op.source, set()).add(op.value)
+        for source, values in outputs.items():
+            if len(values) > 1:
+                r.duplicate_output.append({"input": source, "outputs": sorted(values, key=repr)})

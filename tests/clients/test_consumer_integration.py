@@ -8,6 +8,8 @@ import time
 import pytest
 
 from kafkalab.clients import Admin, Consumer, OffsetAndMetadata, Producer, TopicPartition
+from kafkalab.clients.config import ConfigException
+from kafkalab.clients.consumer import ConsumerGroupMetadata
 
 from .conftest import unique
 
@@ -321,3 +323,23 @@ def test_confluent_producer_to_our_consumer_identical(broker):
         assert [(k, v) for _, k, v, _, _ in rows] == [(b"k%d" % i, b"c%d" % i) for i in range(part, 40, 2)]
         assert all(h == [("h", b"x")] for *_, h, _ in rows)
         assert [t for *_, t in rows] == [1_700_000_000_000 + i for i in range(part, 40, 2)]
+
+
+def test_group_metadata_follows_the_completed_rebalance(kafkalab_broker):
+    """``group_metadata()`` (Java's ConsumerGroupMetadata): unknown generation and member until the first
+    rebalance completes, then the coordinator's generation and member id; the static instance id throughout."""
+    broker = kafkalab_broker
+    topic = make_topic(broker, 1)
+    group = unique("g")
+    with consumer(broker) as c:
+        with pytest.raises(ConfigException, match="valid group.id"):
+            c.group_metadata()
+    with consumer(broker, **{"group.id": group, **GROUP, "group.instance.id": "instance-1"}) as c:
+        assert c.group_metadata() == ConsumerGroupMetadata(group, -1, "", "instance-1")
+        c.subscribe([topic])
+        assert wait_until(lambda: (c.poll(0.1), c.assignment())[1] == {TopicPartition(topic, 0)})
+        md = c.group_metadata()
+        gc = broker.cluster.broker(0).group_coordinator
+        stored = broker.cluster.call(lambda: gc.manager.get_group(group))
+        assert md == ConsumerGroupMetadata(group, stored.generation_id, stored.leader_id, "instance-1")
+        assert md.generation_id >= 1 and md.member_id

@@ -234,3 +234,153 @@ def test_lost_write_check_is_not_quadratic_in_complete_reads(comparisons):
     comparisons(20 * n)
     result = h.check()
     assert [c["offset"] for c in result.lost_write] == list(range(n))
+
+
+# ---------------------------------------------------------------------------------------------- transactions
+def committed_txn(h, values, start, partition=0, process=0, sources=None):
+    """A committed transaction writing ``values`` at consecutive offsets from ``start`` (a marker follows)."""
+    txn = h.transaction(process=process)
+    for i, v in enumerate(values):
+        txn.send(v, partition=partition, source=sources[i] if sources else None).ok(partition, start + i)
+    return txn.commit()
+
+
+def test_a_clean_transactional_history_is_valid():
+    h = History()
+    committed_txn(h, ["a", "b"], 0)                           # marker at 2
+    aborted = h.transaction()
+    aborted.send("x", partition=0).ok(0, 3)
+    aborted.abort()                                           # marker at 4
+    committed_txn(h, ["c"], 5)                                # marker at 6
+    h.poll([(0, 0, "a"), (0, 1, "b"), (0, 5, "c")], process="rc", read_committed=True)
+    h.poll([(0, 0, "a"), (0, 1, "b"), (0, 3, "x"), (0, 5, "c")], process="ru")
+    h.read_to_end(0, 7)
+    result = h.check()
+    assert result.valid, str(result)
+    assert result.stats["transactions"] == 3 and result.stats["committed"] == 2
+
+
+def test_an_aborted_record_read_by_read_committed_is_an_aborted_read():
+    h = History()
+    txn = h.transaction()
+    txn.send("x", partition=0).ok(0, 0)
+    txn.abort()
+    h.poll([(0, 0, "x")], process="ru")                        # read_uncommitted: allowed
+    assert h.check().valid
+    h.poll([(0, 0, "x")], process="rc", read_committed=True)
+    result = h.check()
+    assert not result.valid
+    assert result.aborted_read == [{"value": "x", "at": [(0, 0)], "transaction": 0}]
+
+
+def test_an_aborted_transaction_is_never_a_lost_write():
+    h = History()
+    txn = h.transaction()
+    txn.send("x", partition=0).ok(0, 0)
+    txn.abort()
+    acked(h, "y", 2)
+    h.poll([(0, 2, "y")], read_committed=True)
+    h.read_to_end(0, 3)
+    assert h.check().valid
+
+
+def test_a_committed_transaction_unread_after_a_complete_read_is_lost():
+    h = History()
+    committed_txn(h, ["a"], 0)
+    h.read_to_end(0, 2)
+    assert h.check().lost_write == [{"value": "a", "partition": 0, "offset": 0}]
+
+
+def test_a_complete_read_before_the_commit_does_not_make_a_transactional_write_lost():
+    h = History()
+    txn = h.transaction()
+    txn.send("a", partition=0).ok(0, 0)
+    h.read_to_end(0, 0)                                       # the LSO held the reader before the open txn
+    txn.commit()
+    assert h.check().valid
+
+
+def test_partial_transaction_across_partitions():
+    h = History()
+    committed_txn(h, ["a"], 0, partition=0)
+    txn = h.transaction()
+    txn.send("b", partition=0).ok(0, 2)
+    txn.send("c", partition=1).ok(1, 0)
+    txn.commit()
+    acked(h, "d", 2, partition=1)
+    h.poll([(0, 0, "a"), (0, 2, "b")], read_committed=True)
+    assert h.check().valid, "partition 1 not read yet: nothing to say"
+    h.poll([(1, 2, "d")], read_committed=True)                 # read past c's offset without seeing c
+    result = h.check()
+    assert not result.valid
+    assert result.partial_transaction == [{"transaction": 1, "process": 0, "read": ["b"],
+                                           "missing": [{"value": "c", "partition": 1, "offset": 0}]}]
+
+
+def test_partial_transaction_by_a_complete_read_after_the_commit():
+    h = History()
+    txn = h.transaction()
+    txn.send("a", partition=0).ok(0, 0)
+    txn.send("b", partition=1).ok(1, 0)
+    txn.commit()
+    h.poll([(0, 0, "a")], read_committed=True)
+    h.read_to_end(1, 2)
+    assert h.check().partial_transaction[0]["missing"] == [{"value": "b", "partition": 1, "offset": 0}]
+
+
+def test_an_undecided_transaction_seen_by_read_committed_must_be_seen_whole():
+    h = History()
+    txn = h.transaction()
+    txn.send("a", partition=0).ok(0, 0)
+    txn.send("b", partition=0).ok(0, 1)
+    txn.info("coordinator killed during EndTxn")
+    acked(h, "c", 3)
+    h.poll([(0, 3, "c")], read_committed=True)
+    assert h.check().valid, "unseen: it may have aborted; skipping its offsets is fine"
+    h.poll([(0, 0, "a"), (0, 3, "c")], process=1, read_committed=True)
+    assert h.check().partial_transaction[0]["missing"] == [{"value": "b", "partition": 0, "offset": 1}]
+
+
+def test_read_committed_may_skip_the_offsets_of_aborted_transactions():
+    h = History()
+    acked(h, "a", 0)
+    txn = h.transaction()
+    txn.send("x", partition=0).ok(0, 1)
+    txn.abort()
+    acked(h, "b", 3)
+    h.poll([(0, 0, "a"), (0, 3, "b")], process="rc", read_committed=True)
+    assert h.check().valid
+    h.poll([(0, 0, "a"), (0, 3, "b")], process="ru")           # read_uncommitted must not skip it
+    result = h.check()
+    assert [c["process"] for c in result.poll_skip] == ["ru"]
+
+
+def test_read_committed_may_skip_an_unacknowledged_aborted_send_that_read_uncommitted_saw():
+    h = History()
+    acked(h, "a", 0)
+    txn = h.transaction()
+    txn.send("x", partition=0).info("producer crashed")       # never acknowledged
+    txn.abort()
+    acked(h, "b", 2)
+    h.poll([(0, 0, "a"), (0, 1, "x"), (0, 2, "b")], process="ru")
+    h.poll([(0, 0, "a"), (0, 2, "b")], process="rc", read_committed=True)
+    assert h.check().valid
+
+
+def test_duplicate_output_in_consume_process_produce():
+    h = History()
+    committed_txn(h, ["out-1-a"], 0, sources=["in-1"])
+    committed_txn(h, ["out-2-a"], 2, sources=["in-2"])
+    retried = h.transaction()                                 # a zombie's retry of in-1 that was aborted
+    retried.send("out-1-b", partition=0, source="in-1").ok(0, 4)
+    retried.abort()
+    h.poll([(0, 0, "out-1-a"), (0, 2, "out-2-a")], read_committed=True)
+    h.poll([(0, 0, "out-1-a"), (0, 2, "out-2-a"), (0, 4, "out-1-b")], process="ru")
+    assert h.check().valid, "the aborted second output is invisible to read_committed"
+    twice = h.transaction()                                   # a second committed output of in-1: not exactly once
+    twice.send("out-1-c", partition=0, source="in-1").ok(0, 6)
+    twice.commit()
+    h.poll([(0, 6, "out-1-c")], read_committed=True)
+    result = h.check()
+    assert result.duplicate_output == [{"input": "in-1", "outputs": ["out-1-a", "out-1-c"]}]
+    assert "duplicate-output" in result.anomalies

@@ -11,6 +11,7 @@ member divides the partitions among the members. The rooms, bottom up:
 * :mod:`.fetcher` -- FetchRequests per leader, prefetch; :mod:`.offset_fetcher` -- ListOffsets (resets, times);
 * :mod:`.abstract_coordinator` -- JoinGroup / SyncGroup / Heartbeat / LeaveGroup;
 * :mod:`.consumer_coordinator` -- subscriptions and assignments in those messages, commits, committed offsets;
+* :mod:`.group_metadata` -- :class:`ConsumerGroupMetadata`, the member's identity for a transactional producer;
 * :mod:`.assignors` -- who gets which partition (range, roundrobin, sticky, cooperative-sticky);
 * :mod:`.consumer` -- :class:`Consumer`, the facade that drives it all from ``poll()``.
 
@@ -22,10 +23,11 @@ from kafkalab.clients.consumer.completed_fetch import CompletedFetch, ConsumerRe
 from kafkalab.clients.consumer.consumer import Consumer
 from kafkalab.clients.consumer.consumer_coordinator import CommitFailedError
 from kafkalab.clients.consumer.fetcher import OffsetOutOfRangeError
+from kafkalab.clients.consumer.group_metadata import ConsumerGroupMetadata
 from kafkalab.clients.consumer.offset_fetcher import OffsetAndTimestamp
 from kafkalab.clients.consumer.subscription_state import (IllegalStateError, NoOffsetForPartitionError,
                                                           OffsetAndMetadata, SubscriptionState)
 
 __all__ = ["Consumer", "ConsumerRecord", "CompletedFetch", "CommitFailedError", "OffsetOutOfRangeError",
            "OffsetAndTimestamp", "IllegalStateError", "NoOffsetForPartitionError", "OffsetAndMetadata",
-           "SubscriptionState", "TopicPartition", "Generation", "MemberState"]
+           "SubscriptionState", "TopicPartition", "Generation", "MemberState", "ConsumerGroupMetadata"]

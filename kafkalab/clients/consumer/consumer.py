@@ -44,6 +44,7 @@ from kafkalab.clients.consumer.abstract_coordinator import RebalanceNeeded
 from kafkalab.clients.consumer.assignors.protocol import TopicPartition
 from kafkalab.clients.consumer.consumer_coordinator import ConsumerCoordinator
 from kafkalab.clients.consumer.fetcher import Fetcher
+from kafkalab.clients.consumer.group_metadata import ConsumerGroupMetadata
 from kafkalab.clients.consumer.offset_fetcher import EARLIEST, LATEST, OffsetFetcher
 from kafkalab.clients.consumer.subscription_state import IllegalStateError, OffsetAndMetadata, SubscriptionState
 from kafkalab.clients.errors import ClientClosedError, KafkaProtocolError, KafkaTimeoutError
@@ -133,6 +134,15 @@ class Consumer:
 
     def subscription(self) -> set:
         return set(self.subscriptions.subscription)
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """Who this consumer is in its group after the last completed rebalance (generation -1 and no member
+        id before the first, or with ``assign()``): pass it to a transactional producer's
+        ``send_offsets_to_transaction`` so that the group coordinator can refuse offsets from a zombie member."""
+        if not self.group_id:
+            raise ConfigException("To use the group management or offset commit APIs, you must provide a valid "
+                                  "group.id in the consumer configuration.")
+        return self._call(lambda: self.coordinator.group_metadata)
 
     def assign(self, partitions) -> None:
         """Read exactly these partitions, without a group (commits still go to ``group.id`` if set)."""

@@ -39,6 +39,7 @@ from kafkalab.clients.consumer.abstract_coordinator import AbstractCoordinator, 
 from kafkalab.clients.consumer.assignors import (RebalanceProtocol, Subscription, TopicPartition, decode_assignment,
                                                  decode_subscription, encode_assignment, encode_subscription,
                                                  get_assignors)
+from kafkalab.clients.consumer.group_metadata import ConsumerGroupMetadata
 from kafkalab.clients.consumer.subscription_state import OffsetAndMetadata, SubscriptionState
 from kafkalab.clients.errors import KafkaTimeoutError, NetworkException
 from kafkalab.protocol import ApiKey, ErrorCode, KafkaProtocolError, request_class
@@ -81,6 +82,8 @@ class ConsumerCoordinator(AbstractCoordinator):
         self.assigned_counts: dict[str, int] = {}      # leader: partition counts the assignment was built on
         self.is_leader = False
         self.pending_commits: set = set()
+        #: the member's identity after the last completed rebalance (Java's ``groupMetadata``)
+        self.group_metadata = ConsumerGroupMetadata(self.group_id, group_instance_id=self.group_instance_id)
 
     # -- JoinGroup / SyncGroup -------------------------------------------------------------------------------
     def join_metadata(self) -> list:
@@ -134,6 +137,8 @@ class ConsumerCoordinator(AbstractCoordinator):
         added = sorted(tp for tp in assigned if tp not in owned)
         if assignment is not None:
             self.assignor(protocol).on_assignment(assignment, generation.generation_id)
+        self.group_metadata = ConsumerGroupMetadata(self.group_id, generation.generation_id, generation.member_id,
+                                                    self.group_instance_id)
         if not self.is_leader:
             self.assigned_counts = {}
         return assigned, revoked, added

@@ -39,6 +39,9 @@ two rounds (the parked answers, the delayed join and sync, completing a generati
 :class:`~.offsets_and_admin.GroupOffsetsAndAdmin` (``coordinator.offsets``). Both are built with explicit
 callables; the session timers stay here.
 
+Transactions reach the group coordinator twice: TxnOffsetCommit (offsets pending inside a transaction,
+``handle_txn_commit_offsets``) and the marker that ends the transaction (``handle_txn_completion``).
+
 Mirrors: ``core/src/main/scala/kafka/coordinator/group/GroupCoordinator.scala``, ``DelayedJoin.scala``
 (``InitialDelayedJoin``), ``DelayedHeartbeat.scala``, ``DelayedSync.scala``.
 """
@@ -159,8 +162,27 @@ class GroupCoordinator:
         return self.offsets.handle_commit_offsets(group_id, member_id, group_instance_id, generation_id, offsets,
                                                   callback)
 
-    def handle_fetch_offsets(self, group_id: str, partitions: Optional[list] = None) -> tuple[int, dict]:
-        return self.offsets.handle_fetch_offsets(group_id, partitions)
+    def handle_txn_commit_offsets(self, group_id: str, producer_id: int, producer_epoch: int, member_id: str,
+                                  group_instance_id: Optional[str], generation_id: int, offsets: dict,
+                                  callback: Optional[Callable[[dict], None]] = None) -> Optional[dict]:
+        return self.offsets.handle_txn_commit_offsets(group_id, producer_id, producer_epoch, member_id,
+                                                      group_instance_id, generation_id, offsets, callback)
+
+    def handle_fetch_offsets(self, group_id: str, partitions: Optional[list] = None,
+                             require_stable: bool = False) -> tuple[int, dict]:
+        return self.offsets.handle_fetch_offsets(group_id, partitions, require_stable)
+
+    def handle_txn_completion(self, producer_id: int, offsets_partitions, committed: bool) -> None:
+        """A COMMIT (``committed``) or ABORT marker of ``producer_id`` has been written to these partitions of
+        ``__consumer_offsets`` (partition numbers, or ``(topic, partition)`` pairs): the transaction's pending
+        offsets in their groups become the committed offsets, or are dropped. Called by the WriteTxnMarkers
+        handler; Kafka hands this to a scheduler thread (``scheduleHandleTxnCompletion``), kafkalab's coordinator
+        runs on the broker's event loop and does it at once."""
+        partitions = {p if isinstance(p, int) else int(p[1]) for p in offsets_partitions}
+        for group_id, applied in self.manager.handle_txn_completion(producer_id, partitions, committed).items():
+            self._event(group_id, f"transaction of producer {producer_id} "
+                                  f"{'committed' if committed else 'aborted'}: "
+                                  f"{len(applied)} pending offset(s) now committed")
 
     def handle_list_groups(self, states: Optional[set] = None) -> tuple[int, list]:
         return self.offsets.handle_list_groups(states)

@@ -17,6 +17,12 @@ Theory of operation
 * **Pending members** (KIP-394): a JoinGroup v4+ without a member id gets one back with MEMBER_ID_REQUIRED and
   is remembered as pending until it rejoins with it; a rebalance waits for pending members too.
 * **Offsets.** Committed offsets per topic-partition, with the log offset of the record that stored them.
+* **Pending offsets.** An OffsetCommit is *pending* from the moment its record is handed to the log until the
+  append completes; a TxnOffsetCommit's offsets stay pending, per producer id, until the transaction ends: the
+  COMMIT marker on ``__consumer_offsets`` makes them the committed offsets (only where their record is later
+  in the log than the one already committed, so the newest write wins whatever order the markers come in), an
+  ABORT marker drops them. OffsetFetch with ``require_stable`` answers UNSTABLE_OFFSET_COMMIT for a partition
+  that has a pending offset of either kind.
 
 Mirrors: ``core/src/main/scala/kafka/coordinator/group/GroupMetadata.scala``.
 """
@@ -47,6 +53,13 @@ class CommitRecord(NamedTuple):
     appended_offset: Optional[int]
     value: OffsetAndMetadata
 
+    def older_than(self, other: "CommitRecord") -> bool:
+        """Was this record written before ``other``? (Kafka's ``olderThan``.) When either log offset is unknown
+        (a log that does not report it) the one that arrives later wins."""
+        if self.appended_offset is None or other.appended_offset is None:
+            return True
+        return self.appended_offset < other.appended_offset
+
 
 class GroupMetadata:
     def __init__(self, group_id: str, state: GroupState = GroupState.EMPTY, now_ms: int = -1):
@@ -65,6 +78,10 @@ class GroupMetadata:
         self.num_members_awaiting_join = 0
         self.new_member_added = False
         self.offsets: dict[tuple[str, int], CommitRecord] = {}
+        #: plain OffsetCommits whose append has not completed yet: {(topic, partition): OffsetAndMetadata}
+        self.pending_offset_commits: dict[tuple[str, int], OffsetAndMetadata] = {}
+        #: TxnOffsetCommits of open transactions: {producer id: {(topic, partition): CommitRecord}}
+        self.pending_transactional_offset_commits: dict[int, dict[tuple[str, int], CommitRecord]] = {}
 
     # ------------------------------------------------------------------------------------------ state
     def is_(self, state: GroupState) -> bool:
@@ -244,13 +261,95 @@ class GroupMetadata:
         return rec.value if rec is not None else None
 
     def remove_offsets(self, tps) -> dict:
-        return {tp: self.offsets.pop(tp).value for tp in list(tps) if tp in self.offsets}
+        """Forget these partitions' committed offsets (and any pending commit of them); returns what was removed."""
+        tps = list(tps)
+        for tp in tps:
+            self.pending_offset_commits.pop(tp, None)
+            for pending in self.pending_transactional_offset_commits.values():
+                pending.pop(tp, None)
+        return {tp: self.offsets.pop(tp).value for tp in tps if tp in self.offsets}
+
+    @property
+    def has_offsets(self) -> bool:
+        """Committed or pending offsets: a group with any is not removed as empty."""
+        return bool(self.offsets or self.pending_offset_commits or self.pending_transactional_offset_commits)
+
+    def initialize_offsets(self, offsets: dict, pending_txn_offsets: dict) -> None:
+        """After loading: the committed offsets and those of transactions still open in the log."""
+        self.offsets = dict(offsets)
+        self.pending_transactional_offset_commits = {pid: dict(tps) for pid, tps in pending_txn_offsets.items()}
+
+    # -- plain commits in flight (Kafka: prepareOffsetCommit / onOffsetCommitAppend / failPendingOffsetWrite)
+    def prepare_offset_commit(self, offsets: dict) -> None:
+        self.pending_offset_commits.update(offsets)
+
+    def on_offset_commit_append(self, tp: tuple[str, int], record: CommitRecord) -> None:
+        """The record of a plain commit is in the log: it is the committed offset unless a later record already
+        is (a transaction that committed meanwhile with a record written after this one)."""
+        if tp in self.pending_offset_commits:
+            current = self.offsets.get(tp)
+            if current is None or current.older_than(record):
+                self.offsets[tp] = record
+        if self.pending_offset_commits.get(tp) == record.value:
+            del self.pending_offset_commits[tp]
+
+    def fail_pending_offset_write(self, tp: tuple[str, int], offset: OffsetAndMetadata) -> None:
+        if self.pending_offset_commits.get(tp) == offset:
+            del self.pending_offset_commits[tp]
+
+    # -- transactional commits (Kafka: prepareTxnOffsetCommit ... completePendingTxnOffsetCommit)
+    def prepare_txn_offset_commit(self, producer_id: int, offsets: dict) -> None:
+        """A TxnOffsetCommit is being appended: its offsets are pending for ``producer_id`` (log offset unknown)."""
+        pending = self.pending_transactional_offset_commits.setdefault(producer_id, {})
+        for tp, om in offsets.items():
+            pending[tp] = CommitRecord(None, om)
+
+    def on_txn_offset_commit_append(self, producer_id: int, tp: tuple[str, int], record: CommitRecord) -> None:
+        """The transactional record is in the log at ``record.appended_offset``: remember where."""
+        pending = self.pending_transactional_offset_commits.get(producer_id)
+        if pending is not None and tp in pending and pending[tp].value == record.value:
+            pending[tp] = record
+
+    def fail_pending_txn_offset_commit(self, producer_id: int, tp: tuple[str, int]) -> None:
+        """The append failed: the client gets the error and retries, maybe at another coordinator."""
+        pending = self.pending_transactional_offset_commits.get(producer_id)
+        if pending is not None:
+            pending.pop(tp, None)
+            if not pending:
+                del self.pending_transactional_offset_commits[producer_id]
+
+    def complete_pending_txn_offset_commit(self, producer_id: int, is_commit: bool) -> list[tuple[str, int]]:
+        """The transaction's marker is written: on COMMIT its offsets become the committed ones where their
+        record is the later one in the log; on ABORT they are dropped. Returns the partitions now committed."""
+        pending = self.pending_transactional_offset_commits.pop(producer_id, None)
+        applied: list[tuple[str, int]] = []
+        if not is_commit or not pending:
+            return applied
+        for tp, record in pending.items():
+            if record.appended_offset is None:
+                continue      # its own append never completed: nothing of it is in the log to commit
+            current = self.offsets.get(tp)
+            if current is None or current.older_than(record):
+                self.offsets[tp] = record
+                applied.append(tp)
+        return applied
+
+    def has_pending_offset_commits_from_producer(self, producer_id: int) -> bool:
+        return producer_id in self.pending_transactional_offset_commits
+
+    def has_pending_offset_commits_for_partition(self, tp: tuple[str, int]) -> bool:
+        return tp in self.pending_offset_commits or any(
+            tp in pending for pending in self.pending_transactional_offset_commits.values())
 
     def expired_offsets(self, now_ms: int, retention_ms: int) -> list[tuple[str, int]]:
         """Which offsets ``offsets.retention.minutes`` removes now. An empty group loses all its offsets once
         it has been empty for the retention period (KIP-211); a stable consumer group only those of topics it
         no longer subscribes to, counted from their commit; a group without a protocol (offsets only) counts
-        from each commit. An offset committed with an explicit expire timestamp (old clients) expires then."""
+        from each commit. An offset committed with an explicit expire timestamp (old clients) expires then.
+        A partition with a plain commit in flight keeps its offset."""
+        return [tp for tp in self._expired_offsets(now_ms, retention_ms) if tp not in self.pending_offset_commits]
+
+    def _expired_offsets(self, now_ms: int, retention_ms: int) -> list[tuple[str, int]]:
         def expired(rec: CommitRecord, base: int) -> bool:
             if rec.value.expire_timestamp >= 0:
                 return now_ms >= rec.value.expire_timestamp

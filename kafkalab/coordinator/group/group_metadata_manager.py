@@ -20,10 +20,21 @@ that lost leadership answers NOT_COORDINATOR, an unavailable partition COORDINAT
 Every ``offsets.retention.check.interval.ms`` the manager expires offsets (see
 :meth:`~.group_metadata.GroupMetadata.expired_offsets`) and removes empty groups left without offsets.
 
-The broker side is an :class:`OffsetsLog`: ``append(partition, batch_bytes) -> error code`` and
-``read(partition) -> decoded batches``; a log that also has ``append_async(partition, batch_bytes, callback)``
-(the broker's: ``acks=all`` through the produce purgatory) is used that way, and the group or offsets are
-updated from the callback, when the in-sync replicas have the records (Kafka's ``appendForGroup`` callback). :class:`MemoryOffsetsLog` is one in memory, for tests and the lab.
+The broker side is an :class:`OffsetsLog`: ``append_async(partition, batch_bytes, callback)`` calls
+``callback(error code, base offset)`` when the append is complete (the broker's: ``acks=all`` through the
+produce purgatory, once the in-sync replicas have the records: Kafka's ``appendForGroup`` callback), and
+``read(partition)`` yields the decoded batches from the log start (loading). A log with only
+``append(partition, batch_bytes) -> error code`` also works (the base offset is then unknown).
+:class:`MemoryOffsetsLog` is one in memory, for tests and the lab.
+
+**Offsets inside a transaction.** A TxnOffsetCommit is appended as a *transactional* batch carrying the
+producer id and epoch (so the partition leader fences a zombie producer as it would on any partition, and the
+partition's last stable offset waits for the transaction). Its offsets stay *pending* in the group
+(:meth:`~.group_metadata.GroupMetadata.prepare_txn_offset_commit`) and the manager remembers which groups each
+producer has pending offsets in. When the transaction's COMMIT or ABORT marker has been written to a partition
+of ``__consumer_offsets``, :meth:`GroupMetadataManager.handle_txn_completion` materializes or drops the pending
+offsets of that producer in the groups of that partition. Loading replays the same rule from the log:
+transactional offset records wait for their producer's marker; those with no marker yet stay pending.
 
 Mirrors: ``core/src/main/scala/kafka/coordinator/group/GroupMetadataManager.scala``.
 """
@@ -39,7 +50,8 @@ from kafkalab.coordinator.group.records import (GroupMetadataValue, MemberRecord
                                                 offset_commit_value)
 from kafkalab.coordinator.group.state import GroupState
 from kafkalab.protocol import ApiException, ErrorCode
-from kafkalab.records import SimpleRecord, build_batch, decode_batches
+from kafkalab.records import (NO_PRODUCER_EPOCH, NO_PRODUCER_ID, SimpleRecord, build_batch, decode_batches,
+                              set_base_offset)
 
 __all__ = ["GroupMetadataManager", "OffsetsLog", "MemoryOffsetsLog", "java_string_hash", "partition_for",
            "OFFSETS_TOPIC"]
@@ -65,13 +77,14 @@ def partition_for(key: str, num_partitions: int) -> int:
 
 
 class OffsetsLog(Protocol):
-    def append(self, partition: int, batch: bytes) -> int: ...
+    def append_async(self, partition: int, batch: bytes, callback: Callable[[int, int], None]) -> None: ...
 
     def read(self, partition: int) -> Iterable: ...
 
 
 class MemoryOffsetsLog:
-    """``__consumer_offsets`` in memory: a list of batches per partition (offsets assigned on append)."""
+    """``__consumer_offsets`` in memory: the batches of each partition as appended (offsets assigned on append;
+    producer id, epoch and the transactional and control bits kept, so markers can be appended too)."""
 
     def __init__(self):
         self.batches: dict[int, list[bytes]] = {}
@@ -79,14 +92,21 @@ class MemoryOffsetsLog:
         self.fail_with: Optional[int] = None      # make appends fail (tests of error paths)
 
     def append(self, partition: int, batch: bytes) -> int:
+        return self._append(partition, batch)[0]
+
+    def append_async(self, partition: int, batch: bytes, callback: Callable[[int, int], None]) -> None:
+        callback(*self._append(partition, batch))
+
+    def _append(self, partition: int, batch: bytes) -> tuple[int, int]:
         if self.fail_with is not None:
-            return self.fail_with
+            return self.fail_with, -1
         base = self.next_offset.get(partition, 0)
         decoded = decode_batches(batch)[0]
-        self.batches.setdefault(partition, []).append(build_batch(
-            [SimpleRecord(r.key, r.value, r.headers, r.timestamp) for r in decoded.records], base_offset=base))
-        self.next_offset[partition] = base + len(decoded.records)
-        return ErrorCode.NONE
+        data = bytearray(batch[:decoded.size_in_bytes])
+        set_base_offset(data, 0, base)
+        self.batches.setdefault(partition, []).append(bytes(data))
+        self.next_offset[partition] = base + decoded.last_offset_delta + 1
+        return int(ErrorCode.NONE), base
 
     def read(self, partition: int):
         for b in self.batches.get(partition, []):
@@ -133,6 +153,8 @@ class GroupMetadataManager:
         self.groups: dict[str, GroupMetadata] = {}
         self.owned_partitions: set[int] = set()
         self.loading_partitions: set[int] = set()
+        #: producer id -> ids of the groups where it has pending transactional offsets (openGroupsForProducer)
+        self.open_groups_for_producer: dict[int, set[str]] = {}
 
     # ------------------------------------------------------------------------------------------ ownership
     def partition_for(self, group_id: str) -> int:
@@ -170,20 +192,25 @@ class GroupMetadataManager:
 
     # ------------------------------------------------------------------------------------------ appends
     def _append(self, group_id: str, records: list[tuple[bytes, Optional[bytes]]],
-                callback: Optional[Callable[[int], None]] = None, errors: dict = GROUP_APPEND_ERRORS) -> Optional[int]:
-        """Append ``records`` to the group's partition; ``callback(error code)`` once the append is complete --
-        at once for a log that answers synchronously, or (an ``append_async`` log: the broker's, acks=all)
-        when the in-sync replicas have it or the append timed out. Returns the code if already known."""
+                callback: Optional[Callable[[int, int], None]] = None, errors: dict = GROUP_APPEND_ERRORS, *,
+                producer_id: int = NO_PRODUCER_ID, producer_epoch: int = NO_PRODUCER_EPOCH) -> Optional[int]:
+        """Append ``records`` to the group's partition; ``callback(error code, base offset)`` once the append is
+        complete -- at once for a log that answers synchronously, or (the broker's log, acks=all) when the in-sync
+        replicas have it or the append timed out. With a ``producer_id`` the batch is transactional (a
+        TxnOffsetCommit: base sequence 0, as Kafka writes it). Returns the code if already known."""
         now = self.time.milliseconds()
-        batch = build_batch([SimpleRecord(k, v, (), now) for k, v in records])
+        transactional = producer_id != NO_PRODUCER_ID
+        batch = build_batch([SimpleRecord(k, v, (), now) for k, v in records], producer_id=producer_id,
+                            producer_epoch=producer_epoch, base_sequence=0 if transactional else -1,
+                            transactional=transactional)
         result: list[int] = []
 
-        def done(code: int) -> None:
+        def done(code: int, base_offset: int = -1) -> None:
             if result:
                 return
             result.append(int(errors.get(int(code), int(code))))
             if callback is not None:
-                callback(result[0])
+                callback(result[0], base_offset)
         try:
             append_async = getattr(self.log, "append_async", None)
             if append_async is not None:
@@ -193,6 +220,7 @@ class GroupMetadataManager:
         except ApiException as e:  # the broker's append raised: answer like a failed append
             done(e.error_code)
         except Exception:  # noqa: BLE001 - no Kafka error code: UNKNOWN_SERVER_ERROR
+            log.exception("append to the partition of group %s failed", group_id)
             done(ErrorCode.UNKNOWN_SERVER_ERROR)
         return result[0] if result else None
 
@@ -202,7 +230,7 @@ class GroupMetadataManager:
         returns the code if the append completed at once."""
         value = self.group_value(group, assignment)
         return self._append(group.group_id, [(group_metadata_key(group.group_id), group_metadata_value(value))],
-                            callback)
+                            None if callback is None else lambda code, _offset: callback(code))
 
     @staticmethod
     def group_value(group: GroupMetadata, assignment: dict[str, bytes]) -> GroupMetadataValue:
@@ -214,41 +242,93 @@ class GroupMetadataManager:
                                   group.leader_id, group.current_state_timestamp, members)
 
     def store_offsets(self, group: GroupMetadata, offsets: dict,
-                      callback: Optional[Callable[[dict], None]] = None) -> Optional[dict]:
+                      callback: Optional[Callable[[dict], None]] = None, *, producer_id: int = NO_PRODUCER_ID,
+                      producer_epoch: int = NO_PRODUCER_EPOCH) -> Optional[dict]:
         """Append one offset record per partition; ``offsets`` = {(topic, partition): OffsetAndMetadata}.
         ``callback({(topic, partition): error code})`` once the append is complete (the cache changes only
         then); returns that dict if it completed at once. Metadata over ``offset.metadata.max.bytes`` is
-        refused."""
+        refused. With a ``producer_id`` (TxnOffsetCommit) the batch is transactional and the offsets stay
+        pending until the transaction's marker (:meth:`handle_txn_completion`)."""
         limit = self.config.offset_metadata_max_bytes
         ok = {tp: om for tp, om in offsets.items() if om.metadata is None or len(om.metadata.encode()) <= limit}
         results = {tp: int(ErrorCode.OFFSET_METADATA_TOO_LARGE) for tp in offsets if tp not in ok}
+        is_txn = producer_id != NO_PRODUCER_ID
         out: list[dict] = []
 
-        def complete(code: int) -> None:
-            if code == ErrorCode.NONE and not group.is_(GroupState.DEAD):
+        def complete(code: int, base_offset: int) -> None:
+            if not group.is_(GroupState.DEAD):
+                appended = None if base_offset < 0 else base_offset
                 for tp, om in ok.items():
-                    group.offsets[tp] = CommitRecord(None, om)
+                    if code != ErrorCode.NONE:
+                        if is_txn:
+                            group.fail_pending_txn_offset_commit(producer_id, tp)
+                        else:
+                            group.fail_pending_offset_write(tp, om)
+                    elif is_txn:
+                        group.on_txn_offset_commit_append(producer_id, tp, CommitRecord(appended, om))
+                    else:
+                        group.on_offset_commit_append(tp, CommitRecord(appended, om))
+                if is_txn and not group.has_pending_offset_commits_from_producer(producer_id):
+                    self.remove_producer_group(producer_id, group.group_id)
             results.update({tp: code for tp in ok})
             out.append(results)
             if callback is not None:
                 callback(results)
         if ok:
+            if is_txn:
+                self.add_producer_group(producer_id, group.group_id)
+                group.prepare_txn_offset_commit(producer_id, ok)
+            else:
+                group.prepare_offset_commit(ok)
             self._append(group.group_id, [(offset_commit_key(group.group_id, t, p), offset_commit_value(om))
-                                          for (t, p), om in ok.items()], complete, OFFSET_APPEND_ERRORS)
+                                          for (t, p), om in ok.items()], complete, OFFSET_APPEND_ERRORS,
+                         producer_id=producer_id, producer_epoch=producer_epoch)
         else:
             out.append(results)
             if callback is not None:
                 callback(results)
         return out[0] if out else None
 
-    def get_offsets(self, group_id: str, partitions: Optional[list]) -> dict:
-        """{(topic, partition): OffsetAndMetadata or None}; all committed offsets when ``partitions`` is None."""
+    def get_offsets(self, group_id: str, partitions: Optional[list], require_stable: bool = False) -> dict:
+        """{(topic, partition): OffsetAndMetadata, or None when nothing is committed, or
+        ``ErrorCode.UNSTABLE_OFFSET_COMMIT`` when ``require_stable`` and a commit of it is pending}; all committed
+        offsets when ``partitions`` is None (Kafka's ``getOffsets``)."""
         group = self.groups.get(group_id)
         if group is None or group.is_(GroupState.DEAD):
             return {tp: None for tp in (partitions or [])}
         if partitions is None:
-            return {tp: rec.value for tp, rec in group.offsets.items()}
-        return {tp: group.offset(*tp) for tp in partitions}
+            partitions = list(group.offsets)
+        return {tp: ErrorCode.UNSTABLE_OFFSET_COMMIT
+                if require_stable and group.has_pending_offset_commits_for_partition(tp) else group.offset(*tp)
+                for tp in partitions}
+
+    # ------------------------------------------------------------------------------------------ transactions
+    def add_producer_group(self, producer_id: int, group_id: str) -> None:
+        self.open_groups_for_producer.setdefault(producer_id, set()).add(group_id)
+
+    def remove_producer_group(self, producer_id: int, group_id: str) -> None:
+        groups = self.open_groups_for_producer.get(producer_id)
+        if groups is not None:
+            groups.discard(group_id)
+            if not groups:
+                del self.open_groups_for_producer[producer_id]
+
+    def handle_txn_completion(self, producer_id: int, completed_partitions: set[int],
+                              is_commit: bool) -> dict[str, list]:
+        """The COMMIT (``is_commit``) or ABORT marker of ``producer_id`` is written to these partitions of
+        ``__consumer_offsets``: its pending offsets in their groups become committed, or are dropped (Kafka's
+        ``handleTxnCompletion``). Returns {group id: partitions whose committed offset changed}."""
+        out: dict[str, list] = {}
+        for group_id in [g for g in self.open_groups_for_producer.get(producer_id, ())
+                         if self.partition_for(g) in completed_partitions]:
+            self.remove_producer_group(producer_id, group_id)
+            group = self.groups.get(group_id)
+            if group is None or group.is_(GroupState.DEAD):
+                log.info("group %s moved away after the marker of producer %d was written; its new coordinator "
+                         "loads the outcome from the log", group_id, producer_id)
+                continue
+            out[group_id] = group.complete_pending_txn_offset_commit(producer_id, is_commit)
+        return out
 
     def cleanup_group_metadata(self, groups: Iterable[GroupMetadata],
                                selector: Callable[[GroupMetadata], dict]) -> int:
@@ -258,13 +338,13 @@ class GroupMetadataManager:
         for group in list(groups):
             removed = selector(group)
             tombstones = [(offset_commit_key(group.group_id, t, p), None) for t, p in removed]
-            if group.is_(GroupState.EMPTY) and not group.offsets:
+            if group.is_(GroupState.EMPTY) and not group.has_offsets:
                 group.transition_to(GroupState.DEAD, self.time.milliseconds())
             if group.is_(GroupState.DEAD):
                 self.groups.pop(group.group_id, None)
                 tombstones.append((group_metadata_key(group.group_id), None))
             if tombstones and self.is_group_local(group.group_id):
-                def logged(code: int, n: int = len(tombstones), group_id: str = group.group_id) -> None:
+                def logged(code: int, _offset: int, n: int = len(tombstones), group_id: str = group.group_id) -> None:
                     if code != ErrorCode.NONE:
                         log.warning("failed to write %d tombstones for group %s: %s", n, group_id,
                                     ErrorCode(code).name)
@@ -285,7 +365,7 @@ class GroupMetadataManager:
         loaded = load_records(self.log.read(partition))
         now = self.time.milliseconds()
         out = []
-        for group_id in set(loaded.groups) | set(loaded.offsets):
+        for group_id in set(loaded.groups) | set(loaded.offsets) | set(loaded.pending_offsets):
             value = loaded.groups.get(group_id)
             group = GroupMetadata(group_id, GroupState.STABLE if value and value.members else GroupState.EMPTY,
                                   now)
@@ -302,7 +382,10 @@ class GroupMetadataManager:
                                             [(value.protocol or "", m.subscription)])
                     member.assignment = m.assignment
                     group.add(member)
-            group.offsets = dict(loaded.offsets.get(group_id, {}))
+            pending = loaded.pending_offsets.get(group_id, {})
+            group.initialize_offsets(loaded.offsets.get(group_id, {}), pending)
+            for producer_id in pending:
+                self.add_producer_group(producer_id, group_id)
             self.groups[group_id] = group
             out.append(group)
         return out
@@ -311,6 +394,8 @@ class GroupMetadataManager:
         gone = [g for gid, g in self.groups.items() if self.partition_for(gid) == partition]
         for g in gone:
             del self.groups[g.group_id]
+            for producer_id in list(self.open_groups_for_producer):
+                self.remove_producer_group(producer_id, g.group_id)
         self.owned_partitions.discard(partition)
         self.loading_partitions.discard(partition)
         return gone

@@ -16,8 +16,16 @@ in ``__consumer_offsets``. Who may commit:
 re-delivers the records processed since the last commit (at-least-once). Commit *before* processing: a crash
 loses them (at-most-once). The broker cannot tell; it stores what it is told.
 
+**TxnOffsetCommit** is the commit a transactional producer makes for a consumer group
+(``send_offsets_to_transaction``): the offsets are written with the producer id and epoch and stay pending
+until the transaction ends (see :mod:`.group_metadata_manager`). It creates the group if needed; the member,
+instance and generation are checked only when the request carries them (v3+, KIP-447), so older clients may
+commit to a group that has members.
+
 **OffsetFetch** returns the committed offsets (-1 for a partition without one), whatever the group's state:
-it works for groups that only store offsets. v8+ asks for several groups in one request.
+it works for groups that only store offsets. v8+ asks for several groups in one request. With
+``require_stable`` (v7+) a partition whose commit is still pending answers UNSTABLE_OFFSET_COMMIT, and the
+consumer asks again later instead of starting from an offset a transaction may still change.
 
 **ListGroups / DescribeGroups / DeleteGroups / OffsetDelete** are the views and knobs of
 ``kafka-consumer-groups.sh``. Only an Empty group can be deleted (NON_EMPTY_GROUP otherwise); a live consumer
@@ -31,8 +39,8 @@ the callables it is built with: is the coordinator active, is this group id serv
 (``validate_group_status``), is this member current (``validate_current_member``), restart a member's session
 (a commit counts as a heartbeat) and note an event on the lab's timeline.
 
-Mirrors: ``GroupCoordinator.scala`` (``handleCommitOffsets``, ``handleFetchOffsets``, ``handleListGroups``,
-``handleDescribeGroup``, ``handleDeleteGroups``, ``handleDeleteOffsets``).
+Mirrors: ``GroupCoordinator.scala`` (``handleCommitOffsets``, ``handleTxnCommitOffsets``, ``handleFetchOffsets``,
+``handleListGroups``, ``handleDescribeGroup``, ``handleDeleteGroups``, ``handleDeleteOffsets``).
 """
 from __future__ import annotations
 
@@ -146,13 +154,61 @@ class GroupOffsetsAndAdmin:
             return E.ILLEGAL_GENERATION if generation_id != group.generation_id else None
         return E.UNKNOWN_MEMBER_ID if not group.is_(S.EMPTY) else None
 
+    # ------------------------------------------------------------------------------------------ TxnOffsetCommit
+    def handle_txn_commit_offsets(self, group_id: str, producer_id: int, producer_epoch: int, member_id: str,
+                                  group_instance_id: Optional[str], generation_id: int, offsets: dict,
+                                  callback: Optional[Callable[[dict], None]] = None) -> Optional[dict]:
+        """Like :meth:`handle_commit_offsets`, for offsets inside the transaction of ``producer_id``: appended
+        as a transactional batch, pending until the transaction's marker. Without a generation, member or
+        instance (v0-2) any group accepts them."""
+        out: list[dict] = []
+
+        def done(results: dict) -> None:
+            out.append(results)
+            if callback is not None:
+                callback(results)
+        early = self._txn_commit_offsets(group_id, producer_id, producer_epoch, member_id, group_instance_id,
+                                         generation_id, offsets, done)
+        if early is not None:
+            done(early)
+        return out[0] if out else None
+
+    def _txn_commit_offsets(self, group_id, producer_id, producer_epoch, member_id, group_instance_id,
+                            generation_id, offsets, done):
+        error = self._validate_group_status(group_id, "txn-commit")
+        if error is not None:
+            return {tp: error for tp in offsets}
+        group = self.manager.get_group(group_id)
+        if group is None:
+            group = self.manager.add_group(GroupMetadata(group_id, S.EMPTY, self._now()))
+        if group.is_(S.DEAD):
+            error = E.COORDINATOR_NOT_AVAILABLE
+        elif generation_id < 0 and group.is_(S.EMPTY):
+            pass                  # not using group management: allowed while nobody is a member
+        elif generation_id >= 0 or member_id != "" or group_instance_id is not None:
+            error = self._validate_current_member(group, member_id, group_instance_id)
+            if error is None and generation_id != group.generation_id:
+                error = E.ILLEGAL_GENERATION
+        if error is not None:
+            return {tp: error for tp in offsets}
+        now = self._now()
+        offsets = {tp: om._replace(commit_timestamp=now) if om.commit_timestamp < 0 else om
+                   for tp, om in offsets.items()}
+        self._event(group_id, f"TxnOffsetCommit of producer {producer_id} (epoch {producer_epoch}): "
+                              f"{len(offsets)} offset(s) pending until the transaction ends")
+        self.manager.store_offsets(group, offsets, done, producer_id=producer_id, producer_epoch=producer_epoch)
+        return None
+
     # ------------------------------------------------------------------------------------------ OffsetFetch
-    def handle_fetch_offsets(self, group_id: str, partitions: Optional[list] = None) -> tuple[int, dict]:
-        """-> (error, {(topic, partition): OffsetAndMetadata or None}); ``partitions`` None = all committed."""
+    def handle_fetch_offsets(self, group_id: str, partitions: Optional[list] = None,
+                             require_stable: bool = False) -> tuple[int, dict]:
+        """-> (error, {(topic, partition): OffsetAndMetadata, None (nothing committed), or
+        ``ErrorCode.UNSTABLE_OFFSET_COMMIT`` (``require_stable`` and a commit of it is pending)});
+        ``partitions`` None = all committed."""
         error = self._validate_group_status(group_id, "fetch")
         if error is not None:
             return error, {}
-        return E.NONE, self.manager.get_offsets(group_id, partitions)
+        return E.NONE, self.manager.get_offsets(group_id, partitions, require_stable)
 
     # ------------------------------------------------------------------------------------------ ListGroups
     def handle_list_groups(self, states: Optional[set] = None) -> tuple[int, list]:

@@ -33,8 +33,9 @@ group becomes empty; the offset records on every OffsetCommit; tombstones when o
 (``offsets.retention.minutes``), are deleted (OffsetDelete) or the group is deleted.
 
 Loading (:func:`load_records`) replays the partition in order: the last value per key wins, a tombstone
-removes it. Offsets committed inside a transaction count only once the COMMIT marker of that producer
-follows.
+removes it. Offsets committed inside a transaction (a transactional batch with the producer id) count only
+once the COMMIT marker of that producer follows, and only where they are later in the log than the offset
+already committed; an ABORT marker drops them; with no marker yet they are loaded as *pending*.
 
 Mirrors: ``GroupMetadataManager.scala`` (``offsetCommitKey``/``Value``, ``groupMetadataKey``/``Value``,
 ``readMessageKey``, ``readOffsetMessageValue``, ``readGroupMessageValue``, ``doLoadGroupsAndOffsets``) and the
@@ -225,40 +226,40 @@ class LoadedPartition(NamedTuple):
     groups: dict            # group id -> GroupMetadataValue (the latest)
     offsets: dict           # group id -> {(topic, partition): CommitRecord}
     removed_groups: set     # groups whose latest record is a tombstone
+    pending_offsets: dict   # group id -> {producer id: {(topic, partition): CommitRecord}}: open transactions
 
 
 def load_records(batches: Iterable) -> LoadedPartition:
-    """Replay decoded record batches of one ``__consumer_offsets`` partition (oldest first)."""
+    """Replay decoded record batches of one ``__consumer_offsets`` partition (oldest first).
+
+    Offset records of a *transactional* batch are held per producer id until that producer's marker: a COMMIT
+    makes each the committed offset where it is later in the log than the one loaded so far, an ABORT drops
+    them, and without a marker yet they stay pending (the transaction is still open). A tombstone inside a
+    transaction only removes that transaction's own pending offset. A record's place in the log is the
+    offset of the first record of its batch, as in Kafka."""
     offsets: dict = {}
-    pending: dict = {}                     # producer id -> {(group, topic, partition): CommitRecord | None}
+    pending: dict = {}                     # producer id -> {(group, topic, partition): CommitRecord}
     groups: dict = {}
     removed: set = set()
     for batch in batches:
         if batch.is_control_batch:
-            for r in batch.records:
-                if parse_control_record_key(r.key) == ControlRecordType.COMMIT:
-                    for k, rec in pending.get(batch.producer_id, {}).items():
-                        if rec is None:
-                            offsets.pop(k, None)
-                        else:
-                            offsets[k] = rec
-                pending.pop(batch.producer_id, None)
-                break
+            _replay_marker(batch, offsets, pending)
             continue
+        batch_offset = None
         for r in batch.records:
             if r.key is None:
                 raise DecodeError("group metadata/offset entry key should not be null", offset=r.offset)
+            if batch_offset is None:
+                batch_offset = r.offset
             key = read_message_key(bytes(r.key))
             value = None if r.value is None else bytes(r.value)
             if isinstance(key, OffsetKey):
                 k = (key.group, key.topic, key.partition)
-                rec = None if value is None else CommitRecord(batch.base_offset, read_offset_value(value))
-                if batch.is_transactional:
-                    pending.setdefault(batch.producer_id, {})[k] = rec
-                elif rec is None:
-                    offsets.pop(k, None)
+                target = pending.setdefault(batch.producer_id, {}) if batch.is_transactional else offsets
+                if value is None:
+                    target.pop(k, None)
                 else:
-                    offsets[k] = rec
+                    target[k] = CommitRecord(batch_offset, read_offset_value(value))
             elif isinstance(key, GroupMetadataKey):
                 g = read_group_value(value)
                 if g is None:
@@ -270,7 +271,25 @@ def load_records(batches: Iterable) -> LoadedPartition:
     by_group: dict = {}
     for (group, topic, partition), rec in offsets.items():
         by_group.setdefault(group, {})[(topic, partition)] = rec
-    return LoadedPartition(groups, by_group, removed)
+    pending_by_group: dict = {}
+    for producer_id, producer_offsets in pending.items():
+        for (group, topic, partition), rec in producer_offsets.items():
+            pending_by_group.setdefault(group, {}).setdefault(producer_id, {})[(topic, partition)] = rec
+    return LoadedPartition(groups, by_group, removed, pending_by_group)
+
+
+def _replay_marker(batch, offsets: dict, pending: dict) -> None:
+    """A control batch: its producer's pending offsets are committed (COMMIT) or dropped (ABORT, or any other
+    control record)."""
+    if not batch.records:
+        return
+    producer_offsets = pending.pop(batch.producer_id, {})
+    if parse_control_record_key(batch.records[0].key) != ControlRecordType.COMMIT:
+        return
+    for k, rec in producer_offsets.items():
+        current = offsets.get(k)
+        if current is None or current.older_than(rec):
+            offsets[k] = rec
 
 
 # ---------------------------------------------------------------------------------------------- consumer protocol

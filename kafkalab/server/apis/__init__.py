@@ -20,6 +20,7 @@ ApiVersions advertisement::
                    inter-broker listener)
     groups         JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups,
                    DescribeGroups, DeleteGroups, OffsetDelete
+    txn_offset_commit   TxnOffsetCommit (offsets inside a transaction, to the group coordinator)
     scram_credentials   DescribeUserScramCredentials, AlterUserScramCredentials; SaslHandshake and
                    SaslAuthenticate after a login (the login itself is the socket server's)
 
@@ -40,7 +41,7 @@ from kafkalab.server.auth_helper import ClusterAuthorizationException
 # Importing the handler modules fills REGISTRY.
 from kafkalab.server.apis import (acls, api_versions, cluster, configs, controller_requests,  # noqa: F401,E402
                                   coordinators, fetch, groups, metadata, offsets, produce, scram_credentials,
-                                  topics)
+                                  topics, txn_offset_commit)
 
 __all__ = ["KafkaApis", "REGISTRY", "enabled_apis"]
 

@@ -22,8 +22,9 @@ the group and READ on each topic; ListGroups shows every group to DESCRIBE on th
 the principal may describe. Refusals: GROUP_AUTHORIZATION_FAILED (30), TOPIC_AUTHORIZATION_FAILED (29).
 
 Versions: JoinGroup 0-9 (v4+ MEMBER_ID_REQUIRED, v5+ group.instance.id), SyncGroup 0-5, Heartbeat 0-4,
-LeaveGroup 0-5 (v3+ batched members), OffsetCommit 2-8, OffsetFetch 1-8 (v8 several groups), ListGroups 0-4,
-DescribeGroups 0-5, DeleteGroups 0-2, OffsetDelete 0 -- what the ZooKeeper-era coordinator of Kafka 3.x serves.
+LeaveGroup 0-5 (v3+ batched members), OffsetCommit 2-8, OffsetFetch 1-8 (v7+ ``require_stable``: a partition
+whose commit is pending, plain or inside a transaction, answers UNSTABLE_OFFSET_COMMIT; v8 several groups),
+ListGroups 0-4, DescribeGroups 0-5, DeleteGroups 0-2, OffsetDelete 0 -- what the ZooKeeper-era coordinator of Kafka 3.x serves.
 
 Mirrors: ``KafkaApis.handleJoinGroupRequest``, ``handleSyncGroupRequest``, ``handleHeartbeatRequest``,
 ``handleLeaveGroupRequest``, ``handleOffsetCommitRequest``, ``handleOffsetFetchRequest``,
@@ -78,7 +79,7 @@ class BrokerOffsetsLog:
         return int(result.error_code) if isinstance(result, ApiException) else int(ErrorCode.NONE)
 
     def append_async(self, partition: int, batch: bytes, callback) -> None:
-        """Append with ``acks=all`` as a producer's would: ``callback(error code)`` once the high watermark
+        """Append with ``acks=all`` as a producer's would: ``callback(error code, base offset)`` once the high watermark
         passes the batch (NONE), at once if the leader's append failed (NOT_ENOUGH_REPLICAS with the ISR below
         ``min.insync.replicas``, NOT_LEADER_OR_FOLLOWER ...), or from the produce purgatory when
         ``offsets.commit.timeout.ms`` passes (REQUEST_TIMED_OUT) or the ISR shrank below the minimum
@@ -86,7 +87,8 @@ class BrokerOffsetsLog:
         tp = (OFFSETS_TOPIC, partition)
 
         def on_complete(status: dict) -> None:
-            callback(int(status[tp].error_code))
+            code = int(status[tp].error_code)
+            callback(code, status[tp].base_offset if code == ErrorCode.NONE else -1)
         self.broker.replica_manager.append_records({tp: batch}, required_acks=-1, origin="coordinator",
                                                    timeout_ms=self.commit_timeout_ms,
                                                    response_callback=on_complete)
@@ -269,9 +271,10 @@ def handle_offset_commit(broker, request):
 
 
 # ---------------------------------------------------------------------------------------------- OffsetFetch
-def _fetch_group(broker, request, group_id, topics):
+def _fetch_group(broker, request, group_id, topics, require_stable=False):
     """-> (error, [(topic, [(partition, OffsetAndMetadata|None, error)])]). Needs DESCRIBE on the group; a named
-    topic the principal may not describe is TOPIC_AUTHORIZATION_FAILED, and "all topics" leaves it out."""
+    topic the principal may not describe is TOPIC_AUTHORIZATION_FAILED, and "all topics" leaves it out. With
+    ``require_stable`` (v7+) a partition with a pending commit is UNSTABLE_OFFSET_COMMIT, offset -1."""
     auth, context = broker.auth, request.context
     if not auth.authorize(context, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
@@ -280,12 +283,15 @@ def _fetch_group(broker, request, group_id, topics):
                for t in topics or () if t.name in denied]
     partitions = None if topics is None else [(t.name, p) for t in topics if t.name not in denied
                                               for p in t.partition_indexes]
-    error, offsets = _coordinator(broker).handle_fetch_offsets(group_id, partitions)
+    error, offsets = _coordinator(broker).handle_fetch_offsets(group_id, partitions, require_stable)
     if error != ErrorCode.NONE:
         return error, [(t.name, [(p, None, error) for p in t.partition_indexes]) for t in (topics or ())]
     by_topic: dict = {}
     for (topic, p), om in offsets.items():
-        by_topic.setdefault(topic, []).append((p, om, ErrorCode.NONE))
+        if isinstance(om, int):     # UNSTABLE_OFFSET_COMMIT: a commit of it is pending (require_stable)
+            by_topic.setdefault(topic, []).append((p, None, om))
+        else:
+            by_topic.setdefault(topic, []).append((p, om, ErrorCode.NONE))
     if topics is None and auth.enabled:
         visible = auth.filter_authorized(context, AclOperation.DESCRIBE, ResourceType.TOPIC, by_topic,
                                          log_if_denied=False)
@@ -308,7 +314,7 @@ def handle_offset_fetch(broker, request):
     if version >= 8:
         groups = []
         for g in body.groups:
-            error, topics = _fetch_group(broker, request, g.group_id, g.topics)
+            error, topics = _fetch_group(broker, request, g.group_id, g.topics, body.require_stable)
             groups.append(R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=error, topics=tuple(
                 R.OffsetFetchResponseTopics(name=t, partitions=tuple(
                     R.OffsetFetchResponsePartitions(partition_index=p, committed_offset=om.offset if om else -1,
@@ -317,7 +323,7 @@ def handle_offset_fetch(broker, request):
                                                     error_code=e)
                     for p, om, e in parts)) for t, parts in topics)))
         return R(throttle_time_ms=0, groups=tuple(groups))
-    error, topics = _fetch_group(broker, request, body.group_id, body.topics)
+    error, topics = _fetch_group(broker, request, body.group_id, body.topics, version >= 7 and body.require_stable)
     if error != ErrorCode.NONE and version >= 2:
         topics = []
     return R(throttle_time_ms=0, error_code=error, topics=tuple(
