@@ -5,7 +5,9 @@ Theory of operation
 The controller does not call brokers; it *sends* them requests. For every live broker -- including the one
 it runs on -- it keeps a :class:`BrokerChannel`: a queue of requests and a sender task (Kafka's
 ``RequestSendThread``, named ``Controller-<id>-to-broker-<id>-send-thread``) that owns **one connection** to
-that broker's inter-broker listener. The sender takes the next request, sends it, waits for its response,
+that broker's inter-broker listener -- or, with ``control.plane.listener.name`` (KIP-291), its control-plane
+listener, found in the broker's registration (the controller picks the endpoint, see
+``KafkaController._add_channel``). The sender takes the next request, sends it, waits for its response,
 and only then takes the next: requests to one broker arrive in the order the controller decided them, while
 brokers are served independently (a slow broker delays only its own queue).
 

@@ -87,6 +87,13 @@ class ControllerContext:
                 out.append((b, ep.host or "", ep.port))
         return out
 
+    def endpoint_on(self, broker_id: int, listener: str) -> Optional[tuple[str, int]]:
+        """``(host, port)`` of a live broker's endpoint named ``listener`` in its registration, or None (Kafka's
+        ``Broker.node(listenerName)``, which throws ``BrokerEndPointNotAvailableException`` instead)."""
+        info = self.live_brokers.get(broker_id)
+        ep = next((e for e in info.endpoints if e.listener_name == listener), None) if info is not None else None
+        return (ep.host or "", ep.port) if ep is not None else None
+
     def remove_topic(self, topic: str) -> None:
         for tp in [tp for tp in self.assignments if tp[0] == topic]:
             self.assignments.pop(tp, None)

@@ -71,8 +71,12 @@ class KafkaController:
     """``unclean_election(topic) -> bool`` answers ``unclean.leader.election.enable`` for a topic."""
 
     def __init__(self, broker_id: int, zk, channel, *, inter_broker_listener: str = "PLAINTEXT",
+                 controller_to_broker_listener: Optional[str] = None,
                  unclean_election: Optional[Callable[[str], bool]] = None, name: Optional[str] = None):
         self.broker_id = broker_id
+        #: where the channel to each broker connects: ``control.plane.listener.name`` if set (KIP-291), else the
+        #: inter-broker listener (LeaderAndIsr's ``live_leaders`` always name the inter-broker endpoints)
+        self.controller_to_broker_listener = controller_to_broker_listener or inter_broker_listener
         self.zk = zk
         self.channel = channel
         self.context = ControllerContext()
@@ -261,10 +265,15 @@ class KafkaController:
             self.context.assignments[(topic, p)] = tuple(ra.replicas)
 
     def _add_channel(self, broker_id: int) -> None:
-        """A channel (connection + queue) to the broker's inter-broker listener."""
-        if hasattr(self.channel, "add_broker"):
-            for b, host, port in self.context.leader_endpoints([broker_id]):
-                self.channel.add_broker(b, host, port)
+        """A channel (connection + queue) to the broker's control-plane listener, else its inter-broker one."""
+        if not hasattr(self.channel, "add_broker") or broker_id not in self.context.live_brokers:
+            return
+        endpoint = self.context.endpoint_on(broker_id, self.controller_to_broker_listener)
+        if endpoint is None:    # a broker registered without that listener: no channel, say why (Kafka throws)
+            log.error("%s: End point with listener name %s not found for broker %d", self.name,
+                      self.controller_to_broker_listener, broker_id)
+            return
+        self.channel.add_broker(broker_id, *endpoint)
 
     def _remove_channel(self, broker_id: int) -> None:
         if hasattr(self.channel, "remove_broker"):

@@ -258,10 +258,12 @@ class RequestMetrics:
 class RequestChannel:
     """The bounded queue between processors and request handlers, and the place requests are accounted."""
 
-    def __init__(self, queue_size: int = 500, time: Time = SYSTEM, log_capacity: int = 10_000):
+    def __init__(self, queue_size: int = 500, time: Time = SYSTEM, log_capacity: int = 10_000,
+                 request_log: Optional[RequestLog] = None):
         self.time = time
         self._queue: "asyncio.Queue[NetworkRequest]" = asyncio.Queue(maxsize=queue_size)
-        self.request_log = RequestLog(log_capacity)
+        #: Kafka has one request log (``kafka.request.logger``) for every channel: pass the data plane's to share it
+        self.request_log = request_log if request_log is not None else RequestLog(log_capacity)
         self.metrics = RequestMetrics(time)
 
     @property

@@ -40,6 +40,12 @@ the principal is ``User:ANONYMOUS``, as on PLAINTEXT.
 
 Idle connections are closed after ``connections.max.idle.ms``.
 
+With ``control.plane.listener.name`` (KIP-291) the control-plane listener has its own server socket like every
+listener, and its requests go to a **request channel of their own** (Kafka's ``controlPlaneRequestChannelOpt``,
+20 requests deep), served by its own request handler: the controller's LeaderAndIsr and UpdateMetadata never
+queue behind clients' Produce and Fetch requests. Kafka also pins one network thread to it; here every
+connection already has its own processor coroutine.
+
 On a SASL_PLAINTEXT or SASL_SSL listener each connection first logs in: until it has, every frame goes to
 the connection's :class:`~kafkalab.security.sasl_server.SaslServerAuthenticator` instead of step 3, frames
 are capped by ``sasl.server.max.receive.size``, and only ApiVersions (answered as usual) and the SASL
@@ -287,8 +293,12 @@ class SocketServer:
                  memory_pool: MemoryPool = MemoryPool.NONE, connection_quotas: Optional[ConnectionQuotas] = None,
                  ssl_factories: Optional[Mapping[str, SslFactory]] = None,
                  authenticators: Optional[dict[str, Callable[[], SaslServerAuthenticator]]] = None,
-                 failed_authentication_delay_ms: int = 100):
+                 failed_authentication_delay_ms: int = 100, control_plane_listener: Optional[str] = None,
+                 control_plane_channel: Optional[RequestChannel] = None):
         self.endpoints = endpoints
+        #: the control-plane listener's requests go to their own channel (KIP-291), the others to ``channel``
+        self.control_plane_listener = control_plane_listener if control_plane_channel is not None else None
+        self.control_plane_channel = control_plane_channel
         self.authenticators = dict(authenticators or {})   # listener name -> a new connection's authenticator
         self.failed_authentication_delay_ms = failed_authentication_delay_ms
         #: Kafka's selector/socket-server metrics of logins, by their names
@@ -572,18 +582,19 @@ class SocketServer:
                                  header, software[0], software[1])
         net = NetworkRequest(context, request.body, len(frame) + 4, start_ns, received_ms)
         net.on_release(release)
-        await self.channel.send_request(net)
+        channel = self.control_plane_channel if ep.listener_name == self.control_plane_listener else self.channel
+        await channel.send_request(net)
         action = await net.response
         if isinstance(action, SendResponse):
             sent = await self._send(writer, header.request_api_key, header.request_api_version,
                                     header.correlation_id, action.body)
-            self.channel.complete(net, sent, "response", self.time.nanoseconds())
+            channel.complete(net, sent, "response", self.time.nanoseconds())
             return None, software
         if isinstance(action, NoOpResponse):
-            self.channel.complete(net, 0, "no-response", self.time.nanoseconds())
+            channel.complete(net, 0, "no-response", self.time.nanoseconds())
             return None, software
         if isinstance(action, CloseConnectionResponse):
-            self.channel.complete(net, 0, "closed", self.time.nanoseconds())
+            channel.complete(net, 0, "closed", self.time.nanoseconds())
             return action.reason or "closed by the handler", software
         raise TypeError(f"unknown response action {action!r}")
 

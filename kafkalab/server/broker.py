@@ -17,6 +17,17 @@ era), each step needing the previous ones:
    it leads, through LeaderAndIsr and UpdateMetadata -- real requests over each broker's inter-broker
    listener (:mod:`kafkalab.controller.channel_manager`), answered by :mod:`.apis.controller_requests`.
 
+**The control plane** (KIP-291, ``control.plane.listener.name``): the named listener is served like any other
+(its own server socket, in ``advertised.listeners`` and so in the broker's registration), but its requests go
+to a request channel of their own (20 requests deep, as Kafka's) worked by one request handler of its own, with
+a ``KafkaApis`` of its own -- Kafka's ``controlPlaneRequestChannelOpt``, ``controlPlaneRequestProcessor`` and
+``controlPlaneRequestHandlerPool``. Every controller connects its channel to each broker's endpoint of that
+name, so LeaderAndIsr, UpdateMetadata and StopReplica never wait behind clients' requests. Everything else
+between brokers stays on the inter-broker listener: replica fetchers, and ControlledShutdown (the broker
+connects to the controller's inter-broker endpoint, as Kafka's ``KafkaServer.controlledShutdown`` does). The
+control-plane listener serves any request (Kafka does not restrict it); a Metadata request there is answered
+with every broker's control-plane endpoint, the listener it came in on.
+
 The replica manager owns the purgatories (their timers run on this broker's event loop with its ``Time``)
 and the replica fetchers (:mod:`.replica_fetcher`), which also talk over the inter-broker listener.
 :meth:`KafkaServer.metrics` exposes the purgatory metrics; :meth:`KafkaServer.kill` stops a broker as a
@@ -87,9 +98,12 @@ from kafkalab.zk.session import SessionState
 from kafkalab.zk.watches import KeeperState
 from kafkalab.zk.paths import BrokerInfo, EndPoint as ZkEndPoint
 
-__all__ = ["KafkaServer"]
+__all__ = ["KafkaServer", "CONTROL_PLANE_QUEUE_SIZE"]
 
 log = logging.getLogger("kafkalab.server.KafkaServer")
+
+#: the control-plane request queue's capacity (Kafka's SocketServer hard-codes 20; not a configuration key)
+CONTROL_PLANE_QUEUE_SIZE = 20
 
 
 class KafkaServer:
@@ -108,6 +122,8 @@ class KafkaServer:
         self.zk = self.log_manager = self.replica_manager = self.admin = self.controller = None
         self.fetch_manager: Optional[FetchManager] = None   # fetch sessions (KIP-227), made at start-up
         self.socket_server = self.channel = self.apis = self.handlers = self.scheduler = None
+        #: with control.plane.listener.name: its request channel, KafkaApis and one request handler (KIP-291)
+        self.control_plane_channel = self.control_plane_apis = self.control_plane_handlers = None
         self.metadata_cache = MetadataCache(self.broker_id)
         self.group_coordinator = None
         self.authorizer: Optional[AclAuthorizer] = None    # authorizer.class.name; made at start-up
@@ -120,10 +136,14 @@ class KafkaServer:
         self.link_filter: Optional[Callable[[str, int], bool]] = None
         #: listener name -> server-side SslFactory of each SSL / SASL_SSL listener, made first at start-up
         self.ssl_factories: dict[str, SslFactory] = {}
-        #: the client side of TLS on the inter-broker listener (controller channel, replica fetchers)
+        #: the client side of TLS on the inter-broker listener (replica fetchers, ControlledShutdown)
         self.inter_broker_ssl_context = None
-        # What the controller channel and the replica fetchers log in with on a SASL inter-broker listener.
+        #: ... and on the listener the controller's channel connects to (the control plane's, else the same)
+        self.controller_channel_ssl_context = None
+        # What the replica fetchers and the controller's channel log in with on a SASL listener.
         self.inter_broker_login = inter_broker_login(self.config)
+        self.controller_channel_login = inter_broker_login(self.config,
+                                                           self.config.controller_to_broker_listener_name)
 
     # ------------------------------------------------------------------------------------------ startup
     async def startup(self) -> "KafkaServer":
@@ -179,6 +199,7 @@ class KafkaServer:
         self.handlers = KafkaRequestHandlerPool(self.channel, self.apis, cfg["num.io.threads"],
                                                 name=f"broker-{self.broker_id}")
         self.handlers.start()
+        self._start_control_plane()
         self.socket_server = SocketServer(cfg.listeners, self.channel, enabled_apis(),
                                           max_request_bytes=cfg["socket.request.max.bytes"],
                                           memory_pool=_memory_pool(cfg),
@@ -191,7 +212,9 @@ class KafkaServer:
                                               cfg, scram_credential_lookup(lambda user: user_scram_config(
                                                   self.zk, user)), enabled_apis()),
                                           failed_authentication_delay_ms=cfg[
-                                              "connection.failed.authentication.delay.ms"])
+                                              "connection.failed.authentication.delay.ms"],
+                                          control_plane_listener=cfg.control_plane_listener_name,
+                                          control_plane_channel=self.control_plane_channel)
         await self.socket_server.start()
         bound = {ep.listener_name: ep for ep in self.socket_server.bound_endpoints()}
         self.bound_endpoints = [ep._replace(port=bound[ep.listener_name].port if ep.port == 0 else ep.port)
@@ -204,10 +227,11 @@ class KafkaServer:
         timeout_ms = cfg["controller.socket.timeout.ms"]
         channel = ControllerChannelManager(self.broker_id, lambda host, port, client_id: InterBrokerConnection(
             host, port, client_id=client_id, request_timeout_ms=timeout_ms, link_check=self._link_up,
-            ssl_context=self.inter_broker_ssl_context,
-            sasl_login=self.inter_broker_login))
+            ssl_context=self.controller_channel_ssl_context,
+            sasl_login=self.controller_channel_login))
         self.controller = KafkaController(self.broker_id, self.zk, channel,
                                           inter_broker_listener=cfg.inter_broker_listener_name,
+                                          controller_to_broker_listener=cfg.controller_to_broker_listener_name,
                                           unclean_election=self._unclean_election, name=f"Controller id={self.broker_id}")
         await self.controller.startup()
         # Kafka logs the endpoints it listens on (``listeners``, ports bound), not the advertised ones.
@@ -224,10 +248,25 @@ class KafkaServer:
         self.ssl_factories = {ep.listener_name: SslFactory(SERVER, cfg.listener_ssl_values(ep.listener_name),
                                                            listener_name=ep.listener_name)
                               for ep in cfg.listeners if ep.security_protocol in tls}
-        inter_broker = cfg.inter_broker_listener_name
-        if cfg.protocol_map.get(inter_broker) in tls:
-            self.inter_broker_ssl_context = SslFactory(CLIENT, cfg.listener_ssl_values(inter_broker),
-                                                       listener_name=inter_broker).context
+        def client_context(listener: str):
+            if cfg.protocol_map.get(listener) not in tls:
+                return None
+            return SslFactory(CLIENT, cfg.listener_ssl_values(listener), listener_name=listener).context
+        self.inter_broker_ssl_context = client_context(cfg.inter_broker_listener_name)
+        self.controller_channel_ssl_context = client_context(cfg.controller_to_broker_listener_name)
+
+    def _start_control_plane(self) -> None:
+        """With ``control.plane.listener.name``: the control plane's own request channel (sharing the request
+        log, as Kafka's one request logger), ``KafkaApis`` and one request handler (Kafka's
+        ``KafkaServer.startup``)."""
+        if self.config.control_plane_listener_name is None:
+            return
+        self.control_plane_channel = RequestChannel(CONTROL_PLANE_QUEUE_SIZE, self.time,
+                                                    request_log=self.channel.request_log)
+        self.control_plane_apis = KafkaApis(self, self.control_plane_channel)
+        self.control_plane_handlers = KafkaRequestHandlerPool(self.control_plane_channel, self.control_plane_apis,
+                                                              1, name=f"broker-{self.broker_id}-control-plane")
+        self.control_plane_handlers.start()
 
     def _broker_info(self) -> BrokerInfo:
         return BrokerInfo(self.broker_id, tuple(ZkEndPoint(ep.host, ep.port, ep.listener_name, ep.security_protocol)
@@ -283,7 +322,10 @@ class KafkaServer:
 
     @property
     def bootstrap_servers(self) -> str:
-        return ",".join(f"{ep.host}:{ep.port}" for ep in self.bound_endpoints)
+        """Where clients connect: every advertised endpoint but the control plane's (that one is the
+        controller's)."""
+        control_plane = self.config.control_plane_listener_name
+        return ",".join(f"{ep.host}:{ep.port}" for ep in self.bound_endpoints if ep.listener_name != control_plane)
 
     def _unclean_election(self, topic: str) -> bool:
         try:
@@ -352,7 +394,9 @@ class KafkaServer:
             else:
                 self.zk.session.auto_heartbeat = False
         for stop in (self.socket_server and self.socket_server.stop, self.handlers and self.handlers.shutdown,
-                     self.apis and self.apis.shutdown, self.controller and self.controller.shutdown):
+                     self.control_plane_handlers and self.control_plane_handlers.shutdown,
+                     self.apis and self.apis.shutdown, self.control_plane_apis and self.control_plane_apis.shutdown,
+                     self.controller and self.controller.shutdown):
             if stop:
                 try:
                     await stop()
@@ -434,10 +478,12 @@ class KafkaServer:
         self.is_running = False
         if self.socket_server is not None:
             await self.socket_server.stop()
-        if self.handlers is not None:
-            await self.handlers.shutdown()
-        if self.apis is not None:
-            await self.apis.shutdown()
+        for handlers in (self.handlers, self.control_plane_handlers):
+            if handlers is not None:
+                await handlers.shutdown()
+        for apis in (self.apis, self.control_plane_apis):
+            if apis is not None:
+                await apis.shutdown()
         if self.controller is not None:
             await self.controller.shutdown()
         if self.group_coordinator is not None:

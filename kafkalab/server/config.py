@@ -31,11 +31,12 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from kafkalab.common.config import (AbstractConfig, ConfigDef, ConfigException, ConfigKey, Dynamic, Importance,
-                                    Range, load_properties)
+                                    Range, ValidString, load_properties)
 from kafkalab.common.config import Type as T
 from kafkalab.coordinator.group.coordinator_config import GROUP_COORDINATOR_CONFIGS
 from kafkalab.network.connection_quotas import parse_max_connections_per_ip_overrides
-from kafkalab.network.endpoint import DEFAULT_SECURITY_PROTOCOL_MAP, EndPoint, parse_listeners, parse_protocol_map
+from kafkalab.network.endpoint import (DEFAULT_SECURITY_PROTOCOL_MAP, SECURITY_PROTOCOLS, EndPoint, parse_listeners,
+                                       parse_protocol_map)
 from kafkalab.security.ssl_configs import define_broker_ssl_configs, listener_ssl_values
 from kafkalab.server.acl_authorizer import check_authorizer_class_name
 from kafkalab.storage.server_log_configs import SERVER_LOG_CONFIGS
@@ -61,9 +62,18 @@ SERVER_CONFIGS = (
     .define("listener.security.protocol.map", T.STRING,
             "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", None, L,
             "Listener name -> security protocol.", dynamic=PB)
-    .define("inter.broker.listener.name", T.STRING, None, None, M, "The listener brokers and the controller use.")
-    .define("security.inter.broker.protocol", T.STRING, "PLAINTEXT", None, M, "Security protocol between brokers "
-            "(if inter.broker.listener.name is not set).")
+    .define("inter.broker.listener.name", T.STRING, None, None, M, "The listener brokers use to talk to each other "
+            "(replica fetchers, ControlledShutdown; also the controller, unless control.plane.listener.name is "
+            "set). It is an error to set this and security.inter.broker.protocol at the same time.")
+    .define("security.inter.broker.protocol", T.STRING, "PLAINTEXT", ValidString.in_(*SECURITY_PROTOCOLS), M,
+            "Security protocol between brokers, if inter.broker.listener.name is not set: the inter-broker "
+            "listener is then the listener *named* like the protocol (e.g. SASL_PLAINTEXT://...), which must be in "
+            "advertised.listeners.")
+    .define("control.plane.listener.name", T.STRING, None, None, H, "The listener the controller's requests "
+            "(LeaderAndIsr, UpdateMetadata, StopReplica) travel on (KIP-291): the broker serves it with its own "
+            "socket, request queue and request handler, and the controller connects to each broker's endpoint of "
+            "this name (from its registration in ZooKeeper). Must be in advertised.listeners and differ from the "
+            "inter-broker listener. Unset: controller requests use the inter-broker listener.")
     .define("log.dirs", T.LIST, "kafka-logs", None, H, "Directories holding the log data (kafkalab: relative to "
             "the working directory; Kafka's default is /tmp/kafka-logs).")
     .define("num.partitions", T.INT, 1, at_least(1), M, "Partitions of an auto-created topic.")
@@ -212,14 +222,49 @@ class KafkaConfig(AbstractConfig):
 
     @property
     def inter_broker_listener_name(self) -> str:
+        """``inter.broker.listener.name`` if set, else the listener *named* like ``security.inter.broker.protocol``
+        (Kafka's ``ListenerName.forSecurityProtocol``: SASL_PLAINTEXT -> the listener SASL_PLAINTEXT, never
+        another listener that happens to use that protocol)."""
         name = self.values["inter.broker.listener.name"]
-        if name:
+        if name is not None:
+            if "security.inter.broker.protocol" in self.originals:
+                raise ConfigException("Only one of inter.broker.listener.name and security.inter.broker.protocol "
+                                      "should be set.")
+            if name.upper() not in self.protocol_map:
+                raise ConfigException(f"Listener with name {name.upper()} defined in inter.broker.listener.name not "
+                                      f"found in listener.security.protocol.map.")
             return name.upper()
-        proto = self.values["security.inter.broker.protocol"].upper()
-        for ep in self.advertised_listeners:
-            if ep.security_protocol == proto:
-                return ep.listener_name
-        return proto
+        return self.values["security.inter.broker.protocol"]
+
+    @property
+    def control_plane_listener_name(self) -> Optional[str]:
+        """``control.plane.listener.name`` (normalised to upper case), or None."""
+        name = self.values["control.plane.listener.name"]
+        if name is None:
+            return None
+        if name.upper() not in self.protocol_map:
+            raise ConfigException(f"Listener with {name.upper()} defined in control.plane.listener.name not found "
+                                  f"in listener.security.protocol.map.")
+        return name.upper()
+
+    @property
+    def control_plane_listener(self) -> Optional[EndPoint]:
+        """The endpoint of ``listeners`` the controller's connections arrive on, or None (Kafka's
+        ``controlPlaneListener``)."""
+        name = self.control_plane_listener_name
+        return next((ep for ep in self.listeners if ep.listener_name == name), None) if name else None
+
+    @property
+    def data_plane_listeners(self) -> list[EndPoint]:
+        """Every listener but the control-plane one (Kafka's ``dataPlaneListeners``)."""
+        name = self.control_plane_listener_name
+        return [ep for ep in self.listeners if ep.listener_name != name]
+
+    @property
+    def controller_to_broker_listener_name(self) -> str:
+        """The listener the controller's channel connects to on every broker: the control-plane listener if set,
+        else the inter-broker listener (``ControllerChannelManager.addNewBroker``)."""
+        return self.control_plane_listener_name or self.inter_broker_listener_name
 
     def listener_ssl_values(self, listener_name: str) -> dict[str, Any]:
         """The ``ssl.*`` values of one listener: its ``listener.name.<listener>.ssl.*`` overrides, else the
@@ -257,39 +302,34 @@ class KafkaConfig(AbstractConfig):
 
     def _validate(self) -> None:
         v = self.values
-        if "inter.broker.listener.name" in self.originals and "security.inter.broker.protocol" in self.originals:
-            raise ConfigException("Only one of inter.broker.listener.name and security.inter.broker.protocol should "
-                                  "be set.")
-        protocol_map = self.protocol_map
-        listeners = self.listeners
-        advertised = self.advertised_listeners
-        names = {e.listener_name for e in listeners}
-        adv_names = [e.listener_name for e in advertised]
-        if not set(adv_names) <= names:
-            raise ConfigException(f"requirement failed: advertised.listeners listener names must be equal to or a "
-                                  f"subset of the ones defined in listeners. Found {','.join(adv_names)}. The valid "
-                                  f"options based on the current configuration are {','.join(sorted(names))}")
-        if any(e.host == "0.0.0.0" for e in advertised):
-            raise ConfigException("requirement failed: advertised.listeners cannot use the nonroutable meta-address "
-                                  "0.0.0.0. Use a routable IP address.")
-        ibl = v["inter.broker.listener.name"]
-        if ibl:
-            if ibl.upper() not in protocol_map:
-                raise ConfigException(f"Listener with name {ibl} defined in inter.broker.listener.name not found in "
-                                      f"listener.security.protocol.map.")
-            if ibl.upper() not in adv_names:
-                raise ConfigException(f"requirement failed: inter.broker.listener.name must be a listener name "
-                                      f"defined in advertised.listeners. The valid options based on currently "
-                                      f"configured listeners are {','.join(adv_names)}")
-        elif self.inter_broker_listener_name not in adv_names:
+        # In Kafka's order (KafkaConfig.validateValues, ZooKeeper mode): the inter-broker listener, the advertised
+        # listeners, then the control-plane listener.
+        inter_broker = self.inter_broker_listener_name
+        names = [e.listener_name for e in self.listeners]
+        adv_names = [e.listener_name for e in self.advertised_listeners]
+        if inter_broker not in adv_names:
             raise ConfigException(f"requirement failed: inter.broker.listener.name must be a listener name defined "
                                   f"in advertised.listeners. The valid options based on currently configured "
                                   f"listeners are {','.join(adv_names)}")
+        if not set(adv_names) <= set(names):
+            raise ConfigException(f"requirement failed: advertised.listeners listener names must be equal to or a "
+                                  f"subset of the ones defined in listeners. Found {','.join(adv_names)}. The valid "
+                                  f"options based on the current configuration are {','.join(names)}")
+        if any(e.host == "0.0.0.0" for e in self.advertised_listeners):
+            raise ConfigException("requirement failed: advertised.listeners cannot use the nonroutable meta-address "
+                                  "0.0.0.0. Use a routable IP address.")
+        control_plane = self.control_plane_listener_name
+        if control_plane is not None:
+            if control_plane not in adv_names:
+                raise ConfigException(f"requirement failed: control.plane.listener.name must be a listener name "
+                                      f"defined in advertised.listeners. The valid options based on currently "
+                                      f"configured listeners are {','.join(adv_names)}")
+            if control_plane == inter_broker:
+                raise ConfigException(f"requirement failed: control.plane.listener.name, when defined, should have a "
+                                      f"different value from the inter broker listener name. Currently they both "
+                                      f"have the value {control_plane}")
         self._validate_connection_limits()
         check_authorizer_class_name(v["authorizer.class.name"])
-        if "control.plane.listener.name" in self.originals:   # a Kafka key kafkalab does not serve: never ignore it
-            raise ConfigException("control.plane.listener.name is not implemented by kafkalab: controller requests "
-                                  "use the inter-broker listener (inter.broker.listener.name)")
         qb = v["queued.max.request.bytes"]
         if qb > 0 and qb < v["socket.request.max.bytes"]:
             raise ConfigException("requirement failed: queued.max.request.bytes must be larger or equal to "

@@ -94,19 +94,35 @@ def validate_sasl_listeners(cfg) -> None:
         if mechanism not in enabled_mechanisms(cfg, ibl):
             raise ConfigException("requirement failed: sasl.mechanism.inter.broker.protocol must be included in "
                                   "sasl.enabled.mechanisms when SASL is used for inter-broker communication")
-        entry = jaas_entry(cfg, ibl, mechanism)
-        if not entry.options.get("username") or "password" not in entry.options:
-            raise ConfigException(f"The JAAS configuration of listener {ibl} for {mechanism} needs username and "
-                                  f"password: this broker logs in with them on the inter-broker listener")
+        _check_own_login(cfg, ibl, mechanism, "the inter-broker listener")
+    control_plane = cfg.control_plane_listener_name
+    if control_plane is not None and cfg.protocol_map.get(control_plane) in SASL_PROTOCOLS:
+        # The controller logs in there with sasl.mechanism.inter.broker.protocol (Kafka's ControllerChannelManager);
+        # Kafka would only fail at the first connection: kafkalab says so at start-up.
+        mechanism = cfg["sasl.mechanism.inter.broker.protocol"]
+        if mechanism not in enabled_mechanisms(cfg, control_plane):
+            raise ConfigException(f"sasl.mechanism.inter.broker.protocol ({mechanism}) must be included in the "
+                                  f"sasl.enabled.mechanisms of listener {control_plane}: the controller logs in with "
+                                  f"it on control.plane.listener.name")
+        _check_own_login(cfg, control_plane, mechanism, "control.plane.listener.name")
 
 
-def inter_broker_login(cfg) -> Optional[SaslLogin]:
-    """What this broker's controller channel and replica fetchers log in with, or None (no SASL)."""
-    ibl = cfg.inter_broker_listener_name
-    if cfg.protocol_map.get(ibl) not in SASL_PROTOCOLS:
+def _check_own_login(cfg, listener: str, mechanism: str, role: str) -> None:
+    entry = jaas_entry(cfg, listener, mechanism)
+    if not entry.options.get("username") or "password" not in entry.options:
+        raise ConfigException(f"The JAAS configuration of listener {listener} for {mechanism} needs username and "
+                              f"password: this broker logs in with them on {role}")
+
+
+def inter_broker_login(cfg, listener: Optional[str] = None) -> Optional[SaslLogin]:
+    """What this broker logs in with on ``listener`` (default: the inter-broker listener, where its replica
+    fetchers and ControlledShutdown go; the controller's channel uses ``controller_to_broker_listener_name``),
+    or None (no SASL there). The mechanism is always ``sasl.mechanism.inter.broker.protocol``."""
+    listener = listener or cfg.inter_broker_listener_name
+    if cfg.protocol_map.get(listener) not in SASL_PROTOCOLS:
         return None
     mechanism = cfg["sasl.mechanism.inter.broker.protocol"]
-    entry = jaas_entry(cfg, ibl, mechanism)
+    entry = jaas_entry(cfg, listener, mechanism)
     return SaslLogin(mechanism, entry.options["username"], entry.options["password"])
 
 

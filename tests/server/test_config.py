@@ -216,7 +216,8 @@ def test_retention_ms_beats_minutes_beats_hours(props, retention_ms):
     ({"queued.max.requests": "0"}, "Value must be at least 1"),
     ({"listeners": "PLAINTEXT://h:1,PLAINTEXT://h:2"}, "Each listener must have a different name"),
     ({"listeners": "CLIENT://h:1"}, "No security protocol defined for listener CLIENT"),
-    ({"listeners": "PLAINTEXT://h:1", "advertised.listeners": "SSL://h:2"},
+    # (the inter-broker listener is checked first, as Kafka does: keep PLAINTEXT advertised to reach this rule)
+    ({"listeners": "PLAINTEXT://h:1", "advertised.listeners": "PLAINTEXT://h:1,SSL://h:2"},
      "advertised.listeners listener names must be equal to or a subset of the ones defined in listeners"),
     ({"advertised.listeners": "PLAINTEXT://0.0.0.0:9092"}, "cannot use the nonroutable meta-address 0.0.0.0"),
     ({"inter.broker.listener.name": "PLAINTEXT", "security.inter.broker.protocol": "PLAINTEXT"},
@@ -262,9 +263,89 @@ def test_advertised_listeners_may_share_a_port():
     assert [e.port for e in c.advertised_listeners] == [9092, 9092]
 
 
-def test_control_plane_listener_is_refused_not_ignored():
-    # Kafka's control.plane.listener.name is not implemented: starting with it must fail, not warn and go on.
-    with pytest.raises(ConfigException, match="control.plane.listener.name is not implemented"):
-        KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0,CONTROL://127.0.0.1:0",
-                     "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROL:PLAINTEXT",
-                     "control.plane.listener.name": "CONTROL", "log.dirs": "/tmp/kafkalab-cp-test"})
+# -- control.plane.listener.name (KIP-291) ------------------------------------------------------------------------
+CONTROL_PLANE = {"listeners": "PLAINTEXT://127.0.0.1:9092,CONTROL://127.0.0.1:9094",
+                 "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROL:SSL",
+                 "control.plane.listener.name": "control"}
+
+
+def test_control_plane_listener_is_a_listener_of_its_own():
+    c = KafkaConfig(CONTROL_PLANE)
+    assert c.control_plane_listener_name == "CONTROL"          # normalised, as Kafka's ListenerName.normalised
+    assert c.control_plane_listener == EndPoint("CONTROL", "127.0.0.1", 9094, "SSL")
+    assert [e.listener_name for e in c.data_plane_listeners] == ["PLAINTEXT"]
+    assert c.inter_broker_listener_name == "PLAINTEXT"
+    assert c.controller_to_broker_listener_name == "CONTROL"
+    plain = KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:9092"})
+    assert plain.control_plane_listener is None and plain.controller_to_broker_listener_name == "PLAINTEXT"
+    assert plain.data_plane_listeners == plain.listeners
+
+
+@pytest.mark.parametrize("props, message", [
+    ({"control.plane.listener.name": "PLAINTEXT"},
+     "requirement failed: control.plane.listener.name, when defined, should have a different value from the inter "
+     "broker listener name. Currently they both have the value PLAINTEXT"),
+    ({**CONTROL_PLANE, "control.plane.listener.name": "BROKER"},
+     "Listener with BROKER defined in control.plane.listener.name not found in listener.security.protocol.map."),
+    ({**CONTROL_PLANE, "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROL:SSL,BROKER:PLAINTEXT",
+      "control.plane.listener.name": "BROKER"},
+     "requirement failed: control.plane.listener.name must be a listener name defined in advertised.listeners. The "
+     "valid options based on currently configured listeners are PLAINTEXT,CONTROL"),
+    ({**CONTROL_PLANE, "advertised.listeners": "PLAINTEXT://127.0.0.1:9092"},
+     "requirement failed: control.plane.listener.name must be a listener name defined in advertised.listeners. The "
+     "valid options based on currently configured listeners are PLAINTEXT"),
+    ({**CONTROL_PLANE, "inter.broker.listener.name": "CONTROL"},
+     "requirement failed: control.plane.listener.name, when defined, should have a different value from the inter "
+     "broker listener name. Currently they both have the value CONTROL"),
+])
+def test_control_plane_listener_rules_with_kafkas_messages(props, message):
+    with pytest.raises(ConfigException) as e:
+        KafkaConfig(props)
+    assert str(e.value) == message
+
+
+# -- the inter-broker listener: inter.broker.listener.name or security.inter.broker.protocol ----------------------
+def test_security_inter_broker_protocol_picks_the_listener_named_like_the_protocol():
+    # Kafka's ListenerName.forSecurityProtocol: the listener *named* SASL_PLAINTEXT, not any listener using it.
+    c = KafkaConfig({"listeners": "CLIENT://h:1,SASL_PLAINTEXT://h:2,INTERNAL://h:3",
+                     "listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,"
+                                                       "INTERNAL:SASL_PLAINTEXT",
+                     "security.inter.broker.protocol": "SASL_PLAINTEXT", "sasl.enabled.mechanisms": "PLAIN",
+                     "sasl.mechanism.inter.broker.protocol": "PLAIN",
+                     **{f"listener.name.{n}.plain.sasl.jaas.config":
+                        'org.apache.kafka.common.security.plain.PlainLoginModule required username="a" password="b";'
+                        for n in ("client", "sasl_plaintext", "internal")}})
+    assert c.inter_broker_listener_name == "SASL_PLAINTEXT"
+
+
+def test_security_inter_broker_protocol_without_a_listener_of_that_name_is_refused():
+    # Two listeners use SASL_PLAINTEXT, none is named so: Kafka refuses rather than picking one.
+    with pytest.raises(ConfigException) as e:
+        KafkaConfig({"listeners": "CLIENT://h:1,INTERNAL://h:2",
+                     "listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT,INTERNAL:SASL_PLAINTEXT",
+                     "security.inter.broker.protocol": "SASL_PLAINTEXT"})
+    assert str(e.value) == ("requirement failed: inter.broker.listener.name must be a listener name defined in "
+                            "advertised.listeners. The valid options based on currently configured listeners are "
+                            "CLIENT,INTERNAL")
+
+
+def test_both_inter_broker_keys_are_refused_and_neither_means_plaintext():
+    with pytest.raises(ConfigException) as e:
+        KafkaConfig({"listeners": "PLAINTEXT://h:1,SSL://h:2", "inter.broker.listener.name": "SSL",
+                     "security.inter.broker.protocol": "SSL"})
+    assert str(e.value) == "Only one of inter.broker.listener.name and security.inter.broker.protocol should be set."
+    c = KafkaConfig({"listeners": "SSL://h:2,PLAINTEXT://h:1"})
+    assert c.inter_broker_listener_name == "PLAINTEXT"
+    with pytest.raises(ConfigException) as e:       # neither, and no PLAINTEXT listener
+        KafkaConfig({"listeners": "SSL://h:2"})
+    assert str(e.value) == ("requirement failed: inter.broker.listener.name must be a listener name defined in "
+                            "advertised.listeners. The valid options based on currently configured listeners are SSL")
+
+
+def test_security_inter_broker_protocol_takes_only_kafkas_protocol_names():
+    with pytest.raises(ConfigException) as e:
+        KafkaConfig({"listeners": "SSL://h:2", "security.inter.broker.protocol": "ssl"})
+    assert str(e.value) == ("Invalid value ssl for configuration security.inter.broker.protocol: String must be one "
+                            "of: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL")
+
+
