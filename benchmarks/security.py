@@ -1,8 +1,8 @@
 """What security costs kafkalab, in one run: throughput per security protocol, SCRAM logins, the ACL authorizer.
 
-    .venv/bin/python benchmarks/security.py                 # 50,000 records per run, 3 rounds (about 2 minutes)
-    .venv/bin/python benchmarks/security.py --quick         # 10,000 records, 1 round (rough numbers)
-    .venv/bin/python benchmarks/security.py --records 100000 --rounds 5 --acls 10000
+    .venv/bin/python benchmarks/security.py                 # 50,000 records per run, 3 rounds, 8 A/B rounds
+    .venv/bin/python benchmarks/security.py --quick         # 10,000 records, 1 round, 2 A/B rounds (rough numbers)
+    .venv/bin/python benchmarks/security.py --records 100000 --rounds 5 --acls 10000 --acl-rounds 12
 
 One kafkalab broker process listens on four sockets at once -- PLAINTEXT, SASL_PLAINTEXT, SSL and SASL_SSL, a
 listener of each name -- with a lab CA's certificate (``kafkalab.security.certs``) and SASL users for PLAIN and
@@ -16,11 +16,16 @@ SCRAM-SHA-256. Before the first round, every listener is run once with a tenth o
 SCRAM-SHA-256, and the same through PLAINTEXT: the difference of the medians is what a SCRAM login adds to a
 connection (client and broker side), and the broker's CPU per login is read from ``/proc``.
 
-**Authorizer.** A second broker runs ``authorizer.class.name=kafka.security.authorizer.AclAuthorizer`` with
-``--acls`` ACLs (literal and prefixed, on other topics and principals) plus the ones that let user ``bench``
-create, describe, write and read; ``bench`` produces through SASL_PLAINTEXT (PLAIN, so the login costs nothing
-measurable) and the same run against the first broker (no authorizer) is the baseline. The controller's
-principal (PLAINTEXT inter-broker listener, ``User:ANONYMOUS``) is a super user.
+**Authorizer.** Two more brokers run side by side, alike but for one thing: B has
+``authorizer.class.name=kafka.security.authorizer.AclAuthorizer`` with ``--acls`` ACLs (literal and prefixed, on
+other topics and principals, created through the admin protocol in requests of 1,000; the time it takes is
+reported) plus the ones that let user ``bench`` create, describe, write and read; A has no authorizer. ``bench``
+produces through SASL_PLAINTEXT (PLAIN, so the login costs nothing measurable) to A and to B in alternating
+order (A B, B A, A B, ...: a drift of the machine over the run weighs on both alike) for ``--acl-rounds``
+rounds, after an untimed warm-up of each; the cost is per round ``1 - B / A``, reported as the median with
+its range. One run produces only (the authorizer's question is WRITE on the topic, asked per partition of
+every Produce). The controller's principal (PLAINTEXT inter-broker listener, ``User:ANONYMOUS``) is a super
+user.
 
 Targets (issue 16): TLS at least 0.5x PLAINTEXT throughput; a SCRAM login under 20 ms at 4096 iterations; the
 authorizer with 10,000 ACLs costs under 5% of produce throughput. Figures are medians of the rounds, with
@@ -58,6 +63,7 @@ class Broker:
     when ``tls`` is None)."""
 
     def __init__(self, workdir: str, tls_files, authorizer: bool = False):
+        self.authorizer = authorizer
         from kafkalab.security.jaas import jaas_line
 
         self.ports = {p: free_port() for p in (PROTOCOLS if tls_files else PROTOCOLS[:2])}
@@ -165,6 +171,33 @@ def add_acls(broker: Broker, n: int, clog: ClientLog) -> None:
             f.result(300)
 
 
+def produce_only(broker: Broker, tag: str, records: int, clog: ClientLog) -> float:
+    """``bench`` produces ``records`` through SASL_PLAINTEXT (PLAIN) to a fresh topic: records per second."""
+    topic = f"sec-acl-{tag}"
+    create_topic(broker.bootstrap("PLAINTEXT"), topic, clog)
+    p = produce_run(broker.bootstrap("SASL_PLAINTEXT"), topic, records, "1", clog,
+                    producer={**PRODUCER, **client_security("SASL_PLAINTEXT", "", BENCH, "PLAIN")})
+    if p["failed"]:
+        raise RuntimeError(f"{p['failed']} records failed (authorizer={broker.authorizer})")
+    return p["rps"]
+
+
+def authorizer_ab(plain: Broker, authorized: Broker, records: int, rounds: int, clog: ClientLog) -> tuple:
+    """Produce rates without (A) and with (B) the authorizer, A and B in alternating order each round."""
+    for broker in (plain, authorized):      # warm-up, untimed
+        produce_only(broker, f"warmup-{broker.authorizer}", max(1000, records // 10), clog)
+    without, with_acls = [], []
+    for r in range(rounds):
+        pair = (plain, authorized) if r % 2 == 0 else (authorized, plain)
+        for broker in pair:
+            rps = produce_only(broker, f"{r}-{broker.authorizer}", records, clog)
+            (with_acls if broker.authorizer else without).append(rps)
+        cost = 1 - with_acls[-1] / without[-1]
+        print(f"  A/B round {r + 1} ({'AB' if r % 2 == 0 else 'BA'}): without {without[-1]:>10,.0f}/s   "
+              f"with {with_acls[-1]:>10,.0f}/s   cost {cost:+.1%}")
+    return without, with_acls
+
+
 def spread(values: list) -> str:
     return f"{statistics.median(values):,.0f} [{min(values):,.0f}-{max(values):,.0f}]"
 
@@ -180,10 +213,11 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--logins", type=int, default=20)
     ap.add_argument("--acls", type=int, default=10_000)
-    ap.add_argument("--quick", action="store_true", help="10,000 records, 1 round, 5 logins, 1,000 ACLs")
+    ap.add_argument("--acl-rounds", type=int, default=8, help="A/B rounds of the authorizer comparison")
+    ap.add_argument("--quick", action="store_true", help="10,000 records, 1 round, 5 logins, 1,000 ACLs, 2 A/B rounds")
     cfg = ap.parse_args(argv)
     if cfg.quick:
-        cfg.records, cfg.rounds, cfg.logins, cfg.acls = 10_000, 1, 5, 1_000
+        cfg.records, cfg.rounds, cfg.logins, cfg.acls, cfg.acl_rounds = 10_000, 1, 5, 1_000, 2
     from kafkalab.security.certs import CertificateAuthority
 
     t_start = time.perf_counter()
@@ -209,19 +243,21 @@ def main(argv=None) -> int:
                 print(f"  round {r + 1} {protocol:15s} produce {got['produce']:>10,.0f}/s   consume "
                       f"{got['consume']:>10,.0f}/s")
         login = logins(broker, str(files.ca), cfg.logins, clog)
-        baseline = [throughput(broker, "SASL_PLAINTEXT", str(files.ca), cfg.records, f"plain-{r}", clog,
-                               login=BENCH, mechanism="PLAIN")["produce"] for r in range(cfg.rounds)]
     finally:
         broker.stop()
-    authorized = Broker(workdir, None, authorizer=True)
+    plain_broker = Broker(workdir, None)
     try:
-        t0 = time.perf_counter()
-        add_acls(authorized, cfg.acls, clog)
-        acl_s = time.perf_counter() - t0
-        with_acls = [throughput(authorized, "SASL_PLAINTEXT", str(files.ca), cfg.records, f"acl-{r}", clog,
-                                login=BENCH, mechanism="PLAIN")["produce"] for r in range(cfg.rounds)]
+        authorized = Broker(workdir, None, authorizer=True)
+        try:
+            t0 = time.perf_counter()
+            add_acls(authorized, cfg.acls, clog)
+            acl_s = time.perf_counter() - t0
+            print(f"  {cfg.acls:,} ACLs created in {acl_s:.1f} s")
+            baseline, with_acls = authorizer_ab(plain_broker, authorized, cfg.records, cfg.acl_rounds, clog)
+        finally:
+            authorized.stop()
     finally:
-        authorized.stop()
+        plain_broker.stop()
 
     plain = results["PLAINTEXT"]
     rows = [[p, spread(results[p]["produce"]), spread(results[p]["consume"]),
@@ -237,9 +273,9 @@ def main(argv=None) -> int:
           + (f"(broker CPU per connection {plain_cpu * 1000:.1f} ms vs {scram_cpu * 1000:.1f} ms)"
              if plain_cpu is not None and scram_cpu is not None else ""))
     cost = [1 - a / b for a, b in zip(with_acls, baseline)]
-    print(f"authorizer: {cfg.acls:,} ACLs created in {acl_s:.1f} s; produce as User:bench (SASL_PLAINTEXT, PLAIN) "
-          f"without an authorizer {spread(baseline)}/s, with it {spread(with_acls)}/s: cost "
-          f"{statistics.median(cost):.1%} [{min(cost):.1%} to {max(cost):.1%}]")
+    print(f"authorizer: {cfg.acls:,} ACLs created in {acl_s:.1f} s; produce as User:bench (SASL_PLAINTEXT, PLAIN), "
+          f"{cfg.acl_rounds} A/B rounds: without an authorizer {spread(baseline)}/s, with it {spread(with_acls)}/s: "
+          f"cost (per round) {statistics.median(cost):.1%} [{min(cost):.1%} to {max(cost):.1%}]")
     tls = min(statistics.median([a / b for a, b in zip(results[p][k], plain[k])])
               for p in ("SSL", "SASL_SSL") for k in ("produce", "consume"))
     print("\nTargets:")

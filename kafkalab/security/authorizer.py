@@ -36,6 +36,13 @@ Four probes whatever the number of ACLs; ``ordinal`` and ``p`` were never compar
 ACLs that apply to a resource are then cached until the next ACL change (``AclAuthorizer``'s resource cache),
 so the steady state of a produce is one dictionary lookup and a glance at a handful of entries.
 
+**Which ACL a decision names** (:meth:`AuthorizerCore.explain`, the authorizer log, the lab's table) does not
+depend on the order ACLs were added or on Python's hashing: the applying ACLs are looked at in
+``StandardAuthorizerData``'s order -- the literal pattern of the name, then the prefixed patterns longest
+first, then the literal ``*``, and within a pattern by operation, principal, host and permission type (enum
+codes, strings by code point) -- and, as there, a denial names the *first* matching DENY and an allowance
+the *last* matching ALLOW.
+
 This module is sans-IO: :class:`AclIndex` holds bindings, :class:`AuthorizerCore` decides. The broker's
 ``AclAuthorizer`` (``kafkalab/server/acl_authorizer.py``) keeps the bindings in the coordination store and
 feeds changes here.
@@ -216,29 +223,28 @@ class AclIndex:
                 hi = bisect.bisect_right(keys, os.path.commonprefix((candidate, name)), 0, hi - 1)
         return found
 
-    def applying_bindings(self, resource_type: ResourceType, name: str) -> list[AclBinding]:
-        """The bindings behind :meth:`applying`, same order (for explaining a decision, not for deciding)."""
+    def applying_patterns(self, resource_type: ResourceType, name: str) -> list[ResourcePattern]:
+        """The patterns that apply to the resource, in ``StandardAuthorizerData``'s scan order: the literal
+        name, the prefixes longest first, the literal ``*``."""
         patterns = [ResourcePattern(resource_type, name, PatternType.LITERAL)]
-        if name != WILDCARD_RESOURCE:
-            patterns.append(ResourcePattern(resource_type, WILDCARD_RESOURCE, PatternType.LITERAL))
         patterns += [ResourcePattern(resource_type, p, PatternType.PREFIXED)
                      for p in self.prefixes_of(resource_type, name)]
-        return [AclBinding(p, e) for p in patterns for e in self._entries.get(p, ())]
+        if name != WILDCARD_RESOURCE:
+            patterns.append(ResourcePattern(resource_type, WILDCARD_RESOURCE, PatternType.LITERAL))
+        return patterns
+
+    def applying_bindings(self, resource_type: ResourceType, name: str) -> list[AclBinding]:
+        """The bindings behind :meth:`applying`, same order (for explaining a decision, not for deciding)."""
+        return [AclBinding(p, e) for p in self.applying_patterns(resource_type, name)
+                for e in sorted(self._entries.get(p, ()), key=_scan_order)]
 
     def applying(self, resource_type: ResourceType, name: str) -> tuple:
-        """Every entry of every pattern that applies to the resource: literal, wildcard ``*``, prefixes."""
+        """Every entry of every pattern that applies to the resource, in scan order (see the module)."""
         key = (resource_type, name)
         cached = self._applying.get(key)
         if cached is not None:
             return cached
-        out: list[AccessControlEntry] = []
-        get = self._entries.get
-        out.extend(get(ResourcePattern(resource_type, name, PatternType.LITERAL), ()))
-        if name != WILDCARD_RESOURCE:
-            out.extend(get(ResourcePattern(resource_type, WILDCARD_RESOURCE, PatternType.LITERAL), ()))
-        for prefix in self.prefixes_of(resource_type, name):
-            out.extend(get(ResourcePattern(resource_type, prefix, PatternType.PREFIXED), ()))
-        result = tuple(out)
+        result = tuple(b.entry for b in self.applying_bindings(resource_type, name))
         if len(self._applying) > 100_000:       # bounded: many distinct names asked for
             self._applying.clear()
         self._applying[key] = result
@@ -247,6 +253,11 @@ class AclIndex:
 
 def _entry_order(entry: AccessControlEntry):
     return (entry.principal, entry.host, int(entry.operation), int(entry.permission_type))
+
+
+def _scan_order(entry: AccessControlEntry):
+    """Within one pattern, ``StandardAcl.compareTo``'s order: operation, principal, host, permission type."""
+    return (int(entry.operation), entry.principal, entry.host, int(entry.permission_type))
 
 
 class AuthorizerCore:
@@ -275,7 +286,10 @@ class AuthorizerCore:
             return Decision(principal, host, operation, resource, AuthorizationResult.ALLOWED, "super user")
         bindings = self.index.applying_bindings(resource_type, name)
         allowed, rule, acl = self._find(principal, host, operation, tuple(b.entry for b in bindings))
-        pattern = next((b.pattern for b in bindings if b.entry == acl), None) if acl is not None else None
+        pattern = None
+        if acl is not None:   # the deciding entry's pattern: the first holding it for a DENY, the last for an ALLOW
+            holders = [b.pattern for b in bindings if b.entry == acl]
+            pattern = holders[0] if rule == "deny acl" else holders[-1]
         return Decision(principal, host, operation, resource,
                         AuthorizationResult.ALLOWED if allowed else AuthorizationResult.DENIED, rule, acl, pattern)
 
@@ -308,7 +322,7 @@ class AuthorizerCore:
         allow = None
         granting = IMPLIED_BY[operation]
         denying = _DENIED_BY[operation]
-        for entry in entries:
+        for entry in entries:   # in scan order: the first matching DENY decides; the last matching ALLOW is named
             if entry.principal != principal and entry.principal != WILDCARD_PRINCIPAL_STRING:
                 continue
             if entry.host != host and entry.host != WILDCARD_HOST:
@@ -316,7 +330,7 @@ class AuthorizerCore:
             if entry.permission_type == AclPermissionType.DENY:
                 if entry.operation in denying:
                     return False, "deny acl", entry
-            elif allow is None and entry.operation in granting:
+            elif entry.operation in granting:
                 allow = entry
         if allow is not None:
             return True, "allow acl", allow

@@ -23,8 +23,13 @@ The states and what moves them (:data:`TRANSITIONS`; Kafka's ``SaslState`` names
 * **SaslHandshake** names the mechanism. One the listener does not enable gets UNSUPPORTED_SASL_MECHANISM
   (33) with the enabled list, then the close. **v0**: the tokens then travel as raw size-prefixed frames,
   without request headers (a failure can only close the connection). **v1** (KIP-152): every token comes in a
-  **SaslAuthenticate** request (v0-2) and its answer, with error code and message, in the response; any other
-  request then gets ILLEGAL_SASL_STATE (34) and the close.
+  **SaslAuthenticate** request (v0-2) and its answer, with error code and message, in the response. Any other
+  request then fails the login with ILLEGAL_SASL_STATE (34), "Unexpected Kafka request of type METADATA during
+  SASL authentication.": as Kafka's ``getErrorResponse`` of that request -- the request's own response with the
+  error code in every place it has one (a Metadata response names each topic asked for with error 34, a
+  Produce response each partition) -- sent after ``connection.failed.authentication.delay.ms``, then the
+  close. The broker hands in its handlers' error responses (``error_response``); without them a response
+  with a top-level ``error_code`` gets it there, and one without (nowhere to say it) only the close.
 * A failed login gets SASL_AUTHENTICATION_FAILED (58). If the mechanism raised
   :class:`~.errors.SaslAuthenticationException`, its message is sent; for any other reason (unknown user,
   wrong proof, wrong nonce) the client gets Kafka's generic "Authentication failed during authentication due
@@ -55,12 +60,13 @@ import enum
 import logging
 from typing import Callable, Optional, Sequence
 
-from kafkalab.protocol import (ApiKey, DecodeError, ErrorCode, Response, api_name, decode_request, make_response,
-                               response_class)
+from kafkalab.protocol import (ApiKey, DecodeError, ErrorCode, Request, Response, api_name, decode_request,
+                               make_response, response_class)
 from kafkalab.security.errors import SaslAuthenticationException, SaslException
 from kafkalab.security.principal import USER_TYPE, KafkaPrincipal
 
-__all__ = ["SaslState", "Outcome", "Decision", "SaslServerAuthenticator", "TRANSITIONS", "generic_failure_message"]
+__all__ = ["SaslState", "Outcome", "Decision", "SaslServerAuthenticator", "TRANSITIONS", "generic_failure_message",
+           "top_level_error_response", "kafka_api_name"]
 
 log = logging.getLogger("kafkalab.security.SaslServerAuthenticator")
 
@@ -116,6 +122,26 @@ class Decision:
     session_lifetime_ms: int = 0
 
 
+def kafka_api_name(api_key: int) -> str:
+    """The API as Kafka's ``ApiKeys`` names it in messages: ``METADATA``, ``SASL_HANDSHAKE``."""
+    try:
+        return ApiKey(api_key).name
+    except ValueError:
+        return api_name(api_key)
+
+
+def top_level_error_response(request: Request, error_code: int, message: Optional[str]):
+    """The default ``error_response``: the request's response body with ``error_code`` (and ``error_message``)
+    at the top level, or None when that response has no top-level error code."""
+    cls = response_class(request.api_key)
+    if "error_code" not in cls._fields:
+        return None
+    fields = {"error_code": error_code}
+    if "error_message" in cls._fields:
+        fields["error_message"] = message
+    return cls(**fields)
+
+
 def generic_failure_message(mechanism: str, reauthenticating: bool = False) -> str:
     what = "re-authentication" if reauthenticating else "authentication"
     return f"Authentication failed during {what} due to invalid credentials with SASL mechanism {mechanism}"
@@ -124,17 +150,20 @@ def generic_failure_message(mechanism: str, reauthenticating: bool = False) -> s
 class SaslServerAuthenticator:
     """One connection's login. ``server_factory(mechanism)`` makes the mechanism's server half (an object
     with ``evaluate_response(bytes) -> bytes``, ``complete`` and ``authorization_id``); ``supported_versions``
-    is what the broker advertises (API key -> (min, max))."""
+    is what the broker advertises (API key -> (min, max)); ``error_response(request, error_code, message)`` the
+    body answering a request with an error, None when the request has no way to carry one (Kafka's
+    ``AbstractRequest.getErrorResponse``)."""
 
     def __init__(self, enabled_mechanisms: Sequence[str], server_factory: Callable[[str], object],
                  supported_versions: dict, *, max_receive_size: int = 524288, connections_max_reauth_ms: int = 0,
-                 listener: str = ""):
+                 listener: str = "", error_response: Callable = top_level_error_response):
         self.enabled_mechanisms = list(enabled_mechanisms)
         self._server_factory = server_factory
         self.supported_versions = supported_versions
         self.max_receive_size = max_receive_size
         self.connections_max_reauth_ms = connections_max_reauth_ms
         self.listener = listener
+        self._error_response = error_response
         self.state = S.INITIAL_REQUEST
         self.mechanism: Optional[str] = None
         self.handshake_version = 1
@@ -193,7 +222,7 @@ class SaslServerAuthenticator:
         key, version = request.api_key, request.api_version
         if key not in (ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE) or (
                 key == ApiKey.API_VERSIONS and self.state not in (S.INITIAL_REQUEST, S.HANDSHAKE_OR_VERSIONS_REQUEST)):
-            return self._close(f"Unexpected Kafka request of type {api_name(key)} during SASL handshake.")
+            return self._close(f"Unexpected Kafka request of type {kafka_api_name(key)} during SASL handshake.")
         lo, hi = self.supported_versions.get(key, (0, -1))
         if key == ApiKey.API_VERSIONS:
             self._move("ApiVersions" if lo <= version <= hi else "ApiVersions (version too new)")
@@ -273,17 +302,20 @@ class SaslServerAuthenticator:
         return self._completed(now_ms, response=reply(error_code=ErrorCode.NONE, error_message=None,
                                                       auth_bytes=answer or b"", session_lifetime_ms=lifetime))
 
-    def _illegal_state(self, request) -> Decision:
-        """Anything but SaslAuthenticate after SaslHandshake v1: ILLEGAL_SASL_STATE where the request's response
-        has a top-level error code we can fill (SaslHandshake, ApiVersions), then the close."""
+    def _illegal_state(self, request: Request) -> Decision:
+        """Anything but SaslAuthenticate after SaslHandshake v1 (``IllegalSaslStateException``): the request's
+        error response with ILLEGAL_SASL_STATE, then the close; only the close if it cannot carry the error."""
         self.state = S.FAILED
-        reason = f"Unexpected Kafka request of type {api_name(request.api_key)} during SASL authentication."
-        cls = response_class(request.api_key)
-        if request.api_key in (ApiKey.SASL_HANDSHAKE, ApiKey.API_VERSIONS):
-            response = make_response(cls(error_code=ErrorCode.ILLEGAL_SASL_STATE), api_version=request.api_version,
-                                     correlation_id=request.correlation_id)
-            return Decision(Outcome.FAIL, response=response, reason=reason)
-        return Decision(Outcome.CLOSE, reason=reason)
+        reason = f"Unexpected Kafka request of type {kafka_api_name(request.api_key)} during SASL authentication."
+        try:
+            body = self._error_response(request, ErrorCode.ILLEGAL_SASL_STATE, reason)
+        except Exception:   # a request the error builder cannot answer: the close says it all
+            log.debug("no error response for %s", request.api_name(), exc_info=True)
+            body = None
+        if body is None:
+            return Decision(Outcome.CLOSE, reason=reason)
+        response = make_response(body, api_version=request.api_version, correlation_id=request.correlation_id)
+        return Decision(Outcome.FAIL, response=response, reason=reason)
 
     def _check_principal_unchanged(self) -> None:
         new = KafkaPrincipal(USER_TYPE, self._server.authorization_id)

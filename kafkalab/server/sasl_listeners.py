@@ -22,26 +22,30 @@ for inter-broker communication``.
 :func:`authenticator_factories` turns the configuration into, per SASL listener, a function making a fresh
 :class:`~kafkalab.security.sasl_server.SaslServerAuthenticator`; the socket server calls it for each
 connection. SCRAM credentials are read from the coordination store at each login, so a user created a moment
-ago can log in at once (Kafka keeps a cache refreshed by change notifications; the effect is the same).
+ago can log in at once (Kafka keeps a cache refreshed by change notifications; the effect is the same). A
+request that arrives in the middle of a SaslHandshake v1 login instead of SaslAuthenticate is answered with its
+handler's error response (:func:`pre_authentication_error_response`, ILLEGAL_SASL_STATE in every error field),
+as Kafka answers it with ``getErrorResponse``.
 
 Mirrors: ``KafkaConfig.validateValues`` (the inter-broker mechanism rule), ``JaasContext.loadServerContext``,
 ``SaslChannelBuilder`` and ``CredentialCache``.
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 from kafkalab.common.config import ConfigException
 from kafkalab.security.jaas import JaasEntry, parse_jaas_config
 from kafkalab.security.plain import PlainSaslServer
-from kafkalab.security.sasl_server import SaslServerAuthenticator
+from kafkalab.security.sasl_server import SaslServerAuthenticator, top_level_error_response
 from kafkalab.security.scram import SCRAM_MECHANISMS, ScramCredential, credential_from_string
 from kafkalab.security.scram_sasl import ScramSaslServer
 from kafkalab.security.sasl_client import SaslLogin
+from kafkalab.server.apis.base import REGISTRY
 
 __all__ = ["SUPPORTED_MECHANISMS", "SASL_PROTOCOLS", "listener_setting", "enabled_mechanisms", "jaas_entry",
            "validate_sasl_listeners", "authenticator_factories", "inter_broker_login",
-           "scram_credential_lookup", "sasl_plaintext_overrides"]
+           "scram_credential_lookup", "sasl_plaintext_overrides", "pre_authentication_error_response"]
 
 SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
@@ -140,6 +144,22 @@ def scram_credential_lookup(read_user_config: Callable[[str], dict]) -> Callable
     return lookup
 
 
+class _UnauthenticatedRequest(NamedTuple):
+    """A request decoded by the authenticator, shaped as the handlers' error builders read one."""
+    body: Any
+    header: Any
+    context: Any     # the decoded request itself: api_key, api_version, correlation_id
+
+
+def pre_authentication_error_response(request, error_code: int, message: Optional[str]):
+    """The error response the broker's handler of ``request`` gives when it fails (None: it cannot carry one),
+    for a request that came before the login finished; a top-level error code when no handler has one."""
+    handler = REGISTRY.get(int(request.api_key))
+    if handler is None or handler.error_response is None:
+        return top_level_error_response(request, error_code, message)
+    return handler.error_response(_UnauthenticatedRequest(request.body, request.header, request), error_code, message)
+
+
 def authenticator_factories(cfg, scram_lookup: Callable[[str, str], Optional[ScramCredential]],
                             supported_versions: dict) -> dict[str, Callable[[], SaslServerAuthenticator]]:
     """Listener name -> a function making the authenticator of one new connection on that listener."""
@@ -164,7 +184,7 @@ def authenticator_factories(cfg, scram_lookup: Callable[[str, str], Optional[Scr
                  max_receive=max_receive) -> SaslServerAuthenticator:
             return SaslServerAuthenticator(mechanisms, server_factory, supported_versions,
                                            max_receive_size=max_receive, connections_max_reauth_ms=reauth_ms,
-                                           listener=listener)
+                                           listener=listener, error_response=pre_authentication_error_response)
         factories[listener] = make
     return factories
 

@@ -16,12 +16,13 @@ This room runs the "ZooKeeper" in-process, with the semantics Kafka depends on a
   fault injection (isolate/heal), persistence, event log, ``tree()``/``dump()``.
 * :mod:`.session` -- :class:`Session`: heartbeats, timeouts, ephemeral ownership.
 * :mod:`.watches` -- one-shot watches and ordered delivery through a pluggable dispatcher.
-* :mod:`.persistence` -- the snapshot file (atomic rewrite after every change).
+* :mod:`.txn_snap_log` -- the data directory: each commit appended to a transaction log, snapshots now and
+  then; :mod:`.persistence` -- the two file formats (torn log tails ignored on load).
 * :mod:`.errors` -- ZooKeeper's result codes as exceptions (``NodeExistsException``, ``BadVersionException``...).
 * :mod:`.paths` -- Kafka's znode layout and JSON formats (``ZkData.scala``).
 * :mod:`.client` -- :class:`KafkaZkClient`: registration, election, partition states, notifications.
 * :mod:`.fenced_writes` -- the controller's writes: fenced by the controller epoch, many at once in batches
-  (one multi, one snapshot per batch).
+  (one multi, one log record per batch).
 
 Public API::
 
@@ -38,6 +39,7 @@ Public API::
     store.expire_sessions() -> [ids]; store.close_session(s); store.isolate(s); store.heal(s)
     store.tree(path="/") -> str; store.dump(path="/") -> [dict]; store.event_log(since_zxid=None) -> [dict]
     store.add_listener(fn); store.sessions(); store.watches(); store.last_zxid
+    store.take_snapshot(); store.disk_stats() -> {log_records, snapshots, bytes_written}
 
     zk = KafkaZkClient.connect(store, session_timeout_ms=18000)   # or KafkaZkClient(store, session)
     zk.register_broker(BrokerInfo(...)) -> broker epoch; zk.try_create_controller(broker_id) -> bool

@@ -192,6 +192,16 @@ class KafkaZkClient:
                 raise result
         return True
 
+    def multi(self, ops: list) -> list:
+        """Several writes as one transaction, all or nothing (ZooKeeper's ``multi``): per op its result; the
+        first failing op's KeeperException otherwise (nothing written)."""
+        return self.store.multi(ops, session=self.session)
+
+    def conditional_delete_paths(self, expected_versions: dict[str, int]) -> None:
+        """Delete many independent znodes, each only at its expected version, in batches of one multi each
+        (:meth:`_write_all`); those gone already or changed since are left alone."""
+        self._write_all([DeleteOp(path, version) for path, version in expected_versions.items()])
+
     def _write(self, op: Op, expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION):
         """One write, fenced by the controller epoch's zkVersion unless it is MATCH_ANY_VERSION."""
         return fenced_writes.write(self.store, self.session, op, expected_controller_epoch_zk_version)

@@ -12,8 +12,9 @@ writes without the check (a broker's own writes, an admin's).
 partition, a znode per partition of a deleted topic, an ISR per partition of a dead broker. Kafka's
 ``KafkaZkClient`` sends such writes as one pipelined batch, and ZooKeeper makes a batch durable with one fsync
 (its *group commit*). :func:`write_all` gets the same effect from the store: up to :data:`WRITE_BATCH_OPS` ops
-go as one ``multi`` -- one zxid, one snapshot on disk -- when every op succeeds, instead of one snapshot per op
-(a snapshot is the whole tree, so one per op made creating 1,000 partitions quadratic). When any op of a batch
+go as one ``multi`` -- one zxid, one record of the store's transaction log, one fsync -- when every op
+succeeds, instead of one commit per op (each commit once rewrote the whole tree, which made creating 1,000
+partitions quadratic; a commit is still an fsync). When any op of a batch
 fails (a partition state another controller created first, a znode already gone), the multi changes nothing and
 the batch is written op by op, so each op still gets its own result or error, exactly as one by one.
 

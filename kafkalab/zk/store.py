@@ -33,7 +33,9 @@ guarantees that Kafka builds everything else on. This module keeps exactly those
 * **One-shot watches** (see :mod:`kafkalab.zk.watches`), delivered after the lock is released.
 
 Simplifications (a single server, not an ensemble): no quorum or leader election among servers, no ACLs,
-no chroot, no TTL/container nodes, failed writes consume no zxid, sessions do not survive a restart. Persistence: :mod:`kafkalab.zk.persistence`.
+no chroot, no TTL/container nodes, failed writes consume no zxid, sessions do not survive a restart.
+Persistence: a transaction log and snapshots in the data directory (:mod:`kafkalab.zk.txn_snap_log`, file
+formats in :mod:`kafkalab.zk.persistence`): a commit costs what it changed, not the size of the tree.
 
 Mirrors: ZooKeeper's ``DataTree``, ``PrepRequestProcessor``, ``SessionTrackerImpl`` and ``data/Stat``;
 Kafka's view of it is ``core/src/main/scala/kafka/zookeeper/ZooKeeperClient.scala``.
@@ -48,11 +50,11 @@ from typing import Callable, Optional, Sequence
 
 from kafkalab.common import Scheduler, Time
 from kafkalab.common.time import SYSTEM
-from kafkalab.zk import persistence
 from kafkalab.zk.errors import (Code, ConnectionLossException,
                                 KeeperException, NoNodeException, SessionExpiredException)
 from kafkalab.zk.session import Session, SessionState
 from kafkalab.zk.txn import Txn, TxnProcessor
+from kafkalab.zk.txn_snap_log import SNAPSHOT_MIN_LOG_BYTES, FileTxnSnapLog
 from kafkalab.zk.watches import (Dispatcher, EventType, KeeperState, Outbox, WatchedEvent, Watcher, WatchManager,
                                  call_now)
 from kafkalab.zk.znode import (MATCH_ANY_VERSION, MAX_DATA_LENGTH, SYSTEM_PATHS, CheckOp, CreateOp, DeleteOp, Op,
@@ -72,7 +74,8 @@ class ZkStore:
     def __init__(self, data_dir: Optional[str] = None, *, time: Time = SYSTEM, scheduler: Optional[Scheduler] = None,
                  tick_time_ms: int = 2000, min_session_timeout_ms: Optional[int] = None,
                  max_session_timeout_ms: Optional[int] = None, dispatcher: Dispatcher = call_now,
-                 server_id: int = 1, fsync: bool = True, event_log_size: int = 10_000):
+                 server_id: int = 1, fsync: bool = True, event_log_size: int = 10_000,
+                 snapshot_min_log_bytes: int = SNAPSHOT_MIN_LOG_BYTES):
         self.data_dir = data_dir
         self.time = time
         self.tick_time_ms = tick_time_ms
@@ -80,8 +83,6 @@ class ZkStore:
         self.min_session_timeout_ms = 2 * tick_time_ms if min_session_timeout_ms is None else min_session_timeout_ms
         self.max_session_timeout_ms = 20 * tick_time_ms if max_session_timeout_ms is None else max_session_timeout_ms
         self._dispatcher = dispatcher
-        self._fsync = fsync
-        self._snapshot_lines: dict[str, tuple] = {}   # path -> (stat it was encoded at, its snapshot line)
         self._lock = threading.RLock()
         self._nodes: dict[str, ZNode] = {}
         self._last_zxid = 0
@@ -99,8 +100,11 @@ class ZkStore:
         for path in SYSTEM_PATHS:
             self._nodes[path] = ZNode(None, 0, 0)
             self._nodes[parent_path(path)].children.add(path.rsplit("/", 1)[1])
-        if data_dir is not None:
-            self._load()
+        #: the data directory's snapshot and transaction log (None: in memory only)
+        self._disk = (FileTxnSnapLog(data_dir, self._nodes, fsync=fsync, snapshot_min_log_bytes=snapshot_min_log_bytes)
+                      if data_dir is not None else None)
+        if self._disk is not None:
+            self._last_zxid = self._disk.load()
         self._scheduler = scheduler
         self._expiry_task = None
         self._expiry_due: Optional[int] = None     # the bucket the expirer task sleeps until
@@ -180,7 +184,7 @@ class ZkStore:
                     raise
             self._last_zxid = txn.zxid
             try:
-                self._persist()
+                self._persist(txn)
             except BaseException:
                 self._txns.rollback(txn)
                 self._last_zxid = txn.zxid - 1
@@ -366,7 +370,7 @@ class ZkStore:
             self._txns.remove(path, txn, "delete_ephemeral")
         self._last_zxid = txn.zxid
         try:
-            self._persist()
+            self._persist(txn)
         except OSError:  # the session is gone regardless; the next successful write persists the tree
             log.exception("could not persist the end of session %s", session.hex_id)
         self._publish(txn)
@@ -419,44 +423,24 @@ class ZkStore:
             self._listeners.remove(listener)
 
     # -- persistence ---------------------------------------------------------------------------------------
-    def _persist(self) -> None:
-        if self.data_dir is None:
-            return
-        lines, encoded = [], {}
-        for path in sorted(self._nodes, key=lambda p: (p.count("/") if p != "/" else 0, p)):
-            node = self._nodes[path]
-            if node.ephemeral_owner or path in SYSTEM_PATHS:
-                continue
-            # a znode's line changes only with its stat: data and version move mzxid, children pzxid/cversion
-            stat = (node.czxid, node.mzxid, node.pzxid, node.version, node.cversion)
-            cached = self._snapshot_lines.get(path)
-            if cached is None or cached[0] != stat:
-                cached = (stat, persistence.encode_node(
-                    {"path": path, **persistence.encode_data(node.data), "czxid": node.czxid, "mzxid": node.mzxid,
-                     "pzxid": node.pzxid, "ctime": node.ctime, "mtime": node.mtime, "version": node.version,
-                     "cversion": node.cversion}))
-            encoded[path] = cached
-            lines.append(cached[1])
-        persistence.write_snapshot_lines(self.data_dir, self._last_zxid, lines, fsync=self._fsync)
-        # only once the write is on disk: a failed write is undone and its zxid used again by the next write,
-        # so a stat seen here may come back with other data
-        self._snapshot_lines = encoded   # znodes deleted since the last write drop out here
+    def _persist(self, txn: Txn) -> None:
+        """Make ``txn`` durable before it is acknowledged (nothing to do in memory)."""
+        if self._disk is not None:
+            self._disk.commit(txn.zxid, (path for path, _ in txn.triggers))
 
-    def _load(self) -> None:
-        loaded = persistence.read_snapshot(self.data_dir)
-        if loaded is None:
-            return
-        self._last_zxid, records = loaded
-        for record in records:
-            path = record["path"]
-            node = self._nodes.get(path) or ZNode(None, 0, 0)
-            node.data = persistence.decode_data(record)
-            node.czxid, node.mzxid, node.pzxid = record["czxid"], record["mzxid"], record["pzxid"]
-            node.ctime, node.mtime = record["ctime"], record["mtime"]
-            node.version, node.cversion = record["version"], record["cversion"]
-            if path != "/":
-                self._nodes[parent_path(path)].children.add(path.rsplit("/", 1)[1])
-            self._nodes[path] = node
+    def take_snapshot(self) -> None:
+        """Write the whole tree to the data directory now and start an empty transaction log (the store does
+        this by itself when the log has grown as large as the last snapshot)."""
+        with self._lock:
+            if self._disk is not None:
+                self._disk.snapshot(self._last_zxid)
+
+    def disk_stats(self) -> dict:
+        """What this store wrote to its data directory: ``log_records``, ``snapshots``, ``bytes_written``
+        (all 0 in memory)."""
+        with self._lock:
+            return dict(self._disk.stats) if self._disk is not None else {"log_records": 0, "snapshots": 0,
+                                                                           "bytes_written": 0}
 
     # -- observability -------------------------------------------------------------------------------------
     @property

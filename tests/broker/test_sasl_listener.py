@@ -105,6 +105,33 @@ def test_wrong_password_is_delayed_then_closed(cluster):
         conn.assert_closed_without_response()
 
 
+def test_another_request_instead_of_sasl_authenticate_gets_its_error_response_then_the_close(cluster):
+    """After SaslHandshake v1 only SaslAuthenticate may come. Kafka's SaslServerAuthenticator answers anything
+    else with that request's error response, ILLEGAL_SASL_STATE wherever it has an error code (Metadata: each
+    topic asked for; Produce: each partition), after the failed-authentication delay, and closes."""
+    Produce = request_class(ApiKey.PRODUCE)
+    produce = Produce(transactional_id=None, acks=1, timeout_ms=1000, topic_data=(Produce.TopicProduceData(
+        name="orders", partition_data=(Produce.PartitionProduceData(index=0, records=None),
+                                       Produce.PartitionProduceData(index=1, records=None))),))
+    asked = request_class(ApiKey.METADATA)(topics=(request_class(ApiKey.METADATA).MetadataRequestTopic(
+        name="orders"),), allow_auto_topic_creation=False)
+    for body, version in ((asked, 12), (produce, 9)):
+        with Conn(port(cluster)) as conn:
+            assert handshake(conn, "PLAIN").error_code == 0
+            start = time.monotonic()
+            response = conn.call(body, version, correlation_id=5)
+            assert time.monotonic() - start >= 0.25       # connection.failed.authentication.delay.ms=300
+            if body is asked:
+                assert [(t.name, t.error_code) for t in response.topics] == [("orders", ErrorCode.ILLEGAL_SASL_STATE)]
+            else:
+                (topic,) = response.responses
+                assert [(p.index, p.error_code) for p in topic.partition_responses] == [
+                    (0, ErrorCode.ILLEGAL_SASL_STATE), (1, ErrorCode.ILLEGAL_SASL_STATE)]
+                assert topic.partition_responses[0].error_message == (
+                    "Unexpected Kafka request of type PRODUCE during SASL authentication.")
+            conn.assert_closed_without_response()
+
+
 def test_failed_logins_do_not_slow_other_connections(cluster):
     """A failed login waits out its delay on its own connection; another client is answered meanwhile."""
     conns = [Conn(port(cluster)) for _ in range(5)]

@@ -194,3 +194,58 @@ def test_audit_messages_in_both_authorizers_shapes():
         "based on rule DefaultDeny")
     assert audit_message(c.explain("User:admin", "h", Op.READ, TOPIC, "zzz"), "Fetch", 1, standard=True).endswith(
         "based on rule SuperUser")
+
+
+# Many ACLs that all match User:alice reading orders-eu from 10.0.0.1, on every kind of pattern that applies.
+_MATCHING = [acl(name, principal, op, perm, host, pattern=pattern)
+             for name, pattern in (("orders-eu", PatternType.LITERAL), ("orders-", PatternType.PREFIXED),
+                                   ("ord", PatternType.PREFIXED), ("*", PatternType.LITERAL))
+             for principal in ("User:alice", "User:*") for host in ("10.0.0.1", "*")
+             for op, perm in ((Op.READ, ALLOW), (Op.ALL, ALLOW))]
+_DENIES = [acl("orders-", "User:*", Op.READ, DENY, pattern=PatternType.PREFIXED),
+           acl("*", "User:alice", Op.ALL, DENY), acl("ord", "User:alice", Op.READ, DENY, "10.0.0.1",
+                                                     pattern=PatternType.PREFIXED)]
+_EXPLAIN_SCRIPT = """
+import random, sys
+sys.path.insert(0, {root!r})
+from tests.security.test_authorizer import _MATCHING, _DENIES, core, Op, TOPIC
+for bindings in (_MATCHING, _MATCHING + _DENIES):
+    bindings = list(bindings)
+    random.Random({seed}).shuffle(bindings)
+    d = core(*bindings).explain("User:alice", "10.0.0.1", Op.READ, TOPIC, "orders-eu")
+    print(d.result, d.pattern, d.acl)
+"""
+
+
+def test_explain_names_the_same_acl_whatever_the_insertion_or_hash_order():
+    """Kafka's StandardAuthorizer scans the applying ACLs in its sort order (literal name, prefixes longest
+    first, then ``*``; in a pattern by operation, principal, host) and names the first matching DENY or the last
+    matching ALLOW. The answer must not depend on the order ACLs were added or on PYTHONHASHSEED."""
+    for seed in range(5):
+        shuffled = list(_MATCHING)
+        random.Random(seed).shuffle(shuffled)
+        d = core(*shuffled).explain("User:alice", "10.0.0.1", Op.READ, TOPIC, "orders-eu")
+        assert d.allowed and d.rule == "allow acl"
+        # the last of the scan: the literal "*" pattern; READ (3) after ALL (2); "User:*" before "User:alice"
+        # and "*" before "10.0.0.1" (code points) -> the last one is (READ, User:alice, 10.0.0.1)
+        assert (d.pattern, d.acl) == (ResourcePattern(TOPIC, "*"),
+                                      AccessControlEntry("User:alice", "10.0.0.1", Op.READ, ALLOW)), seed
+        d = core(*shuffled, *_DENIES).explain("User:alice", "10.0.0.1", Op.READ, TOPIC, "orders-eu")
+        # the first DENY of the scan: prefixes longest first, so orders- before ord before *
+        assert (d.rule, d.pattern, d.acl) == ("deny acl", ResourcePattern(TOPIC, "orders-", PatternType.PREFIXED),
+                                              AccessControlEntry("User:*", "*", Op.READ, DENY)), seed
+
+
+def test_explain_is_the_same_under_other_hash_seeds():
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    outputs = set()
+    for seed in ("0", "1", "2"):
+        out = subprocess.run([sys.executable, "-c", _EXPLAIN_SCRIPT.format(root=root, seed=seed)],
+                             env={**os.environ, "PYTHONHASHSEED": seed}, capture_output=True, text=True, check=True,
+                             cwd=root)
+        outputs.add(out.stdout)
+    assert len(outputs) == 1, outputs

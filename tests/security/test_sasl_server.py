@@ -101,10 +101,29 @@ def test_after_v1_handshake_other_requests_get_illegal_sasl_state():
     auth.receive(handshake("PLAIN"), 0)
     d = auth.receive(handshake("PLAIN"), 0)
     assert d.outcome is Outcome.FAIL and d.response.body.error_code == ErrorCode.ILLEGAL_SASL_STATE
+    # Kafka answers any other request with its getErrorResponse (IllegalSaslStateException), then closes: without
+    # the broker's error builders, the response's top-level error code carries it
     auth = _auth()
     auth.receive(handshake("PLAIN"), 0)
+    d = auth.receive(frame(ApiKey.METADATA, 12, 7, topics=None, allow_auto_topic_creation=False), 0)
+    assert d.outcome is Outcome.FAIL and d.response.api_key == ApiKey.METADATA and d.response.correlation_id == 7
+    assert d.response.body.error_code == ErrorCode.ILLEGAL_SASL_STATE
+    assert d.reason == "Unexpected Kafka request of type METADATA during SASL authentication."
+    assert auth.state is SaslState.FAILED
+
+
+def test_after_v1_handshake_a_request_that_cannot_carry_the_error_only_closes():
+    seen = []
+
+    def no_error_field(request, code, message):
+        seen.append((request.api_key, code, message))
+        return None
+    auth = SaslServerAuthenticator(("PLAIN",), _factory, VERSIONS, error_response=no_error_field)
+    auth.receive(handshake("PLAIN"), 0)
     d = auth.receive(frame(ApiKey.METADATA, 12, topics=None, allow_auto_topic_creation=False), 0)
-    assert d.outcome is Outcome.CLOSE
+    assert d.outcome is Outcome.CLOSE and d.response is None
+    assert seen == [(ApiKey.METADATA, ErrorCode.ILLEGAL_SASL_STATE,
+                     "Unexpected Kafka request of type METADATA during SASL authentication.")]
 
 
 def test_wrong_password_and_unknown_user_same_generic_error():

@@ -1,4 +1,4 @@
-"""Many independent controller writes go to the store in batches: one multi (one zxid, one snapshot) per batch
+"""Many independent controller writes go to the store in batches: one multi (one zxid, one log record) per batch
 when every op succeeds, op by op with a result each when one fails, and still fenced by the controller epoch."""
 import pytest
 
@@ -23,10 +23,10 @@ def _states(topic, partitions, epoch=1):
 
 
 def _snapshots(store, monkeypatch) -> list:
-    """Counts the store's commits (each writes the whole tree to disk when it has a data directory)."""
+    """Counts the store's commits (each one a record of the transaction log when it has a data directory)."""
     commits = []
     persist = store._persist
-    monkeypatch.setattr(store, "_persist", lambda: (commits.append(store.last_zxid), persist())[1])
+    monkeypatch.setattr(store, "_persist", lambda txn: (commits.append(store.last_zxid), persist(txn))[1])
     return commits
 
 
