@@ -22,10 +22,11 @@ from kafkalab.clients.consumer.completed_fetch import CompletedFetch, ConsumerRe
 from kafkalab.clients.consumer.consumer import Consumer
 from kafkalab.clients.consumer.consumer_coordinator import CommitFailedError
 from kafkalab.clients.consumer.fetcher import OffsetOutOfRangeError
+from kafkalab.clients.consumer.group_metadata import ConsumerGroupMetadata
 from kafkalab.clients.consumer.offset_fetcher import OffsetAndTimestamp
 from kafkalab.clients.consumer.subscription_state import (IllegalStateError, NoOffsetForPartitionError,
                                                           OffsetAndMetadata, SubscriptionState)
 
 __all__ = ["Consumer", "ConsumerRecord", "CompletedFetch", "CommitFailedError", "OffsetOutOfRangeError",
            "OffsetAndTimestamp", "IllegalStateError", "NoOffsetForPartitionError", "OffsetAndMetadata",
-           "SubscriptionState", "TopicPartition", "Generation", "MemberState"]
+           "SubscriptionState", "TopicPartition", "Generation", "MemberState", "ConsumerGroupMetadata"]
