@@ -274,6 +274,7 @@ class Producer:
         timeout_ms = self.config["max.block.ms"] if timeout is None else timeout * 1000
 
         async def go():
+            await self._appended()
             result = start(tm)
             self.sender.wakeup.set()
             done = asyncio.get_running_loop().create_future()
@@ -284,6 +285,14 @@ class Producer:
             if result.error is not None:
                 raise result.error
         self._io.run(go())
+
+    async def _appended(self) -> None:
+        """Wait until every record given to send() so far is in the accumulator (its topic's metadata known), so
+        that a commit or abort covers exactly the records sent before it, as Java's blocking send() does."""
+        if self._incoming:
+            self._take_incoming()
+        while self._pending_topics:
+            await asyncio.sleep(0.005)
 
     def init_transactions(self, timeout: Optional[float] = None) -> None:
         """Find the transaction coordinator and get the producer id and epoch of ``transactional.id`` -- which
