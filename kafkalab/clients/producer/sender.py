@@ -6,7 +6,11 @@ One coroutine (Java: one thread, ``kafka-producer-network-thread``) runs :meth:`
 
 1. **Identity.** With idempotence on, make sure there is a producer id (InitProducerId) -- and bump the
    epoch if the transaction manager asks for it, but only once nothing is in flight
-   (see :mod:`.transaction_manager`).
+   (see :mod:`.transaction_manager`). A transactional producer instead sends the next queued coordinator
+   request (FindCoordinator, InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn),
+   one at a time, and sends no produce data in a round that sent one (Java's
+   ``maybeSendAndPollTransactionalRequest``); only batches of partitions already added to the transaction
+   are drained, and a commit or abort makes every queued batch sendable at once.
 2. **Expire** queued batches older than ``delivery.timeout.ms`` (checked first, so that records fail in time
    even while no producer id can be obtained).
 3. **Ready?** Ask the accumulator which leaders have sendable batches. Leaders the metadata does not know
@@ -96,27 +100,9 @@ class Sender:
                 f"{now - batch.created_ms:.0f} ms has passed since batch creation"))
         txn = self.txn
         if txn is not None:
-            if txn.fatal_error is not None:
-                acc.abort_all(txn.fatal_error)
-                await self._notify()
-                return 1000
-            if txn.is_transactional:
-                acc.transaction_completing = txn.is_completing()
-                wait_ms = await self._maybe_send_transactional_request()
-                if txn.sequences_reset:
-                    acc.reset_sequences()
-                    txn.sequences_reset = False
-                if wait_ms is not None:
-                    return wait_ms
-            else:
-                if txn.epoch_bump_required and txn.has_producer_id:
-                    if txn.has_in_flight():
-                        return 20               # bump once the requests in flight are answered
-                    txn.bump_idempotent_epoch()
-                    acc.reset_sequences()
-                if txn.needs_init():
-                    if not await self._init_producer_id():
-                        return self.client.config["retry.backoff.ms"]
+            wait_ms = await self._producer_state_step()
+            if wait_ms is not None:
+                return wait_ms
         nodes, next_ms, unknown = acc.ready(self.leader_for, now)
         if unknown:
             self.client.metadata.add_topics(*unknown)
@@ -144,6 +130,30 @@ class Sender:
         if acc.has_undrained() and next_ms == float("inf"):
             next_ms = 50                        # waiting for a connection slot or an answer; woken earlier
         return min(next_ms, acc.next_expiry_ms(now), 1000)
+
+    async def _producer_state_step(self) -> Optional[float]:
+        """Step 1: the producer id, the epoch, and the transaction's coordinator requests. Returns how long to
+        wait when no produce data may go out in this round, None to go on."""
+        txn, acc = self.txn, self.accumulator
+        if txn.fatal_error is not None:
+            acc.abort_all(txn.fatal_error)
+            await self._notify()
+            return 1000
+        if txn.is_transactional:
+            acc.transaction_completing = txn.is_completing()
+            wait_ms = await self._maybe_send_transactional_request()
+            if txn.sequences_reset:
+                acc.reset_sequences()
+                txn.sequences_reset = False
+            return wait_ms
+        if txn.epoch_bump_required and txn.has_producer_id:
+            if txn.has_in_flight():
+                return 20                       # bump once the requests in flight are answered
+            txn.bump_idempotent_epoch()
+            acc.reset_sequences()
+        if txn.needs_init() and not await self._init_producer_id():
+            return self.client.config["retry.backoff.ms"]
+        return None
 
     async def _notify(self) -> None:
         async with self.progress:
