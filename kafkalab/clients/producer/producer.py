@@ -398,13 +398,12 @@ class Producer:
             pass
 
     async def _abort_within(self, tm: TransactionManager, timeout: float) -> None:
-        result = tm.begin_abort() if not tm.is_completing() else None
+        result = tm.pending_result() if tm.is_completing() else tm.begin_abort()
         self.sender.wakeup.set()
-        deadline = self.client.now_ms() + timeout * 1000
-        while tm.has_ongoing_transaction() and not tm.has_fatal_error() and self.client.now_ms() < deadline:
-            if result is not None and result.completed:
-                break
-            await self.client.waits.sleep(10)
+        if result is not None:
+            done = asyncio.get_running_loop().create_future()
+            result.add_done_callback(lambda r: done.done() or done.set_result(None))
+            await self.client.waits.done(done, timeout * 1000)
 
     async def _shutdown(self) -> None:
         error = ClientClosedError("Producer is closed forcefully.")

@@ -40,7 +40,7 @@ from kafkalab.clients.errors import KafkaTimeoutError
 from kafkalab.clients.metadata import STALE_METADATA_ERRORS
 from kafkalab.clients.producer.accumulator import ProducerBatch, RecordAccumulator, TopicPartition
 from kafkalab.clients.producer.transaction_manager import TransactionManager
-from kafkalab.clients.producer.transaction_state import CoordinatorType, TransactionAbortedError
+from kafkalab.clients.producer.transaction_state import CoordinatorType, TransactionAbortedError, TransactionError
 from kafkalab.clients.versioned import fit
 from kafkalab.protocol import ApiKey, ErrorCode, KafkaProtocolError, error_info, request_class
 
@@ -226,8 +226,13 @@ class Sender:
             handler.fatal_error(e)
         except KafkaProtocolError:              # disconnected or timed out (NetworkException, RequestTimedOut)
             handler.disconnected()
+        except Exception as e:  # noqa: BLE001 -- a request that cannot be built or read: the producer stops
+            handler.fatal_error(TransactionError(f"Could not execute transactional request {handler}: {e!r}"))
         else:
-            handler.handle_response(resp.body)
+            try:
+                handler.handle_response(resp.body)
+            except Exception as e:  # noqa: BLE001 -- an answer the table has no step for: the producer stops
+                handler.fatal_error(TransactionError(f"Could not handle the answer to {handler}: {e!r}"))
         await self._notify()
         return 0
 

@@ -304,6 +304,11 @@ class TransactionManager:
         self._pending_transition = _PendingTransition(result, next_state, operation)
         return result
 
+    def pending_result(self) -> Optional[TransactionalRequestResult]:
+        """The result of the last blocking call not yet seen by its caller (it timed out), if any."""
+        pending = self._pending_transition
+        return None if pending is None or pending.result.acked else pending.result
+
     # -- the application's calls ------------------------------------------------------------------------------
     def initialize_transactions(self, bump_from: Optional[tuple[int, int]] = None) -> TransactionalRequestResult:
         """``init_transactions()``; with ``bump_from=(producer_id, epoch)`` the KIP-360 epoch bump after an abort."""
