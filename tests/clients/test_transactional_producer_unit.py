@@ -5,6 +5,7 @@ import threading
 import pytest
 
 from kafkalab.clients import Producer
+from kafkalab.clients.config import producer_config
 from kafkalab.clients.consumer import ConsumerGroupMetadata
 from kafkalab.clients.producer.transaction_state import (ProducerFencedError, State, TransactionAbortedError,
                                                          TransactionError, TransactionStateError)
@@ -174,11 +175,28 @@ def test_a_non_transactional_producer_has_no_transactional_methods(broker):
             p.init_transactions()
 
 
+def test_transactional_configs_are_accepted_as_java_reads_them():
+    cfg = producer_config({"bootstrap.servers": "127.0.0.1:1", "transactional.id": "orders",
+                           "transaction.timeout.ms": 5000})
+    assert (cfg["transactional.id"], cfg["transaction.timeout.ms"], cfg["client.id"]) == ("orders", 5000,
+                                                                                           "producer-orders")
+    assert cfg["enable.idempotence"] is True                 # implied
+    assert producer_config({"bootstrap.servers": "h:1", "transactional.id": "o", "client.id": "c"})["client.id"] == "c"
+    with pytest.raises(ConfigException, match="String may not be empty"):
+        producer_config({"bootstrap.servers": "127.0.0.1:1", "transactional.id": ""})
+
+
 def test_transactional_id_needs_idempotence():
     with pytest.raises(ConfigException, match="Cannot set a transactional.id without also enabling idempotence"):
         Producer({"bootstrap.servers": "127.0.0.1:1", "transactional.id": "t", "enable.idempotence": False})
     with pytest.raises(ConfigException, match="Cannot set a transactional.id without also enabling idempotence"):
         Producer({"bootstrap.servers": "127.0.0.1:1", "transactional.id": "t", "acks": "1"})
+    with pytest.raises(ConfigException, match="Cannot set a transactional.id without also enabling idempotence"):
+        Producer({"bootstrap.servers": "127.0.0.1:1", "transactional.id": "t",
+                  "max.in.flight.requests.per.connection": 6})
+    with pytest.raises(ConfigException, match="max.in.flight.requests.per.connection to at most 5"):
+        Producer({"bootstrap.servers": "127.0.0.1:1", "transactional.id": "t", "enable.idempotence": True,
+                  "max.in.flight.requests.per.connection": 6})
 
 
 def test_an_empty_transaction_sends_no_end_txn(broker):
