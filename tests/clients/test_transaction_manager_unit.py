@@ -7,6 +7,7 @@ import pytest
 
 from kafkalab.clients.consumer import ConsumerGroupMetadata, OffsetAndMetadata
 from kafkalab.clients.producer.accumulator import RecordAccumulator, TopicPartition, estimate_size
+from kafkalab.clients.producer.future import FutureRecordMetadata
 from kafkalab.clients.producer.transaction_manager import TransactionManager
 from kafkalab.clients.producer.transaction_state import (VALID_PREVIOUS_STATES, CoordinatorType, ProducerFencedError,
                                                          State, TransactionError, TransactionStateError)
@@ -489,3 +490,21 @@ def test_close_fails_whatever_is_pending():
     result = tm.begin_commit()
     tm.close()
     assert isinstance(result.error, TransactionError) and not tm.has_pending_requests()
+
+
+def test_an_abort_drops_only_the_batches_never_sent_and_a_completing_transaction_sends_at_once():
+    acc = RecordAccumulator(batch_size=10_000, linger_ms=60_000, idempotent=True)
+    retried, _ = acc.append(TP0, SimpleRecord(None, b"r", (), 1), 20, 0, FutureRecordMetadata())
+    retried.set_producer_state(7, 0, 0, transactional=True)    # was sent once: it keeps its sequence
+    acc.batches[TP0][0].closed = True
+    dropped = FutureRecordMetadata()
+    fresh, _ = acc.append(TP0, SimpleRecord(None, b"f", (), 1), 20, 0, dropped)
+    assert fresh is not retried
+    assert acc.ready(lambda tp: 1, now_ms=1)[0] == {1}        # two batches queued: the first one is sendable
+    acc.abort_undrained(TransactionError("aborted"))
+    assert list(acc.batches[TP0]) == [retried] and fresh.done and not retried.done
+    assert isinstance(dropped.exception(0), TransactionError)
+    lone, _ = acc.append(TP1, SimpleRecord(None, b"x", (), 1), 20, 0)
+    assert acc.ready(lambda tp: 2 if tp == TP1 else None, now_ms=1)[0] == set()   # lingering
+    acc.transaction_completing = True
+    assert acc.ready(lambda tp: 2 if tp == TP1 else None, now_ms=1)[0] == {2}
