@@ -27,7 +27,8 @@ from kafkalab.clients.admin_scram import (ScramCredentialInfo, UserScramCredenti
                                           UserScramCredentialUpsertion)
 from kafkalab.clients.config import ConfigException
 from kafkalab.clients.errors import KafkaProtocolError, KafkaTimeoutError
-from kafkalab.clients.producer import Producer, RecordMetadata, TopicPartition
+from kafkalab.clients.producer import (Producer, ProducerFencedError, RecordMetadata, TopicPartition,
+                                       TransactionError)
 from kafkalab.clients.consumer import (CommitFailedError, Consumer, ConsumerRecord, NoOffsetForPartitionError,
                                        OffsetAndMetadata, OffsetAndTimestamp, OffsetOutOfRangeError)
 from kafkalab.clients.tracing import ClientTrace, TraceEvent
@@ -37,4 +38,4 @@ __all__ = ["Producer", "Admin", "RecordMetadata", "TopicPartition", "ConfigExcep
            "ConfigResource", "OffsetSpec", "Consumer", "ConsumerRecord", "OffsetAndMetadata", "OffsetAndTimestamp",
            "CommitFailedError", "NoOffsetForPartitionError", "OffsetOutOfRangeError", "ScramCredentialInfo",
            "UserScramCredentialUpsertion", "UserScramCredentialDeletion", "AbortTransactionSpec", "ProducerState",
-           "PartitionProducerState", "TransactionDescription", "TransactionListing", "TransactionState"]
+           "PartitionProducerState", "TransactionDescription", "TransactionListing", "TransactionState", "ProducerFencedError", "TransactionError"]

@@ -41,6 +41,10 @@ CLIENT_RANGES: dict[int, tuple[int, int]] = {
     ApiKey.API_VERSIONS: (0, 4),
     ApiKey.OFFSET_COMMIT: (2, 9),          # v10 names topics by id
     ApiKey.OFFSET_FETCH: (1, 9),           # v10 names topics by id
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),  # v4+ is the brokers' batched form (KIP-890 verification)
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
+    ApiKey.END_TXN: (0, 4),                # v5 bumps the epoch at every EndTxn (transaction.version 2)
+    ApiKey.TXN_OFFSET_COMMIT: (0, 4),      # v5 implies AddOffsetsToTxn (transaction.version 2)
 }
 
 

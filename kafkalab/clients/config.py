@@ -31,7 +31,8 @@ from typing import Any, Optional
 
 from kafkalab.clients.sasl import check_security
 from kafkalab.common.config import (INT_MAX, CaseInsensitiveValidString, ConfigDef, ConfigException, ConfigKey,
-                                    Importance, NO_DEFAULT_VALUE, NonEmptyList, Password, Range, ValidList,
+                                    Importance, NO_DEFAULT_VALUE, NonEmptyList, NonEmptyString, Password, Range,
+                                    ValidList,
                                     Type, suggest)
 from kafkalab.security.ssl_configs import define_client_ssl_configs
 
@@ -119,9 +120,10 @@ PRODUCER_CONFIGS = (
     .define("max.request.size", T.INT, 1024 * 1024, at_least(0), M, "Largest request the producer sends.")
     .define("enable.idempotence", T.BOOLEAN, True, None, L, "Producer id and sequence numbers, so retries never "
             "duplicate.")
-    .define("transactional.id", T.STRING, None, None, L, "Transactions (not implemented by kafkalab's producer).",
-            inert=True)
-    .define("transaction.timeout.ms", T.INT, 60_000, None, L, "Transaction timeout.", inert=True)
+    .define("transactional.id", T.STRING, None, NonEmptyString(), L, "The id that makes the producer "
+            "transactional (idempotence implied) and fences older producers with the same id.")
+    .define("transaction.timeout.ms", T.INT, 60_000, None, L, "How long a transaction may stay open before the "
+            "coordinator aborts it (at most the broker's transaction.max.timeout.ms).")
     .define("partitioner", T.STRING, "murmur2_random",
             one_of("murmur2_random", "murmur2", "consistent_random", "consistent", "random"), M,
             "murmur2_random = the Java client's built-in partitioner; consistent_random = librdkafka's default")
@@ -257,14 +259,17 @@ def producer_config(config: Optional[Mapping]) -> ClientConfig:
             raise ConfigException(" ".join(problems))
         if problems:                                # Java turns idempotence off quietly when it was a default
             v["enable.idempotence"] = False
-    if cfg.user_set("transactional.id") and v["transactional.id"] is not None:
-        raise ConfigException("transactional.id: transactions are not implemented by kafkalab's producer yet")
+    if cfg.user_set("transactional.id") and not v["enable.idempotence"]:
+        raise ConfigException("Cannot set a transactional.id without also enabling idempotence.")
     if v["delivery.timeout.ms"] < v["linger.ms"] + v["request.timeout.ms"]:
         if cfg.user_set("delivery.timeout.ms"):
             raise ConfigException(f"delivery.timeout.ms should be equal to or larger than linger.ms + "
                                   f"request.timeout.ms ({v['linger.ms'] + v['request.timeout.ms']})")
         v["delivery.timeout.ms"] = v["linger.ms"] + v["request.timeout.ms"]
-    _client_id(cfg, "producer")
+    if not cfg.user_set("client.id") and v["transactional.id"] is not None:
+        v["client.id"] = f"producer-{v['transactional.id']}"      # Java's default for a transactional producer
+    else:
+        _client_id(cfg, "producer")
     check_security(cfg)
     return cfg
 

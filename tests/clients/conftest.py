@@ -45,6 +45,11 @@ LACKS = {
                                 "instead of the first record at or after that timestamp",
         "transaction_admin": "does not implement DescribeProducers (61), DescribeTransactions (65) or "
                              "ListTransactions (66)",
+        "read_committed": "a Fetch with isolation_level=1 (read_committed) returns the records of aborted "
+                          "transactions too (no aborted_transactions; confluent-kafka sees the same)",
+        "fencing": "closes the connection instead of answering an EndTxn from a fenced producer (an older epoch "
+                   "of the same transactional.id), so the zombie retries until its timeout instead of learning "
+                   "PRODUCER_FENCED",
     },
     "noida": {
         "group_rebalance": "after a member joins or leaves a stable group the other members are never asked to "
@@ -67,6 +72,10 @@ class Broker:
         reason = LACKS.get(self.name, {}).get(feature)
         if reason:
             pytest.skip(f"{self.name}: {reason}")
+
+    def has(self, feature: str) -> bool:
+        """For a check inside a test that goes on without it: False when the peer lacks ``feature``."""
+        return feature not in LACKS.get(self.name, {})
 
     def __repr__(self) -> str:
         return f"Broker({self.name}, {self.bootstrap_servers})"

@@ -91,6 +91,7 @@ class ProducerBatch:
         self.producer_id = NO_PRODUCER_ID
         self.producer_epoch = NO_PRODUCER_EPOCH
         self.base_sequence = NO_SEQUENCE
+        self.transactional = False             # part of a transaction (the batch's attribute bit 4)
         self.closed = False                    # no more appends (it was sent or is being retried)
         self.done = False
         self._built: Optional[bytes] = None
@@ -122,8 +123,10 @@ class ProducerBatch:
     def is_full(self, batch_size: int) -> bool:
         return self.closed or self.size >= batch_size
 
-    def set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int) -> None:
+    def set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int,
+                           transactional: bool = False) -> None:
         self.producer_id, self.producer_epoch, self.base_sequence = producer_id, producer_epoch, base_sequence
+        self.transactional = transactional
         self._built = None
 
     def reset_producer_state(self) -> None:
@@ -135,7 +138,7 @@ class ProducerBatch:
         if self._built is None:
             self._built = build_batch(self.records, compression=compression, compression_level=compression_level,
                                       producer_id=self.producer_id, producer_epoch=self.producer_epoch,
-                                      base_sequence=self.base_sequence)
+                                      base_sequence=self.base_sequence, transactional=self.transactional)
         return self._built
 
     def complete(self, base_offset: int, log_append_time: int = -1) -> None:
@@ -188,6 +191,7 @@ class RecordAccumulator:
         self.muted: set[TopicPartition] = set()
         self.flushes_in_progress = 0
         self.closing = False
+        self.transaction_completing = False    # a commit/abort waits for every batch: send them all now
         self.incomplete: set[ProducerBatch] = set()
 
     # -- appending --------------------------------------------------------------------------------------------
@@ -215,7 +219,7 @@ class RecordAccumulator:
         nodes: set = set()
         next_ms = float("inf")
         unknown: set = set()
-        flushing = self.flushes_in_progress > 0 or self.closing
+        flushing = self.flushes_in_progress > 0 or self.closing or self.transaction_completing
         for tp, dq in self.batches.items():
             if not dq:
                 continue
@@ -319,6 +323,18 @@ class RecordAccumulator:
                 batch = dq.popleft()
                 batch.fail(error)
                 self.completed(batch)
+
+    def abort_undrained(self, error: BaseException) -> None:
+        """Fail the queued batches that were never sent (a transaction is being aborted). Batches waiting for a
+        retry keep their sequence and go out again, so the partition's sequences stay without gaps."""
+        for dq in self.batches.values():
+            kept = [b for b in dq if b.has_sequence]
+            for batch in dq:
+                if not batch.has_sequence:
+                    batch.fail(error)
+                    self.completed(batch)
+            dq.clear()
+            dq.extend(kept)
 
     def has_undrained(self) -> bool:
         return any(self.batches.values())

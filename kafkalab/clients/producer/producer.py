@@ -19,6 +19,20 @@ metadata)`` is called too, on the I/O thread (keep it short; never call blocking
 ``flush()`` makes every batch sendable at once and waits for all outstanding records; ``close()`` flushes, then
 stops the I/O thread. The producer is a context manager.
 
+**Transactions** (``transactional.id`` set; idempotence is implied): Java's API, with Java's rules::
+
+    producer.init_transactions()               # once: fences older producers with the same transactional.id
+    producer.begin_transaction()
+    producer.send("out", b"...")               # the partition joins the transaction before its first batch
+    producer.send_offsets_to_transaction({tp: offset}, consumer.group_metadata())   # consume-process-produce
+    producer.commit_transaction()              # or abort_transaction()
+
+The blocking calls wait up to ``max.block.ms`` (or ``timeout`` seconds); one that timed out may be called again
+to keep waiting. A :class:`~.transaction_state.ProducerFencedError` (and any error after which the state is
+``FATAL_ERROR``) leaves only ``close()``; other failures leave the transaction *abortable*: call
+``abort_transaction()`` and go on. ``close()`` aborts a transaction still open. The state machine lives in
+:mod:`.transaction_manager` and :mod:`.transaction_state`.
+
 ``time=`` injects the clock (:class:`~kafkalab.common.time.Time`, ``SystemTime`` by default) that decides
 ``linger.ms``, ``delivery.timeout.ms``, ``request.timeout.ms``, retry and reconnect backoffs, the metadata age,
 ``flush(timeout)`` and the records' default timestamps: with a ``MockTime`` a lab moves them by hand
@@ -38,6 +52,8 @@ import threading
 from typing import Any, Callable, Mapping, Optional
 
 from kafkalab.clients.config import producer_config
+from kafkalab.clients.consumer.group_metadata import ConsumerGroupMetadata
+from kafkalab.clients.consumer.subscription_state import OffsetAndMetadata
 from kafkalab.clients.errors import ClientClosedError, KafkaProtocolError, KafkaTimeoutError
 from kafkalab.clients.network_client import NetworkClient
 from kafkalab.clients.producer.accumulator import (RecordAccumulator, RecordMetadata, TopicPartition,
@@ -46,6 +62,7 @@ from kafkalab.clients.producer.future import FutureRecordMetadata
 from kafkalab.clients.producer.partitioner import Partitioner
 from kafkalab.clients.producer.sender import Sender
 from kafkalab.clients.producer.transaction_manager import TransactionManager
+from kafkalab.clients.producer.transaction_state import TransactionStateError
 from kafkalab.clients.tracing import make_tracer
 from kafkalab.common.loop_thread import LoopThread
 from kafkalab.common.time import SYSTEM, Time
@@ -77,6 +94,28 @@ def _headers(headers) -> tuple:
     return tuple(out)
 
 
+def _group_metadata(metadata) -> ConsumerGroupMetadata:
+    if isinstance(metadata, str):
+        return ConsumerGroupMetadata(metadata, -1, "", None)
+    if metadata is None or not all(hasattr(metadata, f) for f in ConsumerGroupMetadata._fields):
+        raise ValueError("Consumer group metadata could not be null: pass consumer.group_metadata()")
+    metadata = ConsumerGroupMetadata(metadata.group_id, metadata.generation_id, metadata.member_id,
+                                     metadata.group_instance_id)
+    if metadata.generation_id > 0 and metadata.member_id == "":
+        raise ValueError(f"Passed in group metadata {metadata} has generationId > 0 but member.id ")
+    return metadata
+
+
+def _offset_and_metadata(om) -> OffsetAndMetadata:
+    if isinstance(om, OffsetAndMetadata):
+        return om
+    if isinstance(om, tuple):                  # any (offset, metadata, leader_epoch) shape
+        return OffsetAndMetadata(*om)
+    if not isinstance(om, int) or om < 0:
+        raise ValueError(f"Invalid offset {om!r}: offsets are non-negative ints")
+    return OffsetAndMetadata(om)
+
+
 class Producer:
     """A Kafka producer configured with Kafka's names: ``Producer({"bootstrap.servers": ..., "acks": "all"})``."""
 
@@ -106,7 +145,8 @@ class Producer:
             batch_size=cfg["batch.size"], linger_ms=cfg["linger.ms"], delivery_timeout_ms=cfg["delivery.timeout.ms"],
             retry_backoff_ms=cfg["retry.backoff.ms"], retry_backoff_max_ms=cfg["retry.backoff.max.ms"],
             max_in_flight=cfg["max.in.flight.requests.per.connection"], idempotent=idempotent)
-        self.transaction_manager = TransactionManager() if idempotent else None
+        self.transaction_manager = TransactionManager(
+            cfg["transactional.id"], cfg["transaction.timeout.ms"], cfg["retry.backoff.ms"]) if idempotent else None
         self.partitioner = Partitioner(cfg["partitioner"], batch_size=cfg["batch.size"],
                                        ignore_keys=cfg["partitioner.ignore.keys"])
         self.sender = Sender(self.client, self.accumulator, cfg, self.transaction_manager)
@@ -128,6 +168,8 @@ class Producer:
         elif not isinstance(timestamp, int) or timestamp < 0:
             raise ValueError(f"Invalid timestamp: {timestamp!r}. Timestamp should always be non-negative or None.")
         record = SimpleRecord(_to_bytes("key", key), _to_bytes("value", value), _headers(headers), timestamp)
+        if self.transaction_manager is not None:
+            self.transaction_manager.fail_if_not_ready_for_send()
         future = FutureRecordMetadata()
         with self._lock:
             self._incoming.append((topic, partition, record, future, on_delivery))
@@ -205,10 +247,84 @@ class Producer:
                                                      f"Invalid partition given with record: {partition} is not in "
                                                      f"the range [0...{n}]."))
             return
-        self.accumulator.append(TopicPartition(topic, partition), record, size, self.client.now_ms(), future,
-                                on_delivery)
+        tp = TopicPartition(topic, partition)
+        if self.transaction_manager is not None:
+            try:
+                self.transaction_manager.maybe_add_partition(tp)
+            except Exception as e:  # noqa: BLE001 -- the state changed since send(): this record learns why
+                self._fail_item(item, e)
+                return
+        self.accumulator.append(tp, record, size, self.client.now_ms(), future, on_delivery)
         if available is not None:
             self.partitioner.record_appended(topic, partition, size, n, available)
+
+    # -- transactions -----------------------------------------------------------------------------------------
+    def _transactional(self) -> TransactionManager:
+        tm = self.transaction_manager
+        if tm is None or not tm.is_transactional:
+            raise TransactionStateError("Cannot use transactional methods without enabling transactions by setting "
+                                        "the transactional.id configuration property")
+        if self._closed:
+            raise ClientClosedError("Cannot perform operation after producer has been closed")
+        return tm
+
+    def _await_transactional(self, start: Callable, timeout: Optional[float]) -> None:
+        """Start a transactional call on the I/O thread (``start(tm)`` returns its result) and wait for it."""
+        tm = self._transactional()
+        timeout_ms = self.config["max.block.ms"] if timeout is None else timeout * 1000
+
+        async def go():
+            await self._appended()
+            result = start(tm)
+            self.sender.wakeup.set()
+            done = asyncio.get_running_loop().create_future()
+            result.add_done_callback(lambda r: done.done() or done.set_result(None))
+            if not await self.client.waits.done(done, timeout_ms):
+                raise KafkaTimeoutError(f"Timeout expired after {timeout_ms:.0f}ms while awaiting {result.operation}")
+            result.acked = True
+            if result.error is not None:
+                raise result.error
+        self._io.run(go())
+
+    async def _appended(self) -> None:
+        """Wait until every record given to send() so far is in the accumulator (its topic's metadata known), so
+        that a commit or abort covers exactly the records sent before it, as Java's blocking send() does."""
+        if self._incoming:
+            self._take_incoming()
+        while self._pending_topics:
+            await asyncio.sleep(0.005)
+
+    def init_transactions(self, timeout: Optional[float] = None) -> None:
+        """Find the transaction coordinator and get the producer id and epoch of ``transactional.id`` -- which
+        fences any older producer with the same id, and completes (aborts) its open transaction. Call once."""
+        self._await_transactional(lambda tm: tm.initialize_transactions(), timeout)
+
+    def begin_transaction(self) -> None:
+        """Start a transaction (local only: nothing is sent until the first record or offsets)."""
+        tm = self._transactional()
+        self._io.call(tm.begin_transaction)
+
+    def send_offsets_to_transaction(self, offsets: Mapping, consumer_group_metadata,
+                                    timeout: Optional[float] = None) -> None:
+        """Commit ``offsets`` (``{(topic, partition): offset | OffsetAndMetadata}``, the *next* offsets to read)
+        for the consumer group as part of the transaction: they become visible only if it commits.
+        ``consumer_group_metadata`` is ``consumer.group_metadata()`` (or a group id, as Java's deprecated form)."""
+        self._transactional()
+        metadata = _group_metadata(consumer_group_metadata)
+        normalized = {TopicPartition(*tp): _offset_and_metadata(om) for tp, om in offsets.items()}
+        if not normalized:
+            return
+        self._await_transactional(lambda tm: tm.send_offsets_to_transaction(normalized, metadata), timeout)
+
+    def commit_transaction(self, timeout: Optional[float] = None) -> None:
+        """Send what is queued, wait for every record, then commit (EndTxn). Raises the error that made the
+        transaction abortable, if any (then call :meth:`abort_transaction`)."""
+        self._await_transactional(lambda tm: tm.begin_commit(), timeout)
+
+    def abort_transaction(self, timeout: Optional[float] = None) -> None:
+        """Drop the records not yet sent, wait for those in flight, then abort (EndTxn): read_committed consumers
+        never see this transaction's records, and its offsets are not committed."""
+        self._await_transactional(lambda tm: tm.begin_abort(), timeout)
 
     # -- waiting ----------------------------------------------------------------------------------------------
     def _idle(self) -> bool:
@@ -265,9 +381,29 @@ class Producer:
                     self._io.run(self._flush_within(timeout))
                 except (TimeoutError, concurrent.futures.TimeoutError):
                     pass
+                self._abort_open_transaction(timeout)
             self._io.run(self._shutdown(), 10)
         finally:
             self._io.stop()
+
+    def _abort_open_transaction(self, timeout: Optional[float]) -> None:
+        """A transaction still open at close() is aborted, as Java's sender does on shutdown."""
+        tm = self.transaction_manager
+        if tm is None or not tm.is_transactional or not tm.has_ongoing_transaction():
+            return
+        bound = self.config["request.timeout.ms"] / 1000 if timeout is None else timeout
+        try:
+            self._io.run(self._abort_within(tm, bound))
+        except Exception:  # noqa: BLE001 -- closing anyway; the coordinator's timeout aborts it otherwise
+            pass
+
+    async def _abort_within(self, tm: TransactionManager, timeout: float) -> None:
+        result = tm.pending_result() if tm.is_completing() else tm.begin_abort()
+        self.sender.wakeup.set()
+        if result is not None:
+            done = asyncio.get_running_loop().create_future()
+            result.add_done_callback(lambda r: done.done() or done.set_result(None))
+            await self.client.waits.done(done, timeout * 1000)
 
     async def _shutdown(self) -> None:
         error = ClientClosedError("Producer is closed forcefully.")
@@ -281,6 +417,8 @@ class Producer:
         self.accumulator.abort_all(error)
         for batch in list(self.accumulator.incomplete):
             batch.fail(error)
+        if self.transaction_manager is not None:
+            self.transaction_manager.close()
         await self.sender.close()
         self._sender_task.cancel()
         await self.client.close()

@@ -6,7 +6,11 @@ One coroutine (Java: one thread, ``kafka-producer-network-thread``) runs :meth:`
 
 1. **Identity.** With idempotence on, make sure there is a producer id (InitProducerId) -- and bump the
    epoch if the transaction manager asks for it, but only once nothing is in flight
-   (see :mod:`.transaction_manager`).
+   (see :mod:`.transaction_manager`). A transactional producer instead sends the next queued coordinator
+   request (FindCoordinator, InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn),
+   one at a time, and sends no produce data in a round that sent one (Java's
+   ``maybeSendAndPollTransactionalRequest``); only batches of partitions already added to the transaction
+   are drained, and a commit or abort makes every queued batch sendable at once.
 2. **Expire** queued batches older than ``delivery.timeout.ms`` (checked first, so that records fail in time
    even while no producer id can be obtained).
 3. **Ready?** Ask the accumulator which leaders have sendable batches. Leaders the metadata does not know
@@ -36,9 +40,13 @@ from kafkalab.clients.errors import KafkaTimeoutError
 from kafkalab.clients.metadata import STALE_METADATA_ERRORS
 from kafkalab.clients.producer.accumulator import ProducerBatch, RecordAccumulator, TopicPartition
 from kafkalab.clients.producer.transaction_manager import TransactionManager
+from kafkalab.clients.producer.transaction_state import CoordinatorType, TransactionAbortedError, TransactionError
+from kafkalab.clients.versioned import fit
 from kafkalab.protocol import ApiKey, ErrorCode, KafkaProtocolError, error_info, request_class
 
-__all__ = ["Sender"]
+__all__ = ["Sender", "TRANSACTIONAL_PRODUCE_MAX_VERSION"]
+
+TRANSACTIONAL_PRODUCE_MAX_VERSION = 11
 
 
 class Sender:
@@ -61,6 +69,9 @@ class Sender:
         self.running = True
         self._tasks: set = set()
         self.requests_sent = 0
+        # Produce v12 means "the leader adds the partition itself" (transaction.version 2): not this client
+        self.produce_max_version = TRANSACTIONAL_PRODUCE_MAX_VERSION if txn is not None and txn.is_transactional \
+            else None
 
     # -- the loop ---------------------------------------------------------------------------------------------
     def leader_for(self, tp: TopicPartition) -> Optional[int]:
@@ -87,19 +98,11 @@ class Sender:
             self._fail(batch, ErrorCode.REQUEST_TIMED_OUT, KafkaTimeoutError(
                 f"Expiring {batch.record_count} record(s) for {batch.tp.topic}-{batch.tp.partition}: "
                 f"{now - batch.created_ms:.0f} ms has passed since batch creation"))
-        if self.txn is not None:
-            if self.txn.fatal_error is not None:
-                acc.abort_all(self.txn.fatal_error)
-                await self._notify()
-                return 1000
-            if self.txn.epoch_bump_required and self.txn.has_producer_id:
-                if self.txn.has_in_flight():
-                    return 20                   # bump once the requests in flight are answered
-                self.txn.bump_idempotent_epoch()
-                acc.reset_sequences()
-            if self.txn.needs_init():
-                if not await self._init_producer_id():
-                    return self.client.config["retry.backoff.ms"]
+        txn = self.txn
+        if txn is not None:
+            wait_ms = await self._producer_state_step()
+            if wait_ms is not None:
+                return wait_ms
         nodes, next_ms, unknown = acc.ready(self.leader_for, now)
         if unknown:
             self.client.metadata.add_topics(*unknown)
@@ -113,7 +116,10 @@ class Sender:
                 self.client.start_connecting(node)
                 next_ms = min(next_ms, 10)
         if sendable:
-            drained = acc.drain(self.leader_for, sendable, self.max_request_size, now)
+            allowed = None
+            if txn is not None and txn.is_transactional:
+                allowed = lambda b: txn.is_send_to_partition_allowed(b.tp)  # noqa: E731 -- added partitions only
+            drained = acc.drain(self.leader_for, sendable, self.max_request_size, now, allowed)
             for node, batches in drained.items():
                 if self.txn is not None:
                     for b in batches:
@@ -124,6 +130,30 @@ class Sender:
         if acc.has_undrained() and next_ms == float("inf"):
             next_ms = 50                        # waiting for a connection slot or an answer; woken earlier
         return min(next_ms, acc.next_expiry_ms(now), 1000)
+
+    async def _producer_state_step(self) -> Optional[float]:
+        """Step 1: the producer id, the epoch, and the transaction's coordinator requests. Returns how long to
+        wait when no produce data may go out in this round, None to go on."""
+        txn, acc = self.txn, self.accumulator
+        if txn.fatal_error is not None:
+            acc.abort_all(txn.fatal_error)
+            await self._notify()
+            return 1000
+        if txn.is_transactional:
+            acc.transaction_completing = txn.is_completing()
+            wait_ms = await self._maybe_send_transactional_request()
+            if txn.sequences_reset:
+                acc.reset_sequences()
+                txn.sequences_reset = False
+            return wait_ms
+        if txn.epoch_bump_required and txn.has_producer_id:
+            if txn.has_in_flight():
+                return 20                       # bump once the requests in flight are answered
+            txn.bump_idempotent_epoch()
+            acc.reset_sequences()
+        if txn.needs_init() and not await self._init_producer_id():
+            return self.client.config["retry.backoff.ms"]
+        return None
 
     async def _notify(self) -> None:
         async with self.progress:
@@ -143,18 +173,74 @@ class Sender:
                                                           producer_id=pid, producer_epoch=epoch)
             resp = await conn.send(body, version)
         except UnsupportedVersionError as e:
-            txn.fatal_error = e
+            txn.set_fatal_error(e)
             return False
         except KafkaProtocolError:
             return False
         code = resp.body.error_code
         if code:
             if not error_info(code).retriable:
-                txn.fatal_error = KafkaProtocolError(code, "InitProducerId failed")
+                txn.set_fatal_error(KafkaProtocolError(code, "InitProducerId failed"))
             return False
         txn.set_producer_id_and_epoch(resp.body.producer_id, resp.body.producer_epoch)
         self.accumulator.reset_sequences()
         return True
+
+    # -- transactional requests -------------------------------------------------------------------------------
+    async def _maybe_send_transactional_request(self) -> Optional[float]:
+        """Send the next coordinator request of the transaction, if one is due, and handle its answer (Java's
+        ``maybeSendAndPollTransactionalRequest``). Returns how long to wait before the next round when it did
+        (no produce data goes out in that round), None when there was nothing to send."""
+        txn, acc = self.txn, self.accumulator
+        if (txn.has_abortable_error() or txn.is_aborting()) and acc.has_undrained():
+            acc.abort_undrained(txn.last_error or TransactionAbortedError())
+            await self._notify()
+        handler = txn.next_request(acc.has_incomplete())
+        if handler is None:
+            await self._notify()                # a skipped EndTxn completes its result right here
+            return None
+        if handler.coordinator_type is not None:
+            coordinator = txn.coordinator(handler.coordinator_type)
+            if coordinator is None:
+                txn.lookup_coordinator(handler.coordinator_type, handler.coordinator_key)
+                txn.retry(handler)
+                return 0
+            node = self._coordinator_node(coordinator)
+        else:
+            node = self.client.least_loaded_node()
+            if node is None:
+                self.client.request_metadata_update()
+                txn.retry(handler)
+                return self.client.config["retry.backoff.ms"]
+        if handler.is_retry:
+            await self.client.waits.sleep(handler.retry_backoff_ms())
+        try:
+            conn = await self.client.connection(node)
+            if handler.coordinator_type is CoordinatorType.TRANSACTION:
+                txn.coordinator_ready(conn.api_versions.ranges.get(ApiKey.INIT_PRODUCER_ID, (0, -1))[1])
+            low, high = handler.version_range
+            version = conn.version_for(handler.api_key, low, high)
+            body = fit(handler.build(version), version)
+            resp = await conn.send(body, version)
+        except UnsupportedVersionError as e:
+            handler.fatal_error(e)
+        except KafkaProtocolError:              # disconnected or timed out (NetworkException, RequestTimedOut)
+            handler.disconnected()
+        except Exception as e:  # noqa: BLE001 -- a request that cannot be built or read: the producer stops
+            handler.fatal_error(TransactionError(f"Could not execute transactional request {handler}: {e!r}"))
+        else:
+            try:
+                handler.handle_response(resp.body)
+            except Exception as e:  # noqa: BLE001 -- an answer the table has no step for: the producer stops
+                handler.fatal_error(TransactionError(f"Could not handle the answer to {handler}: {e!r}"))
+        await self._notify()
+        return 0
+
+    def _coordinator_node(self, coordinator) -> int:
+        """The node id to reach a coordinator by: the broker's own when the metadata knows it."""
+        if self.client.node_address(coordinator.node_id) is None:
+            self.client.extra_nodes[coordinator.node_id] = (coordinator.host, coordinator.port)
+        return coordinator.node_id
 
     # -- Produce ----------------------------------------------------------------------------------------------
     def produce_request(self, batches: list[ProducerBatch]):
@@ -165,12 +251,14 @@ class Sender:
                                             records=b.build(self.compression, self.compression_level))
             by_topic.setdefault(b.tp.topic, []).append(data)
         topics = tuple(cls.TopicProduceData(name=t, partition_data=tuple(p)) for t, p in by_topic.items())
-        return cls(transactional_id=None, acks=self.acks, timeout_ms=self.request_timeout_ms, topic_data=topics)
+        transactional_id = self.txn.transactional_id if self.txn is not None else None
+        return cls(transactional_id=transactional_id, acks=self.acks, timeout_ms=self.request_timeout_ms,
+                   topic_data=topics)
 
     async def _send_produce(self, node: int, batches: list[ProducerBatch]) -> None:
         try:
             conn = await self.client.connection(node)
-            version = conn.version_for(ApiKey.PRODUCE)
+            version = conn.version_for(ApiKey.PRODUCE, high=self.produce_max_version)
             body = self.produce_request(batches)
             self.requests_sent += 1
             resp = await conn.send(body, version, expect_response=self.acks != 0)
@@ -233,7 +321,7 @@ class Sender:
             if code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER:
                 return self.txn.is_retriable_out_of_order(batch)
             if code == ErrorCode.UNKNOWN_PRODUCER_ID:
-                return True
+                return not self.txn.is_transactional   # a transaction aborts and bumps instead
         return error_info(code).retriable
 
     def _fail(self, batch: ProducerBatch, code: int, error: BaseException) -> None:
