@@ -218,8 +218,12 @@ class UnifiedLog:
     def update_high_watermark(self, offset: int) -> int:
         """Set the high watermark, clamped to [log_start_offset, log_end_offset]; returns the value set."""
         with self._lock:
-            self._high_watermark = min(max(offset, self._log_start_offset), self.log_end_offset)
+            self._set_high_watermark(min(max(offset, self._log_start_offset), self.log_end_offset))
             return self._high_watermark
+
+    def _set_high_watermark(self, offset: int) -> None:
+        self._high_watermark = offset
+        self.producer_state_manager.on_high_watermark_updated(offset)
 
     def offset_metadata(self, offset: int):
         """``offset`` with the segment and byte position of the batch holding it (Kafka's
@@ -367,6 +371,12 @@ class UnifiedLog:
             return self._local.read(start_offset, max_bytes, min_one_message=min_one_message, bound_offset=bound,
                                     include_aborted_txns=isolation is FetchIsolation.TXN_COMMITTED)
 
+    def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list:
+        """The aborted transactions (:class:`~.transaction_index.AbortedTxn`) overlapping
+        ``[start_offset, upper_bound_offset)`` (Kafka's ``UnifiedLog.collectAbortedTransactions``)."""
+        with self._lock:
+            return self._local.collect_aborted_transactions(start_offset, upper_bound_offset)
+
     def fetch_offset_by_timestamp(self, target_timestamp: int) -> Optional[TimestampAndOffset]:
         """ListOffsets: ``(timestamp, offset, leader_epoch)`` of the first record with a timestamp >= the target,
         or for the special values -2 EARLIEST, -1 LATEST (the LEO; the broker caps it at the HW/LSO for
@@ -476,8 +486,7 @@ class UnifiedLog:
             self._log_start_offset = min(target_offset, self._log_start_offset)
             rebuild_producer_state(self.producer_state_manager, self._local.segments, self._log_start_offset,
                                    self.log_end_offset, self.time, reload_from_clean_shutdown=False)
-            if self._high_watermark >= self.log_end_offset:
-                self._high_watermark = self.log_end_offset
+            self._set_high_watermark(min(self._high_watermark, self.log_end_offset))
             self._hw_metadata = None
             return True
 
@@ -492,7 +501,7 @@ class UnifiedLog:
             self._log_start_offset = new_offset if log_start_offset is None else log_start_offset
             rebuild_producer_state(self.producer_state_manager, self._local.segments, self._log_start_offset,
                                    new_offset, self.time, reload_from_clean_shutdown=False)
-            self._high_watermark = self.log_end_offset
+            self._set_high_watermark(self.log_end_offset)
             self._hw_metadata = None
 
     # ----------------------------------------------------------------------------------- life cycle
