@@ -18,6 +18,7 @@ ApiVersions advertisement::
     acls           CreateAcls, DescribeAcls, DeleteAcls
     controller_requests   LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown (from the controller,
                    inter-broker listener)
+    txn_markers    WriteTxnMarkers (from a transaction coordinator, inter-broker listener)
     groups         JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups,
                    DescribeGroups, DeleteGroups, OffsetDelete
     scram_credentials   DescribeUserScramCredentials, AlterUserScramCredentials; SaslHandshake and
@@ -40,7 +41,7 @@ from kafkalab.server.auth_helper import ClusterAuthorizationException
 # Importing the handler modules fills REGISTRY.
 from kafkalab.server.apis import (acls, api_versions, cluster, configs, controller_requests,  # noqa: F401,E402
                                   coordinators, fetch, groups, metadata, offsets, produce, scram_credentials,
-                                  topics)
+                                  topics, txn_markers)
 
 __all__ = ["KafkaApis", "REGISTRY", "enabled_apis"]
 
