@@ -18,6 +18,7 @@ Produce = request_class(ApiKey.PRODUCE)
 Fetch = request_class(ApiKey.FETCH)
 ListOffsets = request_class(ApiKey.LIST_OFFSETS)
 Markers = request_class(ApiKey.WRITE_TXN_MARKERS)
+DescribeProducers = request_class(ApiKey.DESCRIBE_PRODUCERS)
 T0 = int(time.time() * 1000)        # markers carry the broker's clock: no time-based roll between them
 
 
@@ -177,3 +178,21 @@ def test_markers_are_fenced_and_checked(cluster, topic):
 def test_write_txn_markers_with_no_markers_is_answered(cluster):
     with Conn(port(cluster)) as c:
         assert c.call(Markers(markers=()), 1).markers == ()
+
+
+def test_describe_producers_shows_the_open_transaction(cluster, topic):
+    produce(cluster, topic, txn_batch(50, 0, ["a", "b"], epoch=3))              # 0-1, still open
+    produce(cluster, topic, txn_batch(51, 0, ["c"]))                            # 2
+    write_markers(cluster, topic, 51, committed=True, coordinator_epoch=6)     # 3
+    body = DescribeProducers(topics=(DescribeProducers.TopicRequest(name=topic, partition_indexes=(0, 7)),
+                                     DescribeProducers.TopicRequest(name="no-such-topic", partition_indexes=(0,)),
+                                     DescribeProducers.TopicRequest(name="bad/name", partition_indexes=(0,))))
+    with Conn(port(cluster)) as c:
+        topics = c.call(body, 0).topics
+    [p0, p7] = topics[0].partitions
+    assert p0.error_code == ErrorCode.NONE and p7.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    states = {s.producer_id: (s.producer_epoch, s.last_sequence, s.coordinator_epoch, s.current_txn_start_offset)
+              for s in p0.active_producers}
+    assert states == {50: (3, 1, -1, 0), 51: (0, 0, 6, -1)}
+    assert topics[1].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert topics[2].partitions[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION

@@ -19,6 +19,7 @@ ApiVersions advertisement::
     controller_requests   LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown (from the controller,
                    inter-broker listener)
     txn_markers    WriteTxnMarkers (from a transaction coordinator, inter-broker listener)
+    describe_producers   DescribeProducers (each producer's state on a replica, KIP-664)
     groups         JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups,
                    DescribeGroups, DeleteGroups, OffsetDelete
     scram_credentials   DescribeUserScramCredentials, AlterUserScramCredentials; SaslHandshake and
@@ -40,8 +41,8 @@ from kafkalab.server.auth_helper import ClusterAuthorizationException
 
 # Importing the handler modules fills REGISTRY.
 from kafkalab.server.apis import (acls, api_versions, cluster, configs, controller_requests,  # noqa: F401,E402
-                                  coordinators, fetch, groups, metadata, offsets, produce, scram_credentials,
-                                  topics, txn_markers)
+                                  coordinators, describe_producers, fetch, groups, metadata, offsets, produce,
+                                  scram_credentials, topics, txn_markers)
 
 __all__ = ["KafkaApis", "REGISTRY", "enabled_apis"]
 
