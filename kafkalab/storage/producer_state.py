@@ -416,9 +416,10 @@ class ProducerStateManager:
 
     def complete_txn(self, completed: CompletedTxn) -> None:
         """The marker of ``completed`` was written: it stays unstable until the high watermark passes it."""
-        if self.ongoing_txns.pop(completed.first_offset, None) is None:
-            raise ValueError(f"Attempted to complete transaction {completed} on partition {self.topic_partition} "
-                             f"which was not started")
+        if self.ongoing_txns.pop(completed.first_offset, None) is None:   # Kafka throws: a bug, never input
+            log.error("Attempted to complete transaction %s on partition %s which was not started", completed,
+                      self.topic_partition)
+            return
         self.unreplicated_txns[completed.first_offset] = completed
 
     def on_high_watermark_updated(self, high_watermark: int) -> None:

@@ -1,6 +1,7 @@
 """Transactions on the partition leader: the .txnindex, the producer state's open and unreplicated transactions,
 the last stable offset, and read_committed reads with their aborted transactions (Kafka's TransactionIndexTest,
 ProducerStateManagerTest and UnifiedLogTest transactional cases)."""
+import io
 import os
 import struct
 
@@ -13,6 +14,7 @@ from kafkalab.storage.errors import (CorruptIndexError, InvalidProducerEpochErro
                                      TransactionCoordinatorFencedError)
 from kafkalab.storage.producer_state import read_snapshot
 from kafkalab.storage.transaction_index import ABORTED_TXN_SIZE, AbortedTxn, TransactionIndex
+from kafkalab.tools.dump_log import main as dump_log_main
 
 from .helpers import T0, batch, segment_files
 
@@ -256,3 +258,15 @@ def test_corrupt_index_is_rebuilt_at_load(make_log):
     log = make_log()
     assert not os.path.exists(path)
     assert log.segments[0].txn_index.all_aborted_txns() == [AbortedTxn(P1, 0, 1, 2)]
+
+
+def test_dump_log_prints_the_txnindex_as_kafka_dump_log_does(make_log):
+    log = make_log()
+    txn(log, P1, 0, 2)
+    abort(log, P1)
+    log.close()
+    [path] = segment_files(log, ".txnindex")
+    out, err = io.StringIO(), io.StringIO()
+    assert dump_log_main(["--files", path], out, err) == 0
+    assert out.getvalue().splitlines()[1:] == [
+        f"version: 0 producerId: {P1} firstOffset: 0 lastOffset: 2 lastStableOffset: 3"]

@@ -92,7 +92,8 @@ def handle_write_txn_markers(broker, request):
                 return
             codes = {tp: st.error_code for tp, st in status.items()}
             _complete_offsets(broker, marker, codes)
-            errors.setdefault(marker.producer_id, {}).update(codes)
+            if codes:                   # a marker naming no partition is left out of the answer, as in Kafka
+                errors.setdefault(marker.producer_id, {}).update(codes)
             fut.set_result(None)
 
         broker.replica_manager.append_txn_markers(
