@@ -10,6 +10,7 @@ import pytest
 from kafkalab.protocol.errors import ErrorCode
 from kafkalab.records import SimpleRecord, build_batch, build_end_txn_marker_batch, decode_batches
 from kafkalab.records.control import ControlRecordType
+from kafkalab.storage import LogCleaner
 from kafkalab.storage.errors import (CorruptIndexError, InvalidProducerEpochError, InvalidTxnStateError,
                                      TransactionCoordinatorFencedError)
 from kafkalab.storage.producer_state import read_snapshot
@@ -270,3 +271,18 @@ def test_dump_log_prints_the_txnindex_as_kafka_dump_log_does(make_log):
     assert dump_log_main(["--files", path], out, err) == 0
     assert out.getvalue().splitlines()[1:] == [
         f"version: 0 producerId: {P1} firstOffset: 0 lastOffset: 2 lastStableOffset: 3"]
+
+
+def test_compaction_keeps_the_aborted_transactions_of_the_cleaned_segments(make_log, clock):
+    log = make_log({"cleanup.policy": "compact"})
+    txn(log, P1, 0, 2)                                       # 0-1
+    abort(log, P1)                                           # 2
+    plain(log)                                               # 3
+    log.roll()
+    plain(log)                                               # 4: the active segment is never cleaned
+    hw_to_end(log)
+    LogCleaner(lambda: {log.topic_partition: log}, time=clock).clean_now(log)
+    assert log.segments[0].txn_index.all_aborted_txns() == [AbortedTxn(P1, 0, 2, 3)]
+    assert [os.path.basename(p) for p in segment_files(log, ".txnindex")] == ["00000000000000000000.txnindex"]
+    got = log.read(0, 1 << 20, isolation="txn_committed")
+    assert [(t.producer_id, t.first_offset) for t in got.aborted_transactions] == [(P1, 0)]
