@@ -18,7 +18,12 @@ keeps the leader's offsets and epochs and only checks that they continue the log
 
 **Read** returns whole stored batches from the one holding the start offset, bounded by the isolation
 level's offset (LEO, high watermark, last stable offset) and ``max_bytes`` -- as file slices for
-``sendfile``, never decoded.
+``sendfile``, never decoded. A read_committed read also lists the aborted transactions overlapping what it
+returns, from the segments' ``.txnindex`` files (:mod:`.transaction_index`).
+
+The **last stable offset** (LSO) is the first offset of the earliest transaction that is still open, or
+whose COMMIT/ABORT marker the high watermark has not passed yet (the producer state tracks both); the high
+watermark when there is none, or when it is lower.
 
 The **high watermark** is set by the broker (``update_high_watermark``, clamped to [log start, LEO]); on a
 single broker it simply follows the LEO. **Truncation** (``truncate_to``) is how a follower drops a suffix that
@@ -287,7 +292,8 @@ class UnifiedLog:
 
     @property
     def last_stable_offset(self) -> int:
-        """The high watermark, or the first offset of the earliest open transaction if that is lower."""
+        """The high watermark, or the first offset of the earliest transaction still open or not yet replicated
+        past its marker, if that is lower (Kafka's ``lastStableOffset``)."""
         first = self.first_unstable_offset
         return self._high_watermark if first is None else min(first, self._high_watermark)
 
