@@ -196,3 +196,23 @@ def test_describe_producers_shows_the_open_transaction(cluster, topic):
     assert states == {50: (3, 1, -1, 0), 51: (0, 0, 6, -1)}
     assert topics[1].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     assert topics[2].partitions[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+
+
+def test_write_txn_markers_needs_alter_or_cluster_action_and_describe_producers_read():
+    from kafkalab.security.acl import (AccessControlEntry, AclBinding, AclBindingFilter, AclOperation,
+                                       AclPermissionType, ResourcePattern, ResourceType)
+    with Cluster(brokers=1, overrides={"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                                       "super.users": "User:admin"}) as c:
+        assert write_markers(c, "t", 1, committed=True, partitions=(0, 1)) == \
+            {0: ErrorCode.CLUSTER_AUTHORIZATION_FAILED, 1: ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
+        body = DescribeProducers(topics=(DescribeProducers.TopicRequest(name="t", partition_indexes=(0,)),))
+        with Conn(port(c)) as conn:
+            assert conn.call(body, 0).topics[0].partitions[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        for op in (AclOperation.CLUSTER_ACTION, AclOperation.ALTER):
+            binding = AclBinding(ResourcePattern(ResourceType.CLUSTER, "kafka-cluster"),
+                                 AccessControlEntry("User:ANONYMOUS", "*", op, AclPermissionType.ALLOW))
+            c.call(c.broker(0).authorizer.create_acls, [binding])
+            assert write_markers(c, "t", 1, committed=True) == {0: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+            c.call(c.broker(0).authorizer.delete_acls, [AclBindingFilter()])        # one at a time
+            c.wait_until(lambda: write_markers(c, "t", 1, committed=True) ==
+                         {0: ErrorCode.CLUSTER_AUTHORIZATION_FAILED}, 5, "the ACL was not deleted")
