@@ -215,3 +215,16 @@ def test_write_txn_markers_needs_alter_or_cluster_action_and_describe_producers_
             assert write_markers(c, "t", 1, committed=True) == {0: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
             c.call(c.broker(0).authorizer.delete_acls, [AclBindingFilter()])        # one at a time
             assert write_markers(c, "t", 1, committed=True) == {0: ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
+
+
+def test_list_offsets_by_timestamp_stops_at_the_last_stable_offset(cluster, topic):
+    produce(cluster, topic, txn_batch(60, 0, ["a"]))                            # 0, open
+
+    def by_time(level):
+        body = ListOffsets(replica_id=-1, isolation_level=level, topics=(ListOffsets.ListOffsetsTopic(
+            name=topic, partitions=(ListOffsets.ListOffsetsPartition(partition_index=0, timestamp=T0),)),))
+        with Conn(port(cluster)) as c:
+            return c.call(body, 7).topics[0].partitions[0].offset
+    assert (by_time(0), by_time(1)) == (0, -1)
+    write_markers(cluster, topic, 60, committed=True)
+    assert by_time(1) == 0
