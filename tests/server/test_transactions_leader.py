@@ -228,3 +228,11 @@ def test_list_offsets_by_timestamp_stops_at_the_last_stable_offset(cluster, topi
     assert (by_time(0), by_time(1)) == (0, -1)
     write_markers(cluster, topic, 60, committed=True)
     assert by_time(1) == 0
+
+
+def test_a_cut_transactional_batch_is_left_to_the_log_checks(cluster, topic):
+    whole = txn_batch(80, 0, ["a"])
+    assert produce(cluster, topic, whole[:-3], transactional_id=None).error_code in (
+        ErrorCode.CORRUPT_MESSAGE, ErrorCode.INVALID_RECORD)
+    assert produce(cluster, topic, whole[:30], transactional_id=None).error_code in (
+        ErrorCode.CORRUPT_MESSAGE, ErrorCode.INVALID_RECORD)

@@ -152,8 +152,8 @@ def _check_transactional(broker, request, body) -> None:
 
 
 def _transactional_producers(records) -> set:
-    """``{(producer_id, producer_epoch)}`` of the v2 batches flagged transactional, read from the headers
-    without trusting a length beyond the bytes there (a malformed batch is left to the log's checks)."""
+    """``{(producer_id, producer_epoch)}`` of the whole v2 batches flagged transactional, read from their headers
+    without trusting a length beyond the bytes there (a malformed or cut batch is left to the log's checks)."""
     found = set()
     if not records:
         return found
@@ -161,8 +161,8 @@ def _transactional_producers(records) -> set:
     pos, end = 0, len(data)
     while pos + _BATCH_HEADER_SIZE <= end:
         length = int.from_bytes(data[pos + 8:pos + 12], "big", signed=True)
-        if length < _BATCH_HEADER_SIZE - 12 or data[pos + 16] != 2:
-            break
+        if length < _BATCH_HEADER_SIZE - 12 or pos + 12 + length > end or data[pos + 16] != 2:
+            break                                       # as Kafka's batch iterator: only whole v2 batches
         if data[pos + 22] & _TRANSACTIONAL_FLAG:
             found.add((int.from_bytes(data[pos + 43:pos + 51], "big", signed=True),
                        int.from_bytes(data[pos + 51:pos + 53], "big", signed=True)))
