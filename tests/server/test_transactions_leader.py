@@ -3,6 +3,8 @@ WriteTxnMarkers, and what the last stable offset lets read_committed readers see
 real confluent-kafka consumer with isolation.level=read_committed)."""
 from __future__ import annotations
 
+import shutil
+import subprocess
 import time
 
 import pytest
@@ -107,13 +109,18 @@ def test_commit_marker_needs_no_aborted_transactions(cluster, topic):
     assert (part.last_stable_offset, tuple(part.aborted_transactions)) == (2, ())
 
 
-def test_confluent_kafka_read_committed_consumer_skips_the_aborted_records(cluster, topic):
-    confluent_kafka = pytest.importorskip("confluent_kafka")
+def mixed_transactions(cluster, topic) -> None:
+    """An aborted, a committed and a plain write, interleaved (offsets 0-1, 2, 3; markers at 4 and 5)."""
     produce(cluster, topic, txn_batch(11, 0, ["aborted-1", "aborted-2"]))
     produce(cluster, topic, txn_batch(12, 0, ["committed"]))
     produce(cluster, topic, build_batch([SimpleRecord(b"k", b"plain", (), T0)]), transactional_id=None)
     write_markers(cluster, topic, 11, committed=False)
     write_markers(cluster, topic, 12, committed=True)
+
+
+def test_confluent_kafka_read_committed_consumer_skips_the_aborted_records(cluster, topic):
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    mixed_transactions(cluster, topic)
 
     def consume(level):
         consumer = confluent_kafka.Consumer({"bootstrap.servers": f"127.0.0.1:{port(cluster)}", "group.id": topic + level,
@@ -236,3 +243,21 @@ def test_a_cut_transactional_batch_is_left_to_the_log_checks(cluster, topic):
         ErrorCode.CORRUPT_MESSAGE, ErrorCode.INVALID_RECORD)
     assert produce(cluster, topic, whole[:30], transactional_id=None).error_code in (
         ErrorCode.CORRUPT_MESSAGE, ErrorCode.INVALID_RECORD)
+
+
+def test_kafka_python_and_kcat_read_committed_skip_the_aborted_records(cluster, topic):
+    kafka = pytest.importorskip("kafka")
+    mixed_transactions(cluster, topic)
+    consumer = kafka.KafkaConsumer(topic, bootstrap_servers=f"127.0.0.1:{port(cluster)}", group_id=None,
+                                   auto_offset_reset="earliest", isolation_level="read_committed",
+                                   consumer_timeout_ms=3000, enable_auto_commit=False)
+    try:
+        assert [m.value.decode() for m in consumer] == ["committed", "plain"]
+    finally:
+        consumer.close()
+    kcat = shutil.which("kcat")
+    if kcat is None:
+        pytest.skip("kcat is not installed")
+    out = subprocess.run([kcat, "-C", "-b", f"127.0.0.1:{port(cluster)}", "-t", topic, "-o", "beginning", "-e", "-q",
+                          "-f", "%s\\n"], capture_output=True, text=True, timeout=30)
+    assert out.stdout.split() == ["committed", "plain"]            # librdkafka is read_committed by default
