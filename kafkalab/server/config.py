@@ -136,6 +136,8 @@ SERVER_CONFIGS = (
             "the broker keeps; 0 turns incremental fetching off.")
     .define("min.incremental.fetch.session.eviction.ms", T.INT, 120000, at_least(0), M, "A fetch session younger "
             "than this can be evicted only by a follower's, and only if it is a consumer's and smaller.")
+    .define("request.timeout.ms", T.INT, 30000, at_least(0), M, "How long a transaction marker append "
+            "(WriteTxnMarkers) waits for the in-sync replicas before it answers REQUEST_TIMED_OUT.")
     .define("controller.socket.timeout.ms", T.INT, 30000, None, M, "Socket timeout of the controller's requests "
             "to brokers.")
     .define("producer.purgatory.purge.interval.requests", T.INT, 1000, None, M, "Purge completed produce requests "

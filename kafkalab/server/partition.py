@@ -422,7 +422,11 @@ class Partition:
             if found is None:
                 return None
             ts, offset, epoch = found
-            if isolation is FetchIsolation.HIGH_WATERMARK and offset >= log.high_watermark and timestamp >= 0:
+            # a consumer never learns of an offset it could not fetch: the high watermark bounds read_uncommitted,
+            # the last stable offset read_committed (the log start offsets, -2 and -4, are always answered)
+            bound = {FetchIsolation.HIGH_WATERMARK: log.high_watermark,
+                     FetchIsolation.TXN_COMMITTED: log.last_stable_offset}.get(isolation)
+            if bound is not None and offset >= bound and timestamp not in (-2, -4):
                 return None
             return (ts, offset, epoch)
 

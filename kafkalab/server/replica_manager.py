@@ -17,6 +17,9 @@ topic-partition whether this broker hosts it, in which role, and with which log:
 * **append_records** (Produce) appends to each partition's leader log. With ``acks=all`` the answer waits in
   the **produce purgatory** as a :class:`~kafkalab.purgatory.DelayedProduce` until the high watermark passes
   the last appended offset (or ``timeout_ms`` passes: REQUEST_TIMED_OUT).
+* **append_txn_markers** (WriteTxnMarkers, from a transaction coordinator) builds one COMMIT or ABORT control
+  batch per partition and appends it as the coordinator (``origin=coordinator``: a control batch a client may
+  not write) with ``acks=all``, through the same path and purgatory as a Produce.
 * **fetch_messages** (Fetch, from consumers and followers) reads each partition up to its isolation bound
   (the high watermark for consumers, the log end for followers). When less than ``min_bytes`` is there it
   parks a :class:`~kafkalab.purgatory.DelayedFetch` in the **fetch purgatory** for up to ``max_wait_ms``.
@@ -61,6 +64,7 @@ from kafkalab.common.time import SYSTEM, MockTime
 from kafkalab.protocol import ApiException, ErrorCode
 from kafkalab.purgatory import (DelayedFetch, DelayedOperationPurgatory, DelayedProduce, FetchPartitionStatus,
                                 ProducePartitionStatus, TopicPartitionOperationKey)
+from kafkalab.records.control import ControlRecordType, build_end_txn_marker_batch
 from kafkalab.server.config import server_setting
 from kafkalab.server.partition import Partition, PartitionError
 from kafkalab.storage.fetch_data_info import FetchIsolation, LogOffsetMetadata
@@ -431,6 +435,34 @@ class ReplicaManager:
         else:
             response_callback(status)
         return results
+
+    def append_txn_markers(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, committed: bool,
+                           partitions: list, *, timeout_ms: int, response_callback: Callable[[dict], None]) -> dict:
+        """Write the end of ``producer_id``'s transaction into each partition this broker leads: a COMMIT (or
+        ABORT) marker carrying the producer's epoch and the coordinator's epoch, appended with ``acks=all``.
+        Partitions without a local log get UNKNOWN_TOPIC_OR_PARTITION at once (Kafka's ``getMagic`` check).
+        ``response_callback({tp: ProducePartitionStatus})`` is called once, when the high watermark has passed
+        every marker or ``timeout_ms`` expired. Returns the local results, as :meth:`append_records`."""
+        control_type = ControlRecordType.COMMIT if committed else ControlRecordType.ABORT
+        now = self.time.milliseconds()
+        entries, unknown = {}, {}
+        for tp in partitions:
+            p = self.partitions.get(tuple(tp))
+            if p is None or p.log is None:
+                unknown[tuple(tp)] = ProducePartitionStatus(required_offset=-1,
+                                                            error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            else:
+                entries[tuple(tp)] = build_end_txn_marker_batch(
+                    control_type, producer_id=producer_id, producer_epoch=producer_epoch,
+                    coordinator_epoch=coordinator_epoch, timestamp=now)
+        if not entries:
+            response_callback(unknown)
+            return {}
+
+        def with_unknown(status: dict) -> None:
+            response_callback({**unknown, **status})
+        return self.append_records(entries, required_acks=-1, origin="coordinator", timeout_ms=timeout_ms,
+                                   response_callback=with_unknown)
 
     # ------------------------------------------------------------------------------------------ fetch
     def fetch_messages(self, params, fetch_infos: list, response_callback: Callable[[list], None]) -> None:

@@ -16,8 +16,10 @@ An append is the one path by which bytes enter a partition, and it runs in a fix
 5. **Producer state.** A client batch whose producer id, epoch and sequence match one of the last five batches
    of that producer is a retry: the append is answered with the original offsets (``duplicate``) and nothing
    is written. Otherwise each producer's state is prepared, and transaction markers complete transactions.
-6. **Write** the bytes verbatim, then commit the prepared producer state and move its map end offset. A flush
-   happens only when ``flush.messages`` says so.
+6. **Write** the bytes verbatim, then commit the prepared producer state; each transaction a marker completed
+   gets its ``.txnindex`` entry if it aborted (with the last stable offset it leaves behind) and waits for the
+   high watermark as *unreplicated*; then the map end offset moves. A flush happens only when
+   ``flush.messages`` says so.
 
 **Who does what.** :class:`LogAppender` is owned by one :class:`~kafkalab.storage.log.UnifiedLog` and sees it
 through :class:`AppendingLog` (its public offsets, config, clock, caches, ``roll`` and ``flush``), plus the two
@@ -143,7 +145,9 @@ class LogAppender:
             psm = lg.producer_state_manager
             for append_info in updated.values():
                 psm.update(append_info)
+            segment = self._local.segments.active_segment       # the one that just took the marker(s)
             for txn in completed:
+                segment.update_txn_index(txn, psm.last_stable_offset(txn))
                 psm.complete_txn(txn)
             psm.update_map_end_offset(info.last_offset + 1)
             if self._local.unflushed_messages >= lg.config.flush_interval:

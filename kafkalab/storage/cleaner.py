@@ -25,8 +25,9 @@ same ``last_offset_delta``) when records are removed. Producer state survives: t
 active producer is kept, even if all its records are gone (as an empty batch), so its last sequence number
 is still in the log; so is the last batch of the cleaned range, which carries the range's last offset.
 
-Differences from Kafka: kafkalab has no transaction index yet, so records of aborted transactions are
-compacted like committed ones and transaction markers are always kept; the offset map is a Python dict of
+Differences from Kafka: records of aborted transactions are compacted like committed ones and transaction
+markers are always kept, so the cleaned segment keeps every ``.txnindex`` entry of the segments it replaces
+(Kafka drops aborted data and the markers that are no longer needed, and indexes only what it keeps); the offset map is a Python dict of
 whole keys capped at ``log.cleaner.dedupe.buffer.size`` x ``log.cleaner.io.buffer.load.factor`` / 24 entries
 (Kafka stores 16-byte MD5 digests + 8-byte offsets in that buffer); the cleaner holds the log's lock while it
 cleans, so appends to that partition wait (Kafka cleans concurrently and locks only for the swap).
@@ -223,7 +224,8 @@ class Cleaner:
         base = group[0].base_offset
         for path in (names.log_file(log_.dir, base, names.CLEANED_FILE_SUFFIX),
                      names.offset_index_file(log_.dir, base, names.CLEANED_FILE_SUFFIX),
-                     names.time_index_file(log_.dir, base, names.CLEANED_FILE_SUFFIX)):
+                     names.time_index_file(log_.dir, base, names.CLEANED_FILE_SUFFIX),
+                     names.transaction_index_file(log_.dir, base, names.CLEANED_FILE_SUFFIX)):
             if os.path.exists(path):
                 os.remove(path)
         cleaned = LogSegment.open(log_.dir, base, log_.config, self.time, file_suffix=names.CLEANED_FILE_SUFFIX)
@@ -233,6 +235,8 @@ class Cleaner:
             for segment in group:
                 self._clean_into(segment, cleaned, offset_map, now, log_.config.delete_retention_ms, last_records,
                                  upper_bound, stats)
+                for aborted in segment.txn_index.all_aborted_txns():
+                    cleaned.txn_index.append(aborted)
             cleaned.on_become_inactive_segment()
             cleaned.flush()
             cleaned.set_last_modified(group[-1].last_modified())

@@ -23,6 +23,7 @@ Kafka's sources for them::
     OutOfOrderSequenceError     OUT_OF_ORDER_SEQUENCE_NUMBER (45)
     InvalidProducerEpochError   INVALID_PRODUCER_EPOCH (47)
     InvalidTxnStateError        INVALID_TXN_STATE (48)
+    TransactionCoordinatorFencedError  TRANSACTION_COORDINATOR_FENCED (52)  a marker from a zombie coordinator
     KafkaStorageError           KAFKA_STORAGE_ERROR (56)     I/O failure, closed log
     InvalidConfigurationError   INVALID_CONFIG (40)          a topic or broker config value
     InconsistentTopicIdError    INCONSISTENT_TOPIC_ID (103)
@@ -43,7 +44,7 @@ from kafkalab.protocol.errors import ApiException, ErrorCode
 
 __all__ = ["StorageError", "CorruptRecordError", "RecordTooLargeError", "RecordBatchTooLargeError",
            "InvalidRecordError", "InvalidTimestampError", "OffsetOutOfRangeError", "OutOfOrderSequenceError",
-           "InvalidProducerEpochError", "InvalidTxnStateError", "KafkaStorageError", "InvalidConfigurationError",
+           "InvalidProducerEpochError", "InvalidTxnStateError", "TransactionCoordinatorFencedError", "KafkaStorageError", "InvalidConfigurationError",
            "InconsistentTopicIdError", "InconsistentClusterIdError", "InconsistentBrokerIdError",
            "UnexpectedAppendOffsetError", "OffsetsOutOfOrderError", "CorruptIndexError", "CorruptSnapshotError",
            "RecordError"]
@@ -112,6 +113,10 @@ class InvalidProducerEpochError(StorageError):
 
 class InvalidTxnStateError(StorageError):
     error_code = ErrorCode.INVALID_TXN_STATE
+
+
+class TransactionCoordinatorFencedError(StorageError):
+    error_code = ErrorCode.TRANSACTION_COORDINATOR_FENCED
 
 
 class KafkaStorageError(StorageError):

@@ -172,10 +172,36 @@ class LocalLog:
         while segment is not None:
             info = segment.read(start_offset, max_length, bound_offset=bound_offset, min_one_message=min_one_message)
             if info is not None:
-                info.aborted_transactions = aborted
+                if include_aborted_txns:
+                    info.aborted_transactions = self._aborted_transactions(start_offset, segment, info)
                 return info
             segment = self.segments.higher_segment(segment.base_offset)
         return FetchDataInfo.empty(self.next_offset_metadata, aborted_transactions=aborted)
+
+    def _aborted_transactions(self, start_offset: int, segment: LogSegment, info: FetchDataInfo) -> list:
+        """The aborted transactions a read_committed reader of ``info`` needs: those overlapping
+        ``[start_offset, U)``, U being the first offset after the bytes read (Kafka's ``addAbortedTransactions``)."""
+        position = info.fetch_offset_metadata.relative_position_in_segment
+        upper = segment.fetch_upper_bound_offset(position, info.size_in_bytes)
+        if upper is None:
+            following = self.segments.higher_segment(segment.base_offset)
+            upper = following.base_offset if following is not None else self.log_end_offset
+        return self.collect_aborted_transactions(start_offset, upper, segment)
+
+    def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int,
+                                     segment: Optional[LogSegment] = None) -> list:
+        """Every ``.txnindex`` entry overlapping ``[start_offset, upper_bound_offset)``, from the segment holding
+        ``start_offset`` on, until an entry's last stable offset shows no later one can overlap."""
+        if segment is None:
+            segment = self.segments.floor_segment(start_offset)
+        found: list = []
+        while segment is not None:
+            result = segment.collect_aborted_txns(start_offset, upper_bound_offset)
+            found.extend(result.aborted_transactions)
+            if result.is_complete:
+                break
+            segment = self.segments.higher_segment(segment.base_offset)
+        return found
 
     # ------------------------------------------------------------------------------------- deleting
     def remove_and_delete_segments(self, to_delete, *, async_delete: bool, reason: str = "") -> None:

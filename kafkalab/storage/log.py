@@ -18,7 +18,12 @@ keeps the leader's offsets and epochs and only checks that they continue the log
 
 **Read** returns whole stored batches from the one holding the start offset, bounded by the isolation
 level's offset (LEO, high watermark, last stable offset) and ``max_bytes`` -- as file slices for
-``sendfile``, never decoded.
+``sendfile``, never decoded. A read_committed read also lists the aborted transactions overlapping what it
+returns, from the segments' ``.txnindex`` files (:mod:`.transaction_index`).
+
+The **last stable offset** (LSO) is the first offset of the earliest transaction that is still open, or
+whose COMMIT/ABORT marker the high watermark has not passed yet (the producer state tracks both); the high
+watermark when there is none, or when it is lower.
 
 The **high watermark** is set by the broker (``update_high_watermark``, clamped to [log start, LEO]); on a
 single broker it simply follows the LEO. **Truncation** (``truncate_to``) is how a follower drops a suffix that
@@ -218,8 +223,12 @@ class UnifiedLog:
     def update_high_watermark(self, offset: int) -> int:
         """Set the high watermark, clamped to [log_start_offset, log_end_offset]; returns the value set."""
         with self._lock:
-            self._high_watermark = min(max(offset, self._log_start_offset), self.log_end_offset)
+            self._set_high_watermark(min(max(offset, self._log_start_offset), self.log_end_offset))
             return self._high_watermark
+
+    def _set_high_watermark(self, offset: int) -> None:
+        self._high_watermark = offset
+        self.producer_state_manager.on_high_watermark_updated(offset)
 
     def offset_metadata(self, offset: int):
         """``offset`` with the segment and byte position of the batch holding it (Kafka's
@@ -283,7 +292,8 @@ class UnifiedLog:
 
     @property
     def last_stable_offset(self) -> int:
-        """The high watermark, or the first offset of the earliest open transaction if that is lower."""
+        """The high watermark, or the first offset of the earliest transaction still open or not yet replicated
+        past its marker, if that is lower (Kafka's ``lastStableOffset``)."""
         first = self.first_unstable_offset
         return self._high_watermark if first is None else min(first, self._high_watermark)
 
@@ -366,6 +376,12 @@ class UnifiedLog:
                 bound = self.last_stable_offset
             return self._local.read(start_offset, max_bytes, min_one_message=min_one_message, bound_offset=bound,
                                     include_aborted_txns=isolation is FetchIsolation.TXN_COMMITTED)
+
+    def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list:
+        """The aborted transactions (:class:`~.transaction_index.AbortedTxn`) overlapping
+        ``[start_offset, upper_bound_offset)`` (Kafka's ``UnifiedLog.collectAbortedTransactions``)."""
+        with self._lock:
+            return self._local.collect_aborted_transactions(start_offset, upper_bound_offset)
 
     def fetch_offset_by_timestamp(self, target_timestamp: int) -> Optional[TimestampAndOffset]:
         """ListOffsets: ``(timestamp, offset, leader_epoch)`` of the first record with a timestamp >= the target,
@@ -476,8 +492,7 @@ class UnifiedLog:
             self._log_start_offset = min(target_offset, self._log_start_offset)
             rebuild_producer_state(self.producer_state_manager, self._local.segments, self._log_start_offset,
                                    self.log_end_offset, self.time, reload_from_clean_shutdown=False)
-            if self._high_watermark >= self.log_end_offset:
-                self._high_watermark = self.log_end_offset
+            self._set_high_watermark(min(self._high_watermark, self.log_end_offset))
             self._hw_metadata = None
             return True
 
@@ -492,7 +507,7 @@ class UnifiedLog:
             self._log_start_offset = new_offset if log_start_offset is None else log_start_offset
             rebuild_producer_state(self.producer_state_manager, self._local.segments, self._log_start_offset,
                                    new_offset, self.time, reload_from_clean_shutdown=False)
-            self._high_watermark = self.log_end_offset
+            self._set_high_watermark(self.log_end_offset)
             self._hw_metadata = None
 
     # ----------------------------------------------------------------------------------- life cycle

@@ -337,7 +337,7 @@ def _replay_segment(psm: ProducerStateManager, segment: LogSegment, start_offset
         if batch.last_offset >= end_offset:
             break
         data = segment.log.read(batch.position, batch.size) if batch.header.is_control_batch else None
-        psm.replay_batch(batch.header, data)
+        psm.load_batch(batch.header, data)
 
 
 def rebuild_producer_state(psm: ProducerStateManager, segments, log_start_offset: int, last_offset: int, time, *,

@@ -17,8 +17,18 @@ and checks every new batch from a client:
 * an older epoch is a zombie: **INVALID_PRODUCER_EPOCH**;
 * an unknown producer id is accepted at any sequence (its state may have expired, KIP-360).
 
-Followers replay the same state from the batches they copy, without checks. Control batches (transaction
-markers) close the producer's open transaction.
+Followers replay the same state from the batches they copy, without checks.
+
+**Transactions.** A producer's first transactional batch opens a transaction *on this partition*: its offset
+is the entry's ``current_txn_first_offset`` and a key of ``ongoing_txns``. A non-transactional batch from that
+producer while it is open is INVALID_TXN_STATE. A COMMIT or ABORT marker (a control batch written by
+WriteTxnMarkers) with an epoch below the producer's is INVALID_PRODUCER_EPOCH, with a coordinator epoch below
+the last one seen TRANSACTION_COORDINATOR_FENCED (a zombie coordinator); otherwise it completes the open
+transaction (a :class:`CompletedTxn`, which the log turns into a ``.txnindex`` entry when it aborted) or, with
+nothing open, is written with no further effect. A completed transaction stays *unreplicated* until the high
+watermark passes its marker. The **first unstable offset** is the earliest first offset among open and
+unreplicated transactions; the log's last stable offset (LSO) is that, or the high watermark if lower: one
+open transaction holds back ``read_committed`` readers for everything after its first record.
 
 **Snapshots.** Rebuilding this state means reading every batch header of the log, so the state is written to
 ``<offset, 20 digits>.snapshot`` when a segment rolls and when the log closes; on restart the loader reads the
@@ -51,7 +61,7 @@ from kafkalab.records.control import ControlRecordType
 from kafkalab.storage import file_records
 from kafkalab.storage import log_file_utils as names
 from kafkalab.storage.errors import (CorruptSnapshotError, InvalidProducerEpochError, InvalidTxnStateError,
-                                     OutOfOrderSequenceError)
+                                     OutOfOrderSequenceError, TransactionCoordinatorFencedError)
 from kafkalab.storage.log_append_info import AppendOrigin
 from kafkalab.storage.server_log_configs import SERVER_LOG_CONFIGS
 
@@ -223,6 +233,18 @@ class ProducerAppendInfo:
                 f"{self.topic_partition}: {first_seq} (incoming seq. number), {current_last_seq} (current end "
                 f"sequence number)")
 
+    def _check_coordinator_epoch(self, marker, offset: int) -> None:
+        current = self.updated_entry.coordinator_epoch
+        if current > marker.coordinator_epoch:
+            if self.origin is AppendOrigin.REPLICATION:
+                log.info("Detected invalid coordinator epoch for producerId %d at offset %d in partition %s: %d is "
+                         "older than previously known coordinator epoch %d", self.producer_id, offset,
+                         self.topic_partition, marker.coordinator_epoch, current)
+            else:
+                raise TransactionCoordinatorFencedError(
+                    f"Invalid coordinator epoch for producerId {self.producer_id} at offset {offset} in partition "
+                    f"{self.topic_partition}: {marker.coordinator_epoch} (zombie), {current} (current)")
+
     def append(self, header, data=None) -> Optional[CompletedTxn]:
         """Account for one batch (its header; ``data`` is needed only for a control batch's marker)."""
         if header.is_control_batch:
@@ -251,6 +273,7 @@ class ProducerAppendInfo:
 
     def append_end_txn_marker(self, marker, producer_epoch: int, offset: int, timestamp: int) -> Optional[CompletedTxn]:
         self._check_producer_epoch(producer_epoch, offset)
+        self._check_coordinator_epoch(marker, offset)
         txn_first = self.updated_entry.current_txn_first_offset
         completed = None
         if txn_first is not None:
@@ -319,6 +342,7 @@ class ProducerStateManager:
         self.time = time
         self.producers: dict = {}
         self.ongoing_txns: dict = {}          # first offset -> producer id
+        self.unreplicated_txns: dict = {}     # first offset -> CompletedTxn whose marker is not below the HW yet
         self.last_map_offset = 0              # the state reflects every batch below this offset
         self.last_snap_offset = 0
         self.snapshots = self._list_snapshots()
@@ -354,8 +378,27 @@ class ProducerStateManager:
     def oldest_snapshot_offset(self) -> Optional[int]:
         return self.snapshots[0] if self.snapshots else None
 
-    def first_unstable_offset(self) -> Optional[int]:
+    def first_undecided_offset(self) -> Optional[int]:
+        """The first offset of the earliest transaction still open here (no marker yet)."""
         return min(self.ongoing_txns) if self.ongoing_txns else None
+
+    def first_unstable_offset(self) -> Optional[int]:
+        """The earliest first offset of an open transaction or of a completed one whose marker is not yet below
+        the high watermark."""
+        firsts = [min(d) for d in (self.ongoing_txns, self.unreplicated_txns) if d]
+        return min(firsts) if firsts else None
+
+    def last_stable_offset(self, completed: CompletedTxn) -> int:
+        """What the LSO becomes once ``completed`` is done: the first offset of the earliest transaction of
+        another producer still open, else the offset after its marker (Kafka's ``lastStableOffset``)."""
+        for first_offset in sorted(self.ongoing_txns):
+            if self.ongoing_txns[first_offset] != completed.producer_id:
+                return first_offset
+        return completed.last_offset + 1
+
+    def ongoing_transactions(self) -> dict:
+        """``{first offset: producer id}`` of the transactions open on this partition."""
+        return dict(self.ongoing_txns)
 
     # -------------------------------------------------------------------------------------- updating
     def prepare_update(self, producer_id: int, origin: AppendOrigin) -> ProducerAppendInfo:
@@ -372,27 +415,49 @@ class ProducerStateManager:
             self.ongoing_txns[first_offset] = append_info.producer_id
 
     def complete_txn(self, completed: CompletedTxn) -> None:
-        self.ongoing_txns.pop(completed.first_offset, None)
+        """The marker of ``completed`` was written: it stays unstable until the high watermark passes it."""
+        if self.ongoing_txns.pop(completed.first_offset, None) is None:   # Kafka throws: a bug, never input
+            log.error("Attempted to complete transaction %s on partition %s which was not started", completed,
+                      self.topic_partition)
+            return
+        self.unreplicated_txns[completed.first_offset] = completed
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        self._remove_unreplicated_transactions(high_watermark)
+
+    def _remove_unreplicated_transactions(self, offset: int) -> None:
+        for first_offset in sorted(self.unreplicated_txns):
+            if self.unreplicated_txns[first_offset].last_offset >= offset:
+                break
+            del self.unreplicated_txns[first_offset]
 
     def update_map_end_offset(self, offset: int) -> None:
         self.last_map_offset = offset
 
-    def replay_batch(self, header, data=None) -> None:
-        """Apply a stored batch without validation (recovery, loading, follower state)."""
+    def replay_batch(self, header, data=None) -> Optional[CompletedTxn]:
+        """Apply a stored batch without validation (segment recovery); returns the transaction its marker
+        completes, which the caller indexes and then passes to :meth:`complete_txn`."""
+        completed = None
         if header.has_producer_id:
             info = self.prepare_update(header.producer_id, AppendOrigin.REPLICATION)
             completed = info.append(header, data)
             self.update(info)
-            if completed is not None:
-                self.complete_txn(completed)
         self.update_map_end_offset(header.last_offset + 1)
+        return completed
+
+    def load_batch(self, header, data=None) -> None:
+        """Replay a stored batch and complete its transaction (rebuilding state from already indexed segments)."""
+        completed = self.replay_batch(header, data)
+        if completed is not None:
+            self.complete_txn(completed)
 
     def load_producers_from_records(self, data) -> None:
         for span in scan_batches(data):
             control = span.header.is_control_batch
-            self.replay_batch(span.header, memoryview(data)[span.start:span.end] if control else None)
+            self.load_batch(span.header, memoryview(data)[span.start:span.end] if control else None)
 
     def on_log_start_offset_incremented(self, log_start_offset: int) -> None:
+        self._remove_unreplicated_transactions(log_start_offset)
         if self.last_map_offset < log_start_offset:
             self.last_map_offset = log_start_offset
         latest = self.latest_snapshot_offset()
@@ -412,6 +477,7 @@ class ProducerStateManager:
     def truncate_fully_and_start_at(self, offset: int) -> None:
         self.producers.clear()
         self.ongoing_txns.clear()
+        self.unreplicated_txns.clear()
         for snap in list(self.snapshots):
             self._delete_snapshot(snap)
         self.last_snap_offset = offset
@@ -426,6 +492,7 @@ class ProducerStateManager:
         if log_end_offset != self.last_map_offset:
             self.producers.clear()
             self.ongoing_txns.clear()
+            self.unreplicated_txns.clear()
             self._load_from_snapshot(log_start_offset, now_ms)
         else:
             self.on_log_start_offset_incremented(log_start_offset)

@@ -9,6 +9,7 @@ consists of::
     00000000000000000000.log        batches, verbatim          (FileRecords)
     00000000000000000000.index      offset -> position         (OffsetIndex, sparse)
     00000000000000000000.timeindex  timestamp -> offset        (TimeIndex, sparse)
+    00000000000000000000.txnindex   aborted transactions       (TransactionIndex, only once one aborts here)
 
 Only the last segment, the *active* one, takes appends. ``append`` writes the batches, remembers the largest
 timestamp seen, and once more than ``index.interval.bytes`` were appended since the last index entry it
@@ -19,7 +20,8 @@ start a new segment: it would grow past ``segment.bytes``, its first batch is ol
 ``read`` turns an offset into a byte range without decoding anything: the offset index gives a position at or
 before the batch, and batch headers are walked from there. ``recover`` is what the loader runs after an
 unclean shutdown: it rebuilds both indexes from the batches, stops at the first batch that is incomplete or
-fails its CRC, and truncates the file there -- the torn tail of a crash.
+fails its CRC, and truncates the file there -- the torn tail of a crash. It also replays the producer state,
+so the transaction index is rebuilt with the other two.
 
 Mirrors: ``storage/src/main/java/org/apache/kafka/storage/internals/log/LogSegment.java`` (and
 ``RollParams.java``).
@@ -37,6 +39,7 @@ from kafkalab.storage.fetch_data_info import FetchDataInfo, LogOffsetMetadata
 from kafkalab.storage.file_records import FileRecords
 from kafkalab.storage.offset_index import OffsetIndex
 from kafkalab.storage.time_index import TimeIndex, TimestampOffset
+from kafkalab.storage.transaction_index import AbortedTxn, TransactionIndex
 
 __all__ = ["LogSegment", "RollParams", "TimestampAndOffset", "SegmentRecovery"]
 
@@ -70,10 +73,14 @@ class SegmentRecovery(NamedTuple):
 
 class LogSegment:
     def __init__(self, log: FileRecords, offset_index: OffsetIndex, time_index: TimeIndex, base_offset: int,
-                 index_interval_bytes: int, roll_jitter_ms: int, time):
+                 index_interval_bytes: int, roll_jitter_ms: int, time, txn_index: Optional[TransactionIndex] = None):
         self.log = log
         self.offset_index = offset_index
         self.time_index = time_index
+        if txn_index is None:
+            txn_index = TransactionIndex(base_offset, names.transaction_index_file(os.path.dirname(log.path),
+                                                                                   base_offset))
+        self.txn_index = txn_index
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.roll_jitter_ms = roll_jitter_ms
@@ -91,7 +98,8 @@ class LogSegment:
         return cls(FileRecords(names.log_file(directory, base_offset, file_suffix)),
                    OffsetIndex(names.offset_index_file(directory, base_offset, file_suffix), base_offset, max_index),
                    TimeIndex(names.time_index_file(directory, base_offset, file_suffix), base_offset, max_index),
-                   base_offset, config.index_interval, roll_jitter_ms, time)
+                   base_offset, config.index_interval, roll_jitter_ms, time,
+                   TransactionIndex(base_offset, names.transaction_index_file(directory, base_offset, file_suffix)))
 
     # ------------------------------------------------------------------------------------------- state
     @property
@@ -205,6 +213,22 @@ class LogSegment:
             self.bytes_since_last_index_entry = 0
         self.bytes_since_last_index_entry += len(records)
 
+    def update_txn_index(self, completed_txn, last_stable_offset: int) -> None:
+        """An aborted transaction whose ABORT marker this segment received gets an index entry (a commit none)."""
+        if completed_txn.is_aborted:
+            self.txn_index.append(AbortedTxn(completed_txn.producer_id, completed_txn.first_offset,
+                                             completed_txn.last_offset, last_stable_offset))
+
+    def collect_aborted_txns(self, fetch_offset: int, upper_bound_offset: int):
+        return self.txn_index.collect_aborted_txns(fetch_offset, upper_bound_offset)
+
+    def fetch_upper_bound_offset(self, start_position: int, fetch_size: int) -> Optional[int]:
+        """The base offset of the first batch after ``fetch_size`` bytes read from ``start_position``, or None
+        when the read reached the end of this segment."""
+        for batch in self.log.batches(start_position + fetch_size):
+            return batch.base_offset
+        return None
+
     # ------------------------------------------------------------------------------------------- read
     def translate_offset(self, offset: int, starting_position: int = 0):
         """The batch holding the smallest offset >= ``offset`` (a :class:`FileBatch`), or None."""
@@ -263,6 +287,7 @@ class LogSegment:
         """Raise CorruptIndexError if either index cannot belong to this ``.log`` (checked at load time)."""
         self.offset_index.sanity_check()
         self.time_index.sanity_check()
+        self.txn_index.sanity_check()
         if self.offset_index.entries and self.offset_index.last_entry().position >= max(self.log.size, 1):
             raise CorruptIndexError(f"Corrupt index found, index file {self.offset_index.path} points at position "
                                     f"{self.offset_index.last_entry().position} past the end of {self.log.path} "
@@ -272,6 +297,7 @@ class LogSegment:
         """Rebuild the indexes from the batches and cut off everything from the first invalid batch on."""
         self.offset_index.reset()
         self.time_index.reset()
+        self.txn_index.reset()
         valid_bytes = 0
         last_index_entry = 0
         self._max_timestamp_and_offset = _UNKNOWN
@@ -300,7 +326,10 @@ class LogSegment:
                     if latest is None or epoch > latest:
                         leader_epoch_cache.assign(epoch, header.base_offset)
                 if producer_state_manager is not None:
-                    producer_state_manager.replay_batch(header, data)
+                    completed = producer_state_manager.replay_batch(header, data)
+                    if completed is not None:
+                        self.update_txn_index(completed, producer_state_manager.last_stable_offset(completed))
+                        producer_state_manager.complete_txn(completed)
             if valid_bytes < self.log.size:
                 reason = (f"incomplete batch at position {valid_bytes}: {self.log.size - valid_bytes} bytes "
                           f"left, fewer than the batch claims")
@@ -321,6 +350,7 @@ class LogSegment:
         mapping = self.translate_offset(offset)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         self.offset_index.resize(self.offset_index.max_index_size)
         self.time_index.resize(self.time_index.max_index_size)
         removed = 0 if mapping is None else self.log.truncate_to(mapping.position)
@@ -343,6 +373,7 @@ class LogSegment:
         self.log.flush()
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     @property
     def unflushed_bytes(self) -> int:
@@ -367,12 +398,14 @@ class LogSegment:
             if not index._closed:
                 index.trim_to_valid_size()
                 index.close()
+        self.txn_index.close()
         self.log.close()
 
     def close_handlers(self) -> None:
         """Close the files without trimming or writing anything (a process that dies)."""
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
         self.log.close()
 
     def simulate_power_loss(self) -> int:
@@ -380,10 +413,11 @@ class LogSegment:
         lost = self.log.simulate_power_loss()
         self.offset_index.simulate_power_loss()
         self.time_index.simulate_power_loss()
+        self.txn_index.simulate_power_loss()
         return lost
 
     def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
-        for f in (self.log, self.offset_index, self.time_index):
+        for f in (self.log, self.offset_index, self.time_index, self.txn_index):
             path = f.path
             if old_suffix and path.endswith(old_suffix):
                 path = path[:-len(old_suffix)]
@@ -391,7 +425,7 @@ class LogSegment:
 
     def update_parent_dir(self, directory: str) -> None:
         """The partition directory was renamed: the open files moved with it."""
-        for f in (self.log, self.offset_index, self.time_index):
+        for f in (self.log, self.offset_index, self.time_index, self.txn_index):
             f.path = os.path.join(str(directory), os.path.basename(f.path))
 
     def has_suffix(self, suffix: str) -> bool:
@@ -401,6 +435,7 @@ class LogSegment:
         self.log.delete_if_exists()
         self.offset_index.delete_if_exists()
         self.time_index.delete_if_exists()
+        self.txn_index.delete_if_exists()
 
     def describe(self) -> dict:
         """What a lab shows about a segment."""
@@ -409,6 +444,7 @@ class LogSegment:
                 "largest_timestamp": self.max_timestamp_so_far,
                 "offset_index": [tuple(e) for e in self.offset_index.entry_list()],
                 "time_index": [tuple(e) for e in self.time_index.entry_list()],
+                "txn_index": [tuple(e) for e in self.txn_index.all_aborted_txns()],
                 "flushed_bytes": self.log.flushed_size}
 
     def __repr__(self) -> str:

@@ -307,9 +307,9 @@ def test_other_invalid_batches_are_invalid_record(port, case):
         data = bytearray()
     elif case == "magic-1":
         data[16] = 1
-    elif case == "control-batch":
+    elif case == "control-batch":      # not flagged transactional: that would need a transactional id first (53)
         data = bytearray(build_batch([(b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x00")], control=True,
-                                     transactional=True, producer_id=1, producer_epoch=0))
+                                     producer_id=1, producer_epoch=0))
     elif case == "count-mismatch":
         struct.pack_into(">i", data, 57, 3)
         data = bytearray(fix_crc(data))

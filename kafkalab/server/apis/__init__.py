@@ -18,6 +18,8 @@ ApiVersions advertisement::
     acls           CreateAcls, DescribeAcls, DeleteAcls
     controller_requests   LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown (from the controller,
                    inter-broker listener)
+    txn_markers    WriteTxnMarkers (from a transaction coordinator, inter-broker listener)
+    describe_producers   DescribeProducers (each producer's state on a replica, KIP-664)
     groups         JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups,
                    DescribeGroups, DeleteGroups, OffsetDelete
     txn_offset_commit   TxnOffsetCommit (offsets inside a transaction, to the group coordinator)
@@ -40,8 +42,8 @@ from kafkalab.server.auth_helper import ClusterAuthorizationException
 
 # Importing the handler modules fills REGISTRY.
 from kafkalab.server.apis import (acls, api_versions, cluster, configs, controller_requests,  # noqa: F401,E402
-                                  coordinators, fetch, groups, metadata, offsets, produce, scram_credentials,
-                                  topics, txn_offset_commit)
+                                  coordinators, describe_producers, fetch, groups, metadata, offsets, produce,
+                                  scram_credentials, topics, txn_markers, txn_offset_commit)
 
 __all__ = ["KafkaApis", "REGISTRY", "enabled_apis"]
 

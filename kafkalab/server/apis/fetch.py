@@ -7,7 +7,9 @@ the answer: ``partition_max_bytes`` per partition, ``max_bytes`` in total. The b
 batches** -- exactly the bytes on disk, never decoded -- starting with the batch that holds the requested
 offset (so the first batch may start before it; the client skips the records it did not ask for). A
 consumer sees only offsets below the **high watermark** (records every in-sync replica has); with
-``isolation_level=read_committed`` only below the last stable offset; a follower reads up to the log end.
+``isolation_level=read_committed`` only below the last stable offset, and the answer lists the aborted
+transactions (``{producer_id, first_offset}``) overlapping the batches sent, which the consumer drops (up to
+each one's ABORT marker); a follower reads up to the log end.
 
 If less than ``min_bytes`` is available, the broker does not answer at once: the request waits in the fetch
 purgatory (:class:`~kafkalab.purgatory.DelayedFetch`) up to ``max_wait_ms`` for producers to append more. Without this wait an idle consumer would send Fetch after Fetch in a busy
@@ -37,6 +39,7 @@ from kafkalab.storage import FetchIsolation
 Response = response_class(ApiKey.FETCH)
 TopicResponse = Response.FetchableTopicResponse
 PartitionData = Response.PartitionData
+AbortedTransaction = Response.AbortedTransaction
 
 
 def _error(request, code, message):
@@ -158,8 +161,16 @@ def _records(info):
     return parts[0] if len(parts) == 1 and isinstance(parts[0], bytes) else RecordsSlices(parts)
 
 
+def _aborted_transactions(isolation: FetchIsolation, read) -> tuple | None:
+    """read_committed: the aborted transactions the consumer must filter out (possibly none); otherwise null,
+    as Kafka sends it."""
+    if isolation is not FetchIsolation.TXN_COMMITTED:
+        return None
+    found = read.aborted_transactions if read is not None else None
+    return tuple(AbortedTransaction(producer_id=t.producer_id, first_offset=t.first_offset) for t in found or ())
+
+
 def _response(context, results, unknown, cache, isolation: FetchIsolation):
-    aborted = () if isolation is FetchIsolation.TXN_COMMITTED else None
     parts = []
     for tp, r in results:
         if isinstance(r, ApiException):
@@ -168,7 +179,8 @@ def _response(context, results, unknown, cache, isolation: FetchIsolation):
         else:
             part = PartitionData(partition_index=tp[1], error_code=ErrorCode.NONE,
                                  high_watermark=r.high_watermark, last_stable_offset=r.last_stable_offset,
-                                 log_start_offset=r.log_start_offset, aborted_transactions=aborted,
+                                 log_start_offset=r.log_start_offset,
+                                 aborted_transactions=_aborted_transactions(isolation, r.records),
                                  records=_records(r.records))
         parts.append((tp, part))
     session_id, parts = context.update_and_generate(parts)

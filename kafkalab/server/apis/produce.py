@@ -5,16 +5,21 @@ Theory of operation
 One Produce request can carry batches for many partitions of many topics (producers batch by broker). For
 each partition the leader checks, in Kafka's order:
 
-0. with an authorizer, the principal needs WRITE on the topic (TOPIC_AUTHORIZATION_FAILED, before the topic's
-   existence is even looked at) -- and on its transactional id if it has one;
+0. a request holding *transactional* batches (attribute bit 4) needs a ``transactional_id`` and, with an
+   authorizer, WRITE on it (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for the whole request); its transactional
+   batches must all come from one producer id and epoch (INVALID_PRODUCER_ID_MAPPING for the whole request);
+   with an authorizer, the principal needs WRITE on the topic (TOPIC_AUTHORIZATION_FAILED, before the topic's
+   existence is even looked at);
 1. ``acks`` must be 0, 1 or -1 (all) -- otherwise INVALID_REQUIRED_ACKS for every partition;
 2. the topic must exist (UNKNOWN_TOPIC_OR_PARTITION; with ``auto.create.topics.enable`` the topic is
    created for the client's next try) and this broker must lead the partition (NOT_LEADER_OR_FOLLOWER);
 3. for ``acks=all``, the ISR must hold at least ``min.insync.replicas`` replicas (NOT_ENOUGH_REPLICAS);
 4. the batch itself: zstd only from Produce v7 on (UNSUPPORTED_COMPRESSION_TYPE, checked here); then, done by
    the log (:mod:`kafkalab.storage`): exactly one v2 batch, valid CRC (CORRUPT_MESSAGE), not larger than
-   ``max.message.bytes`` (MESSAGE_TOO_LARGE), base offset 0, idempotent sequence in order
-   (OUT_OF_ORDER_SEQUENCE_NUMBER).
+   ``max.message.bytes`` (MESSAGE_TOO_LARGE), base offset 0, no control batch (INVALID_RECORD: only the
+   leader writes transaction markers), idempotent sequence in order (OUT_OF_ORDER_SEQUENCE_NUMBER), an epoch
+   not older than the producer's last (INVALID_PRODUCER_EPOCH: a fenced producer, whatever the version), no
+   plain batch from a producer whose transaction is open here (INVALID_TXN_STATE).
 
 Then the leader appends the batch *as received*, only patching its base offset and leader epoch, and answers
 with the base offset it assigned. ``acks=0`` gets no answer at all -- and if something went wrong, the
@@ -26,7 +31,11 @@ if the ISR shrank below ``min.insync.replicas`` meanwhile, REQUEST_TIMED_OUT aft
 A retried batch of an idempotent producer that was already written (same producer id, epoch and sequence)
 is not written again: the answer carries the offsets of the first write.
 
-Mirrors: ``KafkaApis.handleProduceRequest``, ``ReplicaManager.appendRecords``.
+A transactional batch opens the producer's transaction on the partition; nothing asks the transaction
+coordinator whether the partition was added to it first (KIP-890's verification is not implemented, as with
+Kafka's ``transaction.partition.verification.enable=false``).
+
+Mirrors: ``KafkaApis.handleProduceRequest``, ``ReplicaManager.appendRecords`` / ``handleProduceAppend``.
 """
 from __future__ import annotations
 
@@ -38,6 +47,11 @@ from kafkalab.purgatory import ProducePartitionStatus
 from kafkalab.security.acl import AclOperation, ResourceType
 from kafkalab.server.apis.base import Delayed, handles
 from kafkalab.server.partition import PartitionError
+
+#: RecordBatch v2: the header is 61 bytes; attributes at 21-22 (bit 4 = transactional), producer id at 43,
+#: producer epoch at 51 (``DefaultRecordBatch``)
+_BATCH_HEADER_SIZE = 61
+_TRANSACTIONAL_FLAG = 0x10
 
 Response = response_class(ApiKey.PRODUCE)
 TopicResponse = Response.TopicProduceResponse
@@ -63,6 +77,7 @@ def handle_produce(broker, request):
     errors = {}
     names = {}
     to_create = []
+    _check_transactional(broker, request, body)
     writable = _authorize(broker, request, body, version)
     for t in body.topic_data:
         name = t.name if version < 13 else cache.topic_name(t.topic_id)
@@ -121,16 +136,46 @@ def handle_produce(broker, request):
     return Delayed(wait())
 
 
+def _check_transactional(broker, request, body) -> None:
+    """Transactional batches need a transactional id the principal may WRITE, and one producer (id, epoch)
+    for all of them; each failure answers the whole request."""
+    producers = {pair for t in body.topic_data for p in t.partition_data
+                 for pair in _transactional_producers(p.records)}
+    if not producers:
+        return
+    if body.transactional_id is None or (broker.auth.enabled and not broker.auth.authorize(
+            request.context, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id)):
+        raise ApiException(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if len(producers) > 1:
+        raise ApiException(ErrorCode.INVALID_PRODUCER_ID_MAPPING,
+                           "Transactional records contained more than one producer ID")
+
+
+def _transactional_producers(records) -> set:
+    """``{(producer_id, producer_epoch)}`` of the whole v2 batches flagged transactional, read from their headers
+    without trusting a length beyond the bytes there (a malformed or cut batch is left to the log's checks)."""
+    found = set()
+    if not records:
+        return found
+    data = memoryview(records)
+    pos, end = 0, len(data)
+    while pos + _BATCH_HEADER_SIZE <= end:
+        length = int.from_bytes(data[pos + 8:pos + 12], "big", signed=True)
+        if length < _BATCH_HEADER_SIZE - 12 or pos + 12 + length > end or data[pos + 16] != 2:
+            break                                       # as Kafka's batch iterator: only whole v2 batches
+        if data[pos + 22] & _TRANSACTIONAL_FLAG:
+            found.add((int.from_bytes(data[pos + 43:pos + 51], "big", signed=True),
+                       int.from_bytes(data[pos + 51:pos + 53], "big", signed=True)))
+        pos += 12 + length
+    return found
+
+
 def _authorize(broker, request, body, version: int):
-    """None without an authorizer; else the topics this principal may WRITE to. A transactional producer also
-    needs WRITE on its transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for the whole request). Kafka
-    3.x asks nothing more of an idempotent producer here (KIP-679: InitProducerId is where that is checked)."""
+    """None without an authorizer; else the topics this principal may WRITE to. Kafka 3.x asks nothing more
+    of an idempotent producer here (KIP-679: InitProducerId is where that is checked)."""
     auth = broker.auth
     if not auth.enabled:
         return None
-    if body.transactional_id is not None and not auth.authorize(
-            request.context, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id):
-        raise ApiException(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     cache = broker.metadata_cache
     names = [t.name if version < 13 else cache.topic_name(t.topic_id) for t in body.topic_data
              for _ in t.partition_data]
@@ -144,9 +189,6 @@ def _check_partition(broker, body, version: int, name, records):
         return PartitionError(ErrorCode.INVALID_REQUIRED_ACKS)
     if name is None:
         return PartitionError(ErrorCode.UNKNOWN_TOPIC_ID)
-    if body.transactional_id is not None:
-        return PartitionError(ErrorCode.INVALID_TXN_STATE,
-                              "this broker has no transaction coordinator: no transaction is open")
     if not broker.metadata_cache.contains_topic(name):
         return PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     if records is None:
