@@ -102,6 +102,10 @@ class TransactionCoordinator:
                 c.remove_expired_transactional_ids_interval_ms, c.remove_expired_transactional_ids_interval_ms))
         self.is_active = True
 
+    def add_periodic_task(self, name: str, fn: Callable[[], None], period_ms: int) -> None:
+        """Run ``fn`` every ``period_ms`` on the coordinator's scheduler until :meth:`shutdown`."""
+        self._tasks.append(self.scheduler.schedule(name, fn, period_ms, period_ms))
+
     def shutdown(self) -> None:
         self.is_active = False
         for task in self._tasks:

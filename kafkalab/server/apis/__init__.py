@@ -40,7 +40,7 @@ from kafkalab.server.auth_helper import ClusterAuthorizationException
 # Importing the handler modules fills REGISTRY.
 from kafkalab.server.apis import (acls, api_versions, cluster, configs, controller_requests,  # noqa: F401,E402
                                   coordinators, fetch, groups, metadata, offsets, produce, scram_credentials,
-                                  topics)
+                                  topics, transactions)
 
 __all__ = ["KafkaApis", "REGISTRY", "enabled_apis"]
 
