@@ -15,6 +15,7 @@ ApiVersions advertisement::
     configs        DescribeConfigs, IncrementalAlterConfigs
     cluster        DescribeCluster, DescribeTopicPartitions, DescribeLogDirs
     coordinators   FindCoordinator, InitProducerId
+    transactions   AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions, ListTransactions
     acls           CreateAcls, DescribeAcls, DeleteAcls
     controller_requests   LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown (from the controller,
                    inter-broker listener)
