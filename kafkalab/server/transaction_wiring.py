@@ -49,7 +49,10 @@ def start_transaction_coordinator(broker) -> tuple[TransactionCoordinator, Trans
     def leader_for(topic: str, partition: int) -> int:
         state = cache.partition_state(topic, partition)
         if state is None:
-            return NO_LEADER
+            # Unknown to the metadata cache: deleted (no marker needed), or not learnt yet -- a coordinator that
+            # loads its partitions at start-up may run before the first UpdateMetadata. Only a topic gone from
+            # ZooKeeper is dropped; otherwise the markers wait for the leader to be known.
+            return LEADER_NOT_ALIVE if broker.zk.topic_exists(topic) else NO_LEADER
         if state.leader < 0 or cache.broker_endpoint(state.leader, listener) is None:
             return LEADER_NOT_ALIVE
         return state.leader

@@ -25,6 +25,8 @@ CreateTopics = request_class(ApiKey.CREATE_TOPICS)
 WriteTxnMarkersResponse = response_class(ApiKey.WRITE_TXN_MARKERS)
 
 MARKERS: list = []
+#: the code the scripted leaders answer with (REQUEST_TIMED_OUT: "not written yet, retry")
+ANSWER = {"code": E.NONE}
 
 
 def _scripted_write_txn_markers(broker, request):
@@ -35,13 +37,14 @@ def _scripted_write_txn_markers(broker, request):
                         tuple((t.name, p) for t in m.topics for p in t.partition_indexes), request.context.client_id))
         out.append(R.WritableTxnMarkerResult(producer_id=m.producer_id, topics=tuple(
             R.WritableTxnMarkerTopicResult(name=t.name, partitions=tuple(
-                R.WritableTxnMarkerPartitionResult(partition_index=p, error_code=E.NONE) for p in t.partition_indexes))
+                R.WritableTxnMarkerPartitionResult(partition_index=p, error_code=ANSWER["code"])
+                for p in t.partition_indexes))
             for t in m.topics)))
     return R(markers=tuple(out))
 
 
 @pytest.fixture(scope="module")
-def broker():
+def cluster():
     saved = apis_base.REGISTRY.get(int(ApiKey.WRITE_TXN_MARKERS))
     apis_base.handles(ApiKey.WRITE_TXN_MARKERS, versions=(1, 1))(_scripted_write_txn_markers)
     try:
@@ -51,12 +54,17 @@ def broker():
             wire(b, CreateTopics(topics=(CreateTopics.CreatableTopic(name="t", num_partitions=2, replication_factor=1,
                                                                      assignments=(), configs=()),),
                                  timeout_ms=5000, validate_only=False), 5)
-            yield b
+            yield c
     finally:
         if saved is None:
             apis_base.REGISTRY.pop(int(ApiKey.WRITE_TXN_MARKERS), None)
         else:
             apis_base.REGISTRY[int(ApiKey.WRITE_TXN_MARKERS)] = saved
+
+
+@pytest.fixture
+def broker(cluster):
+    return cluster.broker(0)
 
 
 def until(fn, timeout=10.0):
@@ -193,3 +201,28 @@ def test_advertised_versions(broker):
     assert apis[ApiKey.END_TXN] == (0, 4)
     assert apis[ApiKey.DESCRIBE_TRANSACTIONS] == (0, 0)
     assert apis[ApiKey.LIST_TRANSACTIONS] == (0, 1)
+
+
+def test_restarted_coordinator_loads_the_log_and_finishes_a_prepared_commit(cluster):
+    b = cluster.broker(0)
+    until(lambda: find(b, "txn-6").error_code == E.NONE)
+    pid, epoch = init_ok(b, "txn-6")
+    assert add(b, "txn-6", pid, epoch, (("t", 1),)) == {("t", 1): E.NONE}
+    ANSWER["code"] = E.REQUEST_TIMED_OUT           # the leader cannot write the marker yet
+    try:
+        assert end(b, "txn-6", pid, epoch) == E.NONE
+        assert until(lambda: [m for m in MARKERS if m[0] == pid])        # tried (and retried with a backoff)
+        assert describe(b, "txn-6").transaction_state == "PrepareCommit"
+        cluster.kill(0)
+        ANSWER["code"] = E.NONE
+        b = cluster.restart(0)
+    finally:
+        ANSWER["code"] = E.NONE
+    d = until(lambda: (lambda d: d if d.error_code == E.NONE and d.transaction_state == "CompleteCommit" else None)(
+        describe(b, "txn-6")), timeout=20)
+    assert d and (d.producer_id, d.producer_epoch) == (pid, epoch)
+    mine = [m for m in MARKERS if m[0] == pid]
+    # sent again by the restarted coordinator (even before its metadata cache knew topic t), not dropped
+    assert len(mine) >= 2 and mine[-1][2] is True and mine[-1][4] == (("t", 1),)
+    pid2, epoch2 = init_ok(b, "txn-6")                # the id survived the restart
+    assert (pid2, epoch2) == (pid, epoch + 1)

@@ -211,8 +211,10 @@ class TransactionMarkerChannelManager:
                 self.add_txn_markers_to_broker_queue(e.producer_id, e.producer_epoch, e.committed, pending,
                                                      e.partitions)
 
-    def on_response(self, broker_id: int, items: list[TxnIdAndMarkerEntry], response) -> None:
-        """Apply a WriteTxnMarkers response to the entries its request carried."""
+    def on_response(self, broker_id: int, items: list[TxnIdAndMarkerEntry], response) -> bool:
+        """Apply a WriteTxnMarkers response to the entries its request carried; True if some partition must be
+        retried (the sender then backs off before its next request)."""
+        retried = False
         errors_by_pid: dict[int, dict] = {}
         for result in response.markers or ():
             per_partition = errors_by_pid.setdefault(result.producer_id, {})
@@ -225,13 +227,15 @@ class TransactionMarkerChannelManager:
                 log.error("WriteTxnMarkers response from broker %d has no result for producer id %d; queueing its "
                           "markers again", broker_id, item.entry.producer_id)
                 self.on_disconnect(broker_id, [item])
+                retried = True
                 continue
-            self._apply(broker_id, item, errors)
+            retried = self._apply(broker_id, item, errors) or retried
+        return retried
 
-    def _apply(self, broker_id: int, item: TxnIdAndMarkerEntry, errors: dict) -> None:
+    def _apply(self, broker_id: int, item: TxnIdAndMarkerEntry, errors: dict) -> bool:
         pending = self._still_pending(item)
         if pending is None:
-            return
+            return False
         retry, abort_sending = [], False
         for tp in item.entry.partitions:
             code = errors.get(tp, E.UNKNOWN_SERVER_ERROR)
@@ -255,8 +259,10 @@ class TransactionMarkerChannelManager:
         elif retry:
             e = item.entry
             self.add_txn_markers_to_broker_queue(e.producer_id, e.producer_epoch, e.committed, pending, retry)
+            return True
         else:
             self.maybe_write_txn_completion(item.transactional_id)
+        return False
 
     # ------------------------------------------------------------------------------------------ completion
     def maybe_write_txn_completion(self, transactional_id: str) -> None:

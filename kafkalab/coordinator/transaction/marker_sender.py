@@ -89,6 +89,7 @@ class TransactionMarkerSender:
                 sender.work.set()
 
     async def _send(self, sender: _BrokerSender, items) -> bool:
+        """False when the sender should back off: no answer, or some partition must be retried."""
         endpoint = self.broker_endpoint(sender.broker_id)
         if endpoint is None:
             self.channel.on_disconnect(sender.broker_id, items)
@@ -109,8 +110,7 @@ class TransactionMarkerSender:
             self.channel.on_disconnect(sender.broker_id, items)
             return False
         sender.sent += 1
-        self.channel.on_response(sender.broker_id, items, response)
-        return True
+        return not self.channel.on_response(sender.broker_id, items, response)
 
     @staticmethod
     def _close_connection(sender: _BrokerSender) -> None:
