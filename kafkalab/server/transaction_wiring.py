@@ -17,8 +17,12 @@ broker, as ``broker.transaction_coordinator``:
 * ``__transaction_state`` is created on the first FindCoordinator for a transactional id (by the admin manager,
   :func:`kafkalab.server.admin_manager.transaction_topic_configs`).
 
-Mirrors: ``KafkaServer.startup`` (the transaction coordinator part), ``TransactionStateManager.transactionTopicConfigs``,
-``TransactionMarkerChannelManager.apply``, ``RequestHandlerHelper.onLeadershipChange``.
+The partition count is read from the topic when it exists (not from ``transaction.state.log.num.partitions``):
+changing the setting later must not move every id to another partition.
+
+Mirrors: ``KafkaServer.startup`` (the transaction coordinator part), ``TransactionStateManager``
+(``getTransactionTopicPartitionCount``), ``TransactionMarkerChannelManager.apply``,
+``RequestHandlerHelper.onLeadershipChange``.
 """
 from __future__ import annotations
 
@@ -31,13 +35,25 @@ from kafkalab.coordinator.transaction.transaction_log import TRANSACTION_STATE_T
 from kafkalab.network.inter_broker_client import InterBrokerConnection
 from kafkalab.server.apis.transactions import BrokerTransactionLog
 
-__all__ = ["start_transaction_coordinator", "on_transaction_state_partitions",
+__all__ = ["start_transaction_coordinator", "transaction_config", "on_transaction_state_partitions",
            "MARKER_RETRY_INTERVAL_MS", "TRANSACTION_STATE_TOPIC"]
 
 log = logging.getLogger("kafkalab.server.KafkaServer")
 
 #: how often parked markers (leader not alive) and failed Complete* appends are retried
 MARKER_RETRY_INTERVAL_MS = 200
+
+
+def transaction_config(broker_config, zk) -> TransactionConfig:
+    """The coordinator's settings; the partition count is the existing topic's if ``__transaction_state`` exists
+    (TransactionStateManager.getTransactionTopicPartitionCount): ids must live where FindCoordinator sends them."""
+    config = TransactionConfig.from_broker(broker_config)
+    existing = zk.get_topic_partition_count(TRANSACTION_STATE_TOPIC)
+    if existing is not None and existing != config.transaction_state_log_num_partitions:
+        log.warning("__transaction_state has %d partitions, not transaction.state.log.num.partitions=%d; using %d",
+                    existing, config.transaction_state_log_num_partitions, existing)
+        config = config._replace(transaction_state_log_num_partitions=existing)
+    return config
 
 
 def start_transaction_coordinator(broker) -> tuple[TransactionCoordinator, TransactionMarkerSender]:
@@ -57,7 +73,7 @@ def start_transaction_coordinator(broker) -> tuple[TransactionCoordinator, Trans
             return LEADER_NOT_ALIVE
         return state.leader
 
-    coordinator = TransactionCoordinator(TransactionConfig.from_broker(cfg), broker.time, broker.scheduler,
+    coordinator = TransactionCoordinator(transaction_config(cfg, broker.zk), broker.time, broker.scheduler,
                                          BrokerTransactionLog(broker), broker.producer_ids.generate_producer_id,
                                          broker_id=broker.broker_id)
     channel = TransactionMarkerChannelManager(coordinator.state_manager, leader_for)

@@ -226,3 +226,25 @@ def test_restarted_coordinator_loads_the_log_and_finishes_a_prepared_commit(clus
     assert len(mine) >= 2 and mine[-1][2] is True and mine[-1][4] == (("t", 1),)
     pid2, epoch2 = init_ok(b, "txn-6")                # the id survived the restart
     assert (pid2, epoch2) == (pid, epoch + 1)
+
+
+def test_partition_count_comes_from_the_existing_topic():
+    from kafkalab.server.config import BROKER_CONFIGS
+    from kafkalab.server.transaction_wiring import transaction_config
+
+    class Zk:
+        def __init__(self, count):
+            self.count = count
+
+        def get_topic_partition_count(self, topic):
+            assert topic == "__transaction_state"
+            return self.count
+    cfg = {k: BROKER_CONFIGS.default(k) for k in ("transaction.state.log.num.partitions",
+                                                  "transaction.state.log.replication.factor",
+                                                  "transaction.state.log.min.isr", "transaction.state.log.segment.bytes",
+                                                  "transaction.state.log.load.buffer.size", "transaction.max.timeout.ms",
+                                                  "transactional.id.expiration.ms",
+                                                  "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+                                                  "transaction.remove.expired.transaction.cleanup.interval.ms")}
+    assert transaction_config(cfg, Zk(None)).transaction_state_log_num_partitions == 50
+    assert transaction_config(cfg, Zk(3)).transaction_state_log_num_partitions == 3
