@@ -438,3 +438,26 @@ def test_describe_and_list():
     assert [m.transactional_id for m in found] == [T]
     env.tc.shutdown()
     assert env.tc.handle_describe_transactions(T).error == E.COORDINATOR_NOT_AVAILABLE
+
+
+def test_unexpected_marker_answers_are_retried_not_fatal():
+    env = Env()
+    pid, epoch = begin(env)
+    env.end(pid, epoch)
+    env.answer_markers(code=E.CORRUPT_MESSAGE)          # Kafka throws IllegalStateException; kafkalab retries
+    assert env.meta().state == S.PREPARE_COMMIT and env.markers.brokers_with_work() == [1]
+    items = env.markers.drain(1)
+    env.markers.on_response(1, items, WriteTxnMarkersResponse(markers=()))    # no result for this producer
+    assert env.markers.brokers_with_work() == [1]
+    env.answer_markers()
+    assert env.meta().state == S.COMPLETE_COMMIT
+
+
+def test_build_request_groups_partitions_by_topic():
+    env = Env()
+    pid, epoch = begin(env, (("a", 0), ("b", 3), ("a", 2)))
+    env.end(pid, epoch, commit=False)
+    request = env.markers.build_request(env.markers.drain(1))
+    m = request.markers[0]
+    assert (m.producer_id, m.producer_epoch, m.transaction_result, m.coordinator_epoch) == (pid, epoch, False, 5)
+    assert [(t.name, t.partition_indexes) for t in m.topics] == [("a", (0, 2)), ("b", (3,))]

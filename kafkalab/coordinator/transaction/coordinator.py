@@ -36,6 +36,7 @@ import logging
 from typing import Callable, NamedTuple, Optional
 
 from kafkalab.protocol import ApiException, ErrorCode
+from kafkalab.protocol.errors import error_info
 
 from .state import TransactionState
 from .state_manager import TransactionalIdCoordinatorEpochAndMetadata, TransactionLog, TransactionStateManager
@@ -266,7 +267,7 @@ class TransactionCoordinator:
             if error != E.NONE:
                 log.info("Aborting sending of transaction markers and returning %s error to client for %s's "
                          "EndTransaction request of %s, since appending %s to transaction log with coordinator "
-                         "epoch %d failed", E(error).name, transactional_id, "COMMIT" if committed else "ABORT",
+                         "epoch %d failed", error_info(error).name, transactional_id, "COMMIT" if committed else "ABORT",
                          transit.txn_state, coordinator_epoch)
                 if is_epoch_fence:
                     now = self.state_manager.get_transaction_state_or_none(transactional_id)
@@ -363,7 +364,7 @@ class TransactionCoordinator:
 
             def done(error: int, transactional_id=transactional_id) -> None:
                 if error != E.NONE:
-                    log.info("Failed to abort the timed-out transaction of %s: %s", transactional_id, E(error).name)
+                    log.info("Failed to abort the timed-out transaction of %s: %s", transactional_id, error_info(error).name)
             self._end_transaction(transactional_id, transit.producer_id, transit.producer_epoch, False, done,
                                   is_from_client=False)
             started.append(transactional_id)

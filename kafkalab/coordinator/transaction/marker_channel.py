@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple, Optional
 
 from kafkalab.protocol import ApiException, ApiKey, ErrorCode, request_class
+from kafkalab.protocol.errors import error_info
 
 from .state import TransactionState
 from .state_manager import TransactionStateManager
@@ -242,13 +243,13 @@ class TransactionMarkerChannelManager:
             if code == E.NONE or code in _DROP:
                 if code != E.NONE:
                     log.info("Sending %s's transaction marker for partition %s-%d has permanently failed with %s; "
-                             "it is dropped", item.transactional_id, tp[0], tp[1], E(code).name)
+                             "it is dropped", item.transactional_id, tp[0], tp[1], error_info(code).name)
                 self._remove_partition(pending, tp)
             elif code in _STOP:
                 abort_sending = True
             elif code in _RETRY:
                 log.info("Sending %s's transaction marker for %s-%d failed with %s; retrying", item.transactional_id,
-                         tp[0], tp[1], E(code).name)
+                         tp[0], tp[1], error_info(code).name)
                 retry.append(tp)
             else:
                 log.error("Unexpected error %s while sending txn marker for %s to %s-%d (broker %d); retrying",
@@ -282,10 +283,10 @@ class TransactionMarkerChannelManager:
                           transactional_id, pending.coordinator_epoch, pending.txn_metadata.state)
             elif error in (E.NOT_COORDINATOR, E.COORDINATOR_LOAD_IN_PROGRESS):
                 log.info("No longer the coordinator for %s (%s) while completing its transaction; the new "
-                         "coordinator finishes it", transactional_id, E(error).name)
+                         "coordinator finishes it", transactional_id, error_info(error).name)
             elif error == E.COORDINATOR_NOT_AVAILABLE:
                 log.warning("Failed updating transaction state for %s when appending to transaction log due to %s; "
-                            "retrying", transactional_id, E(error).name)
+                            "retrying", transactional_id, error_info(error).name)
                 self.txn_log_append_retry_queue.append(pending)
             else:
                 log.error("Unexpected error %s while appending the completion of %s", error, transactional_id)

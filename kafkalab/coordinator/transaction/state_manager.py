@@ -33,6 +33,7 @@ from typing import Callable, Iterable, NamedTuple, Optional, Protocol
 
 from kafkalab.coordinator.group.group_metadata_manager import partition_for
 from kafkalab.protocol import ApiException, ErrorCode
+from kafkalab.protocol.errors import error_info
 from kafkalab.records import SimpleRecord, build_batch, decode_batches
 
 from .state import EXPIRABLE_STATES, TransactionState
@@ -210,8 +211,7 @@ class TransactionStateManager:
             current = self.get_transaction_state(transactional_id)
         except ApiException as e:
             log.info("Accessing the cached transaction metadata for %s returns %s after appending to the "
-                     "transaction log", transactional_id, e.error_code.name if hasattr(e.error_code, "name") else
-                     e.error_code)
+                     "transaction log", transactional_id, e)
             callback(e.error_code if error == E.NONE else error)
             return
         if error == E.NONE:
@@ -224,7 +224,7 @@ class TransactionStateManager:
         elif current is not None and current.coordinator_epoch == coordinator_epoch:
             if retry_on_error(error):
                 log.info("Appending the new state of %s failed with %s; it will be retried", transactional_id,
-                         E(error).name)
+                         error_info(error).name)
             else:
                 current.transaction_metadata.pending_state = None
         callback(error)
