@@ -46,6 +46,7 @@ def _scripted_write_txn_markers(broker, request):
 @pytest.fixture(scope="module")
 def cluster():
     saved = apis_base.REGISTRY.get(int(ApiKey.WRITE_TXN_MARKERS))
+    MARKERS.clear()                                 # producer ids restart at 0 in every cluster
     apis_base.handles(ApiKey.WRITE_TXN_MARKERS, versions=(1, 1))(_scripted_write_txn_markers)
     try:
         with Cluster(brokers=1, overrides={"transaction.state.log.num.partitions": 3,
