@@ -461,3 +461,16 @@ def test_build_request_groups_partitions_by_topic():
     m = request.markers[0]
     assert (m.producer_id, m.producer_epoch, m.transaction_result, m.coordinator_epoch) == (pid, epoch, False, 5)
     assert [(t.name, t.partition_indexes) for t in m.topics] == [("a", (0, 2)), ("b", (3,))]
+
+
+def test_an_unreadable_log_does_not_leave_the_partition_loading_forever():
+    env = Env()
+    p = env.tc.partition_for(T)
+
+    def broken(partition):
+        raise OSError("disk gone")
+        yield  # pragma: no cover
+    env.log.read = broken
+    env.tc.on_resignation(p)
+    env.tc.on_election(p, 7)
+    assert env.init().error == E.NONE

@@ -239,7 +239,11 @@ class TransactionStateManager:
         """Replay the partition and install its cache; returns how many ids were loaded (or -1 when the load
         was superseded: another election or a resignation happened meanwhile)."""
         self.loading_partitions[partition] = coordinator_epoch
-        loaded = load_transactions(self.log.read(partition))
+        try:
+            loaded = load_transactions(self.log.read(partition))
+        except Exception:  # noqa: BLE001 - a log that cannot be read: keep serving, with what is known (Kafka)
+            log.exception("Error loading transactions from transaction log __transaction_state-%d", partition)
+            loaded = {}
         if self.loading_partitions.get(partition) != coordinator_epoch:
             return -1
         now = self.time.milliseconds()
