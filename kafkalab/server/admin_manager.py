@@ -46,7 +46,7 @@ from kafkalab.zk import NodeExistsException, NoNodeException, TopicExistsExcepti
 from kafkalab.zk.paths import ConfigType
 
 __all__ = ["AdminManager", "validate_topic_name", "is_legal_topic_name", "validate_total_number_of_partitions",
-           "INTERNAL_TOPICS", "MAX_PARTITIONS_PER_BATCH", "OP_SET", "OP_DELETE", "OP_APPEND", "OP_SUBTRACT"]
+           "INTERNAL_TOPICS", "transaction_topic_configs", "MAX_PARTITIONS_PER_BATCH", "OP_SET", "OP_DELETE", "OP_APPEND", "OP_SUBTRACT"]
 
 log = logging.getLogger("kafkalab.server.AdminManager")
 
@@ -60,6 +60,15 @@ WAIT_POLL_S = 0.005
 #: ``ReplicationControlManager.MAX_PARTITIONS_PER_BATCH``, not a configuration).
 MAX_PARTITIONS_PER_BATCH = 10_000
 EXCESSIVE_PARTITIONS = "Excessively large number of partitions per request."
+
+
+def transaction_topic_configs(config) -> dict:
+    """The configs ``__transaction_state`` is created with (TransactionStateManager.transactionTopicConfigs):
+    compacted, uncompressed, no unclean election, ``min.insync.replicas`` = ``transaction.state.log.min.isr``,
+    ``segment.bytes`` = ``transaction.state.log.segment.bytes``."""
+    return {"cleanup.policy": "compact", "compression.type": "uncompressed", "unclean.leader.election.enable": "false",
+            "min.insync.replicas": str(config["transaction.state.log.min.isr"]),
+            "segment.bytes": str(config["transaction.state.log.segment.bytes"])}
 
 
 def validate_topic_name(name: str) -> None:
@@ -253,7 +262,8 @@ class AdminManager:
 
     def auto_create_topics(self, names: list[str]) -> dict[str, Optional[ApiException]]:
         """Metadata/Produce auto-creation with ``num.partitions`` and ``default.replication.factor``;
-        ``__consumer_offsets`` uses the offsets topic settings (compacted)."""
+        ``__consumer_offsets`` uses the offsets topic settings (compacted), ``__transaction_state`` the
+        ``transaction.state.log.*`` ones."""
         results = {}
         for name in names:
             try:
@@ -268,6 +278,8 @@ class AdminManager:
                     self.create_topic(name, self.config["offsets.topic.num.partitions"], rf,
                                       configs={"cleanup.policy": "compact", "compression.type": "producer",
                                                "segment.bytes": "104857600"})
+                elif name == "__transaction_state":
+                    self._create_transaction_state_topic()
                 else:
                     self.create_topic(name)
                 results[name] = None
@@ -277,6 +289,19 @@ class AdminManager:
                 else:
                     results[name] = e
         return results
+
+    def _create_transaction_state_topic(self) -> None:
+        """``__transaction_state`` with ``transaction.state.log.*`` and TransactionLog's forced configs."""
+        brokers = len(self._live_brokers())
+        rf = self.config["transaction.state.log.replication.factor"]
+        if brokers < rf:
+            raise ApiException(ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                               f"Number of alive brokers '{brokers}' does not meet the required replication factor "
+                               f"'{rf}' for the transactions state topic (configured via "
+                               f"'transaction.state.log.replication.factor'). This error can be ignored if the "
+                               f"cluster is starting up and not all brokers are up yet.")
+        self.create_topic("__transaction_state", self.config["transaction.state.log.num.partitions"], rf,
+                          configs=transaction_topic_configs(self.config))
 
     # ------------------------------------------------------------------------------------------ delete / grow
     def delete_topic(self, name: str) -> None:

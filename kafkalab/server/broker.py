@@ -81,6 +81,7 @@ from kafkalab.server.acl_authorizer import AclAuthorizer
 from kafkalab.server.admin_manager import AdminManager
 from kafkalab.server.apis import KafkaApis, enabled_apis
 from kafkalab.server.apis.groups import BrokerOffsetsLog
+from kafkalab.server.transaction_wiring import on_transaction_state_partitions, start_transaction_coordinator
 from kafkalab.server.auth_helper import AuthHelper
 from kafkalab.server.config import KafkaConfig
 from kafkalab.server.fetch_session import FetchManager, FetchSessionCache
@@ -126,6 +127,8 @@ class KafkaServer:
         self.control_plane_channel = self.control_plane_apis = self.control_plane_handlers = None
         self.metadata_cache = MetadataCache(self.broker_id)
         self.group_coordinator = None
+        self.transaction_coordinator = None                # made at start-up (server.transaction_wiring)
+        self.transaction_marker_sender = None
         self.authorizer: Optional[AclAuthorizer] = None    # authorizer.class.name; made at start-up
         self.auth = AuthHelper()                           # what handlers ask: everything allowed until then
         self.broker_epoch = -1
@@ -193,6 +196,7 @@ class KafkaServer:
         self.group_coordinator = GroupCoordinator(GroupConfig.from_broker(cfg), self.time, self.scheduler,
                                                   BrokerOffsetsLog(self), broker_id=self.broker_id)
         self.group_coordinator.startup()
+        self.transaction_coordinator, self.transaction_marker_sender = start_transaction_coordinator(self)
         # 4. request path
         self.channel = RequestChannel(cfg["queued.max.requests"], self.time)
         self.apis = KafkaApis(self, self.channel)
@@ -353,6 +357,17 @@ class KafkaServer:
         for partition in not_leading:
             gc.on_resignation(partition)
 
+    def on_transaction_state_partitions(self, leading: dict[int, int], not_leading: dict) -> None:
+        """Partitions of ``__transaction_state`` this broker started ({partition: leader epoch}) or stopped
+        leading: the transaction coordinator loads or unloads them."""
+        on_transaction_state_partitions(self, leading, not_leading)
+
+    def _stop_transaction_coordinator(self) -> None:
+        if self.transaction_marker_sender is not None:
+            self.transaction_marker_sender.shutdown()
+        if self.transaction_coordinator is not None:
+            self.transaction_coordinator.shutdown()
+
     def metrics(self) -> dict:
         """The broker's metrics by Kafka's names: the purgatories' ``PurgatorySize``, ``NumDelayedOperations``
         and ``ExpiresPerSec`` (a count) per ``delayedOperation`` (Produce, Fetch); the fetch session cache's
@@ -404,6 +419,7 @@ class KafkaServer:
                     log.exception("[%s] error while killing", self.name)
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
+        self._stop_transaction_coordinator()
         if self.replica_manager is not None:
             self.replica_manager.shutdown()
         if self.log_manager is not None:
@@ -488,6 +504,7 @@ class KafkaServer:
             await self.controller.shutdown()
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
+        self._stop_transaction_coordinator()
         if self.replica_manager is not None:
             self.replica_manager.shutdown()
             # Every log's high watermark, including partitions a StopReplica (controlled shutdown) released.

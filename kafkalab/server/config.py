@@ -8,11 +8,13 @@ a default and a validator; a bad value stops the broker at start-up with a messa
 are the vocabulary of operating Kafka, so kafkalab uses exactly Kafka's names: a learner who tunes
 ``log.segment.bytes`` here tunes the same thing on a real cluster.
 
-:data:`BROKER_CONFIGS` is one :class:`~kafkalab.common.config.ConfigDef` assembled from three tables, each
+:data:`BROKER_CONFIGS` is one :class:`~kafkalab.common.config.ConfigDef` assembled from four tables, each
 declared next to the code that reads it:
 
 * broker keys (``broker.id``, ``listeners``, ``num.io.threads``, ``queued.max.requests``, ...) declared here;
 * group coordinator keys (``group.*``, ``offsets.*``) in :mod:`kafkalab.coordinator.group.coordinator_config`;
+* transaction coordinator keys (``transaction.*``, ``transactional.id.expiration.ms``) in
+  :mod:`kafkalab.coordinator.transaction.transaction_config`;
 * log keys (``log.segment.bytes``, ``log.retention.hours``, ``message.max.bytes``, ...), the broker-wide
   defaults of topic configs (``segment.bytes``, ``retention.ms``, ``max.message.bytes``...) and the log
   manager's settings, in :mod:`kafkalab.storage.server_log_configs`.
@@ -34,6 +36,7 @@ from kafkalab.common.config import (AbstractConfig, ConfigDef, ConfigException, 
                                     Range, ValidString, load_properties)
 from kafkalab.common.config import Type as T
 from kafkalab.coordinator.group.coordinator_config import GROUP_COORDINATOR_CONFIGS
+from kafkalab.coordinator.transaction.transaction_config import TRANSACTION_COORDINATOR_CONFIGS
 from kafkalab.network.connection_quotas import parse_max_connections_per_ip_overrides
 from kafkalab.network.endpoint import (DEFAULT_SECURITY_PROTOCOL_MAP, SECURITY_PROTOCOLS, EndPoint, parse_listeners,
                                        parse_protocol_map)
@@ -136,8 +139,9 @@ SERVER_CONFIGS = (
             "the broker keeps; 0 turns incremental fetching off.")
     .define("min.incremental.fetch.session.eviction.ms", T.INT, 120000, at_least(0), M, "A fetch session younger "
             "than this can be evicted only by a follower's, and only if it is a consumer's and smaller.")
-    .define("request.timeout.ms", T.INT, 30000, at_least(0), M, "How long a transaction marker append "
-            "(WriteTxnMarkers) waits for the in-sync replicas before it answers REQUEST_TIMED_OUT.")
+    .define("request.timeout.ms", T.INT, 30000, at_least(0), M, "How long the broker's own requests to other "
+            "brokers (the transaction coordinator's WriteTxnMarkers) wait for a response, and how long a marker "
+            "append on a partition leader waits for the in-sync replicas before it answers REQUEST_TIMED_OUT.")
     .define("controller.socket.timeout.ms", T.INT, 30000, None, M, "Socket timeout of the controller's requests "
             "to brokers.")
     .define("producer.purgatory.purge.interval.requests", T.INT, 1000, None, M, "Purge completed produce requests "
@@ -157,8 +161,6 @@ SERVER_CONFIGS = (
             "attempts.")
     .define("max.request.partition.size.limit", T.INT, 2000, at_least(1), L, "Most partitions one "
             "DescribeTopicPartitions response describes (the rest come with a cursor).")
-    .define("transactional.id.expiration.ms", T.INT, 604800000, None, H, "Forget an idle transactional id after "
-            "this.")
     .define("authorizer.class.name", T.STRING, "", None, L, "The authorizer that decides every request: "
             "kafka.security.authorizer.AclAuthorizer (ACLs in ZooKeeper) or "
             "org.apache.kafka.metadata.authorizer.StandardAuthorizer; empty: no authorization. kafkalab serves exactly "
@@ -173,8 +175,9 @@ SERVER_CONFIGS = (
 # TLS: Kafka's ssl.* keys, declared once for the broker and the clients (kafkalab.security.ssl_configs).
 define_broker_ssl_configs(SERVER_CONFIGS)
 
-#: Every broker key kafkalab implements: its own, the group coordinator's and the log's.
-BROKER_CONFIGS = ConfigDef(SERVER_CONFIGS, GROUP_COORDINATOR_CONFIGS, SERVER_LOG_CONFIGS)
+#: Every broker key kafkalab implements: its own, the group and transaction coordinators' and the log's.
+BROKER_CONFIGS = ConfigDef(SERVER_CONFIGS, GROUP_COORDINATOR_CONFIGS, TRANSACTION_COORDINATOR_CONFIGS,
+                           SERVER_LOG_CONFIGS)
 
 
 class KafkaConfig(AbstractConfig):

@@ -126,3 +126,44 @@ def test_allow_then_deny_and_authorized_operations(cluster):
 
 def test_the_controller_works_through_a_cluster_action_acl(cluster):
     cluster.create_topic("after-acls", 1, 1, timeout=10)     # LeaderAndIsr/UpdateMetadata were authorized
+
+
+def test_transactions_need_the_transactional_id_and_topics(cluster):
+    import time
+
+    b = cluster.broker(0)
+    add_acl(cluster, ResourceType.TRANSACTIONAL_ID, "txn-secret", "User:alice", Op.ALL)
+    init = req(ApiKey.INIT_PRODUCER_ID)
+    assert wire(b, FindCoordinator(key="txn-secret", key_type=1), 1).error_code == \
+        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert wire(b, init(transactional_id="txn-secret", transaction_timeout_ms=1000), 1).error_code == \
+        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    end = req(ApiKey.END_TXN)(transactional_id="txn-secret", producer_id=1, producer_epoch=0, committed=True)
+    assert wire(b, end, 1).error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    offsets = req(ApiKey.ADD_OFFSETS_TO_TXN)(transactional_id="txn-secret", producer_id=1, producer_epoch=0,
+                                              group_id="g")
+    assert wire(b, offsets, 1).error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    described = wire(b, req(ApiKey.DESCRIBE_TRANSACTIONS)(transactional_ids=("txn-secret",)), 0)
+    assert described.transaction_states[0].error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+    add_parts = req(ApiKey.ADD_PARTITIONS_TO_TXN)
+    A = add_parts.AddPartitionsToTxnTopic
+
+    def add(txn, pid, *topics):
+        r = wire(b, add_parts(v3_and_below_transactional_id=txn, v3_and_below_producer_id=pid,
+                              v3_and_below_producer_epoch=0,
+                              v3_and_below_topics=tuple(A(name=t, partitions=(0,)) for t in topics)), 0)
+        return {t.name: t.results_by_partition[0].partition_error_code for t in r.results_by_topic_v3_and_below}
+    assert add("txn-secret", 1, "open") == {"open": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+    deadline = time.monotonic() + 10
+    while True:
+        r = wire(b, init(transactional_id="txn-open", transaction_timeout_ms=1000), 1)
+        if r.error_code == ErrorCode.NONE or time.monotonic() > deadline:
+            break
+        wire(b, FindCoordinator(key="txn-open", key_type=1), 1)
+        time.sleep(0.05)
+    assert r.error_code == ErrorCode.NONE
+    assert add("txn-open", r.producer_id, "open", "secret") == {"open": ErrorCode.OPERATION_NOT_ATTEMPTED,
+                                                                "secret": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+    listed = wire(b, req(ApiKey.LIST_TRANSACTIONS)(state_filters=(), producer_id_filters=()), 0)
+    assert "txn-open" in {s.transactional_id for s in listed.transaction_states}

@@ -15,6 +15,7 @@ ApiVersions advertisement::
     configs        DescribeConfigs, IncrementalAlterConfigs
     cluster        DescribeCluster, DescribeTopicPartitions, DescribeLogDirs
     coordinators   FindCoordinator, InitProducerId
+    transactions   AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions, ListTransactions
     acls           CreateAcls, DescribeAcls, DeleteAcls
     controller_requests   LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown (from the controller,
                    inter-broker listener)
@@ -43,7 +44,7 @@ from kafkalab.server.auth_helper import ClusterAuthorizationException
 # Importing the handler modules fills REGISTRY.
 from kafkalab.server.apis import (acls, api_versions, cluster, configs, controller_requests,  # noqa: F401,E402
                                   coordinators, describe_producers, fetch, groups, metadata, offsets, produce,
-                                  scram_credentials, topics, txn_markers, txn_offset_commit)
+                                  scram_credentials, topics, transactions, txn_markers, txn_offset_commit)
 
 __all__ = ["KafkaApis", "REGISTRY", "enabled_apis"]
 

@@ -35,6 +35,7 @@ Mirrors: ``KafkaApis.handleLeaderAndIsrRequest``, ``handleUpdateMetadataRequest`
 """
 from __future__ import annotations
 
+from kafkalab.coordinator.transaction.transaction_log import TRANSACTION_STATE_TOPIC
 from kafkalab.protocol import ApiKey, ErrorCode, response_class
 from kafkalab.security.acl import AclOperation
 from kafkalab.server.apis.base import Delayed, handles
@@ -67,6 +68,7 @@ async def leader_and_isr(broker, body, version: int):
         results = await broker.replica_manager.become_leader_or_follower(
             body.controller_id, body.controller_epoch, states, topic_ids, _live_leaders(body, version))
         top = ErrorCode.NONE
+        _transaction_state_leadership(broker, states, results)
         offsets = [(ps, results.get((t, ps.partition_index))) for t, ps in states if t == "__consumer_offsets"]
         if offsets and hasattr(broker, "on_offsets_partitions"):
             broker.on_offsets_partitions(
@@ -83,6 +85,17 @@ async def leader_and_isr(broker, body, version: int):
     return R(error_code=top, partition_errors=tuple(
         R.LeaderAndIsrPartitionError(topic_name=t, partition_index=p, error_code=code)
         for (t, p), code in results.items()))
+
+
+def _transaction_state_leadership(broker, states, results) -> None:
+    """The transaction coordinator loads the ``__transaction_state`` partitions this broker now leads (coordinator
+    epoch = leader epoch) and unloads those it follows (Kafka's ``onLeadershipChange``)."""
+    txn = [(ps, results.get((t, ps.partition_index))) for t, ps in states if t == TRANSACTION_STATE_TOPIC]
+    if txn and hasattr(broker, "on_transaction_state_partitions"):
+        broker.on_transaction_state_partitions(
+            {ps.partition_index: ps.leader_epoch for ps, code in txn
+             if code == ErrorCode.NONE and ps.leader == broker.broker_id},
+            {ps.partition_index: ps.leader_epoch for ps, _ in txn if ps.leader != broker.broker_id})
 
 
 def update_metadata(broker, body, version: int):
@@ -111,6 +124,9 @@ async def stop_replica(broker, body, version: int):
         parts = [(p.topic_name, p.partition_index, body.delete_partitions) for p in body.ungrouped_partitions]
     results = await broker.replica_manager.stop_replicas(body.controller_epoch, parts)
     stopped = [p for t, p, _ in parts if t == "__consumer_offsets" and results.get((t, p)) == ErrorCode.NONE]
+    txn_stopped = {p: None for t, p, _ in parts if t == TRANSACTION_STATE_TOPIC and results.get((t, p)) == ErrorCode.NONE}
+    if txn_stopped and hasattr(broker, "on_transaction_state_partitions"):
+        broker.on_transaction_state_partitions({}, txn_stopped)
     if stopped and hasattr(broker, "on_offsets_partitions"):
         broker.on_offsets_partitions({}, stopped)
     R = StopReplicaResponse

@@ -4,7 +4,8 @@ Theory of operation
 -------------------
 **FindCoordinator.** Every consumer group is managed by one broker, its *coordinator*: the leader of one
 partition of the internal topic ``__consumer_offsets``, where the group's committed offsets and membership
-are stored. Which partition is a pure function of the group id: ``abs(hashCode(group.id)) %
+are stored (key_type 0). A transactional id (key_type 1) is managed the same way by the leader of its
+partition of ``__transaction_state`` (``transaction.state.log.num.partitions``). Which partition is a pure function of the group id: ``abs(hashCode(group.id)) %
 offsets.topic.num.partitions``, with Java's ``String.hashCode`` and Kafka's ``Utils.abs`` (which maps
 Integer.MIN_VALUE to 0), so every broker computes the same answer. The topic is created the first time
 somebody asks (with ``offsets.topic.num.partitions`` and ``offsets.topic.replication.factor``); until its
@@ -14,8 +15,11 @@ keys in one request (KIP-699).
 **InitProducerId.** An idempotent producer (``enable.idempotence=true``, the default of modern clients) asks
 for a producer id before its first Produce; the broker hands out ids from a block reserved in ZooKeeper (see
 :mod:`kafkalab.server.producer_id_manager`) with epoch 0. A producer asking again (after a fatal error, KIP-360)
-simply gets a fresh id. Transactional producers (with a ``transactional.id``) need a transaction coordinator,
-which this broker does not have: they get INVALID_REQUEST instead of a silent failure later.
+simply gets a fresh id. A transactional producer (with a ``transactional.id``) asks its transaction coordinator,
+which keeps one producer id per transactional id and bumps its epoch on every InitProducerId, fencing the
+previous instance (:mod:`kafkalab.coordinator.transaction`); v3+ may carry the producer's current id and epoch
+(KIP-360: exactly one of them -1 is INVALID_REQUEST). PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH
+below v4, which predates it.
 
 **Authorization.** FindCoordinator needs DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or the transactional
 id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED). InitProducerId needs WRITE on the transactional id; an idempotent
@@ -27,10 +31,14 @@ Mirrors: ``KafkaApis.handleFindCoordinatorRequest``, ``GroupMetadataManager.part
 """
 from __future__ import annotations
 
+import asyncio
+
 from kafkalab.coordinator.group.group_metadata_manager import OFFSETS_TOPIC, java_string_hash, partition_for  # noqa: F401
+from kafkalab.coordinator.transaction.transaction_log import TRANSACTION_STATE_TOPIC
 from kafkalab.protocol import ApiException, ApiKey, ErrorCode, response_class
 from kafkalab.security.acl import AclOperation, ResourceType
-from kafkalab.server.apis.base import handles, top_level_error
+from kafkalab.server.apis.base import Delayed, handles, top_level_error
+from kafkalab.server.apis.transactions import producer_fenced_for
 
 FindCoordinatorResponse = response_class(ApiKey.FIND_COORDINATOR)
 InitProducerIdResponse = response_class(ApiKey.INIT_PRODUCER_ID)
@@ -45,23 +53,25 @@ def _find_error(request, code, message):
 
 
 def _coordinator(broker, request, key: str, key_type: int, listener: str):
-    """(error_code, message, node_id, host, port) for one group key."""
+    """(error_code, message, node_id, host, port) for one group (key_type 0) or transactional id (key_type 1)."""
     auth = broker.auth
     if key_type == 0 and not auth.authorize(request.context, AclOperation.DESCRIBE, ResourceType.GROUP, key):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, None, -1, "", -1
     if key_type == 1 and not auth.authorize(request.context, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
                                             key):
         return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None, -1, "", -1
-    if key_type != 0:
-        return ErrorCode.INVALID_REQUEST, "transaction coordinators are not supported by this broker", -1, "", -1
+    if key_type not in (0, 1):
+        return ErrorCode.INVALID_REQUEST, f"Unknown coordinator type {key_type} in FindCoordinator request", -1, "", -1
     if not key:
-        return ErrorCode.INVALID_REQUEST, "the group id is empty", -1, "", -1
+        return ErrorCode.INVALID_REQUEST, ("the group id is empty" if key_type == 0 else
+                                           "the transactional id is empty"), -1, "", -1
+    topic, what = (OFFSETS_TOPIC, "offsets") if key_type == 0 else (TRANSACTION_STATE_TOPIC, "transaction state")
     cache = broker.metadata_cache
-    if not cache.contains_topic(OFFSETS_TOPIC):
-        broker.admin.auto_create_topics([OFFSETS_TOPIC])
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE, "the offsets topic is being created", -1, "", -1
-    n = cache.partition_count(OFFSETS_TOPIC)
-    leader = cache.leader_of(OFFSETS_TOPIC, partition_for(key, n))
+    if not cache.contains_topic(topic):
+        broker.admin.auto_create_topics([topic])
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, f"the {what} topic is being created", -1, "", -1
+    n = cache.partition_count(topic)
+    leader = cache.leader_of(topic, partition_for(key, n))
     endpoint = cache.broker_endpoint(leader, listener) if leader >= 0 else None
     if endpoint is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, "the coordinator is not available", -1, "", -1
@@ -96,8 +106,26 @@ def handle_init_producer_id(broker, request):
         elif not (auth.authorize_cluster(request.context, AclOperation.IDEMPOTENT_WRITE, log_if_denied=False)
                   or auth.authorize_by_resource_type(request.context, AclOperation.WRITE, ResourceType.TOPIC)):
             raise ApiException(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-    if body.transactional_id is not None:
+    pid, epoch = body.producer_id, body.producer_epoch
+    if (pid == -1) != (epoch == -1):        # exactly one of them given
         return InitProducerIdResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST, producer_id=-1,
                                       producer_epoch=-1)
-    return InitProducerIdResponse(throttle_time_ms=0, error_code=ErrorCode.NONE,
-                                  producer_id=broker.producer_ids.generate_producer_id(), producer_epoch=0)
+    expected = None if pid == -1 else (pid, epoch)
+    version = request.context.api_version
+    fut = asyncio.get_running_loop().create_future()
+
+    def callback(result) -> None:
+        if not fut.done():
+            fut.set_result(result)
+
+    def respond(result):
+        return InitProducerIdResponse(throttle_time_ms=0, error_code=producer_fenced_for(result.error, version, 4),
+                                      producer_id=result.producer_id, producer_epoch=result.producer_epoch)
+    broker.transaction_coordinator.handle_init_producer_id(body.transactional_id, body.transaction_timeout_ms,
+                                                           expected, callback)
+    if fut.done():
+        return respond(fut.result())
+
+    async def later():
+        return respond(await fut)
+    return Delayed(later())
