@@ -5,7 +5,7 @@ Theory of operation
 For every listener the broker binds one server socket (Kafka's *acceptor*, :mod:`.acceptor`), which counts
 each new connection against ``max.connections``, ``max.connections.per.ip`` and ``max.connection.creation.rate``
 (:mod:`.connection_quotas`) before serving it. Each accepted connection gets a *processor* (here: one coroutine
-per connection) that
+per connection, reading from its :class:`~kafkalab.network.kafka_channel.KafkaChannel`) that
 
 1. reads bytes and cuts them into frames (an int32 size, then that many bytes). A size below 0 or above
    ``socket.request.max.bytes`` closes the connection at once: the broker never allocates from a size it has
@@ -66,7 +66,6 @@ import collections
 import itertools
 import logging
 import socket
-from time import monotonic
 from typing import Callable, Mapping, Optional
 
 from kafkalab.common.memory_pool import MemoryPool
@@ -74,10 +73,11 @@ from kafkalab.common.time import SYSTEM, Time
 from kafkalab.network.acceptor import Acceptor, open_server_sockets
 from kafkalab.network.connection_quotas import ConnectionQuotas
 from kafkalab.network.endpoint import EndPoint
-from kafkalab.network.request_channel import (ANONYMOUS, CloseConnectionResponse, NetworkRequest, NoOpResponse,
+from kafkalab.network.kafka_channel import KafkaChannel
+from kafkalab.network.request_channel import (CloseConnectionResponse, NetworkRequest, NoOpResponse,
                                               RequestChannel, RequestContext, SendResponse)
 from kafkalab.network.response_send import FileRegion, send_file_region, send_response
-from kafkalab.protocol import (ApiKey, DecodeError, ErrorCode, FrameReader, InvalidReceiveError,
+from kafkalab.protocol import (ApiKey, DecodeError, ErrorCode, InvalidReceiveError,
                                UnsupportedVersionError, api_name, decode_request, response_class)
 from kafkalab.security.sasl_server import Outcome, SaslServerAuthenticator
 from kafkalab.security.ssl_factory import SslFactory
@@ -86,185 +86,6 @@ __all__ = ["SocketServer"]
 
 log = logging.getLogger("kafkalab.network.SocketServer")
 
-
-
-class _Connection(asyncio.BufferedProtocol):
-    """One client connection: the socket receives into the :class:`FrameReader`'s buffers; complete frames
-    wait here for the processor coroutine, which also writes the responses (``write``/``drain``/``close``,
-    like an ``asyncio.StreamWriter``).
-
-    Muting: while a complete frame waits for the processor, reading is paused, so further requests stay in
-    the client's socket buffer (Kafka's ``Selector.mute``). Reading also pauses while the memory pool has no
-    room for the next request (``queued.max.request.bytes``): the server tries again when memory is released.
-    Every frame handed to the processor holds its size in the pool until :meth:`SocketServer.release_memory`."""
-
-    def __init__(self, server: "SocketServer", ep: EndPoint, ip: str = "?"):
-        self.server, self.ep, self.ip = server, ep, ip
-        self.transport: Optional[asyncio.Transport] = None
-        self.frames = FrameReader(server.max_request_bytes, writable=True,    # Produce batches are patched in place
-                                  pool=None if server.memory_pool is MemoryPool.NONE else server.memory_pool)
-        self.ready: collections.deque = collections.deque()
-        self.error: Optional[InvalidReceiveError] = None   # a bad size prefix: close once ready is served
-        self.eof = False
-        self.lost: Optional[Exception] = None
-        self._waiter: Optional[asyncio.Future] = None
-        self._drain_waiter: Optional[asyncio.Future] = None
-        self._paused_writing = False
-        self.last_activity = monotonic()   # bytes received; the idle clock (connections.max.idle.ms) restarts
-        self.principal: str = ANONYMOUS     # who the peer is: a client certificate's name, a SASL user
-        self.tls = False                    # a TLS transport: never sendfile past it
-        factory = server.authenticators.get(ep.listener_name)
-        self.authenticator: Optional[SaslServerAuthenticator] = factory() if factory is not None else None
-        if self.authenticator is not None:   # frames before the login are capped by sasl.server.max.receive.size
-            self.frames.max_size = self.authenticator.max_receive_size
-
-    # ---------------------------------------------------------------------- protocol callbacks (the loop)
-    def connection_made(self, transport) -> None:
-        self.transport = transport
-        ssl_object = transport.get_extra_info("ssl_object")
-        if ssl_object is not None:          # the TLS handshake is done (asyncio completes it first)
-            self.tls = True
-            if not self._authenticate_certificate(ssl_object):
-                transport.close()
-                return
-        if self.server.paused:
-            transport.pause_reading()
-        self.server._spawn(self.ep, self)
-
-    def _authenticate_certificate(self, ssl_object) -> bool:
-        """On an SSL listener the principal is the client certificate's (mapped) name; on SASL_SSL it is
-        decided by SASL later. False when no ``ssl.principal.mapping.rules`` rule applies (Kafka fails the
-        authentication and closes the connection)."""
-        factory = self.server.ssl_factories.get(self.ep.listener_name)
-        if factory is None or self.ep.security_protocol != "SSL":
-            return True
-        try:
-            self.principal = factory.principal(ssl_object)
-        except ValueError as e:
-            peer = self.transport.get_extra_info("peername") or ("?", 0)
-            log.info("%s: failed authentication with %s (SSL principal: %s)", self.server.name, peer[0], e)
-            return False
-        return True
-
-    def get_buffer(self, sizehint: int) -> memoryview:
-        return self.frames.get_buffer()
-
-    def buffer_updated(self, nbytes: int) -> None:
-        self.last_activity = monotonic()
-        try:
-            done = self.frames.buffer_updated(nbytes)
-        except InvalidReceiveError as e:
-            self.ready.extend(e.frames)
-            self.error = e
-            self.transport.pause_reading()
-            self._wake()
-            return
-        self._received(done)
-
-    def _received(self, done: list) -> None:
-        if done:
-            self.ready.extend(done)
-            self._wake()
-        if self.frames.memory_wanted:
-            self.server.muted_for_memory(self)
-        if done or self.frames.memory_wanted:
-            self.transport.pause_reading()   # mute until the processor has taken every complete frame
-
-    def retry_memory(self) -> bool:
-        """Memory was released: try to allocate the next frame again; True once it no longer waits for memory."""
-        if self.transport is None or self.transport.is_closing():
-            return True
-        self._received(self.frames.retry_allocation())
-        if not self.frames.memory_wanted:
-            self.maybe_resume()
-            return True
-        return False
-
-    def maybe_resume(self) -> None:
-        """Read again unless a complete frame waits, memory is short, the stream ended or the server is paused."""
-        if (not self.ready and self.error is None and not self.eof and not self.server.paused
-                and not self.frames.memory_wanted and self.transport is not None and not self.transport.is_closing()):
-            self.transport.resume_reading()
-
-    def release_all(self) -> None:
-        """The connection is gone: the frames nobody will process and a half-received one give back their memory."""
-        while self.ready:
-            self.server.release_memory(len(self.ready.popleft()))
-        self.frames.release_pending()
-
-    def eof_received(self) -> bool:
-        self.eof = True
-        self._wake()
-        return False
-
-    def connection_lost(self, exc) -> None:
-        self.eof = True
-        self.lost = exc
-        self.server.connection_closed(self)
-        self._wake()
-        if self._drain_waiter is not None and not self._drain_waiter.done():
-            self._drain_waiter.set_exception(ConnectionResetError("connection lost"))
-
-    def pause_writing(self) -> None:
-        self._paused_writing = True
-
-    def resume_writing(self) -> None:
-        self._paused_writing = False
-        if self._drain_waiter is not None and not self._drain_waiter.done():
-            self._drain_waiter.set_result(None)
-
-    def _wake(self) -> None:
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
-
-    # ---------------------------------------------------------------------- used by the processor
-    async def next_frame(self, timeout: Optional[float]):
-        """The next complete frame; None at end of stream. Raises the InvalidReceiveError of a bad size
-        (after the frames before it), asyncio.TimeoutError when idle for ``timeout`` seconds: nothing received
-        for that long since this call (the response before it was just written) or since the last bytes, so a
-        request that arrives slowly keeps its connection alive, as every read does in Kafka's Selector."""
-        self.last_activity = max(self.last_activity, monotonic())
-        while not self.ready:
-            if self.error is not None:
-                raise self.error
-            if self.eof:
-                if self.lost is not None and not isinstance(self.lost, asyncio.CancelledError):
-                    raise ConnectionResetError(str(self.lost))
-                return None
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                wait = None if timeout is None else max(0.0, self.last_activity + timeout - monotonic())
-                await asyncio.wait_for(self._waiter, wait)
-            except asyncio.TimeoutError:
-                if monotonic() - self.last_activity >= timeout:
-                    raise
-            finally:
-                self._waiter = None
-        frame = self.ready.popleft()
-        self.maybe_resume()
-        return frame
-
-    def get_extra_info(self, name: str, default=None):
-        return self.transport.get_extra_info(name, default)
-
-    def write(self, data) -> None:
-        self.transport.write(data)
-
-    async def drain(self) -> None:
-        if self.transport.is_closing():
-            await asyncio.sleep(0)  # let connection_lost run; a write on a closed transport is dropped
-            if self.lost is not None or self.eof:
-                raise ConnectionResetError("connection lost")
-        if self._paused_writing:
-            self._drain_waiter = asyncio.get_running_loop().create_future()
-            try:
-                await self._drain_waiter
-            finally:
-                self._drain_waiter = None
-
-    def close(self) -> None:
-        if self.transport is not None:
-            self.transport.close()
 
 
 def set_buffer_sizes(sock, send_buffer_bytes: int, receive_buffer_bytes: int) -> None:
@@ -357,9 +178,9 @@ class SocketServer:
         ip = sock.getpeername()[0]
         factory = self.ssl_factories.get(ep.listener_name)
         tls = {} if factory is None else {"ssl": factory.context, "ssl_handshake_timeout": self.idle_timeout}
-        await asyncio.get_running_loop().connect_accepted_socket(lambda: _Connection(self, ep, ip), sock, **tls)
+        await asyncio.get_running_loop().connect_accepted_socket(lambda: KafkaChannel(self, ep, ip), sock, **tls)
 
-    def connection_closed(self, conn: _Connection) -> None:
+    def connection_closed(self, conn: KafkaChannel) -> None:
         """A connection's transport is gone: uncount it, give its memory back."""
         self.connection_quotas.dec(conn.ep.listener_name, conn.ip)
         self._memory_muted.pop(conn, None)
@@ -380,7 +201,7 @@ class SocketServer:
             conn.transport.close()
 
     # ------------------------------------------------------------------------------------------ memory pool
-    def muted_for_memory(self, conn: _Connection) -> None:
+    def muted_for_memory(self, conn: KafkaChannel) -> None:
         self._memory_muted[conn] = True
 
     def release_memory(self, size_bytes: int) -> None:
@@ -418,7 +239,7 @@ class SocketServer:
             result[f"connection-count,listener={name}"] = count
         return result
 
-    def _spawn(self, ep: EndPoint, conn: _Connection) -> None:
+    def spawn_processor(self, ep: EndPoint, conn: KafkaChannel) -> None:
         task = asyncio.ensure_future(self._process(ep, conn))
         self._tasks.add(task)
         self._protocols.add(conn)
@@ -480,7 +301,7 @@ class SocketServer:
         return list(self._connections)
 
     # ------------------------------------------------------------------------------------------ processor
-    async def _process(self, ep: EndPoint, writer: _Connection) -> None:
+    async def _process(self, ep: EndPoint, writer: KafkaChannel) -> None:
         sock = writer.get_extra_info("socket")
         if sock is not None:
             try:
@@ -598,7 +419,7 @@ class SocketServer:
             return action.reason or "closed by the handler", software
         raise TypeError(f"unknown response action {action!r}")
 
-    async def _authenticate(self, ep: EndPoint, conn_id: str, peer, frame, writer: _Connection, software, release):
+    async def _authenticate(self, ep: EndPoint, conn_id: str, peer, frame, writer: KafkaChannel, software, release):
         """One frame of a SASL login: do what the connection's authenticator decides."""
         again = writer.authenticator.principal is not None        # a re-authentication (KIP-368)
         decision = writer.authenticator.receive(frame, self.time.milliseconds())
@@ -645,13 +466,13 @@ class SocketServer:
                    api_keys=(cls.ApiVersion(api_key=ApiKey.API_VERSIONS, min_version=lo, max_version=hi),))
         await self._send(writer, ApiKey.API_VERSIONS, 0, correlation_id, body)
 
-    async def _send(self, writer: _Connection, api_key: int, api_version: int, correlation_id: int,
+    async def _send(self, writer: KafkaChannel, api_key: int, api_version: int, correlation_id: int,
                     body) -> int:
         """Encode and write one response (:func:`~kafkalab.network.response_send.send_response`); file regions go
         through :meth:`_sendfile`. Returns the bytes written."""
         return await send_response(writer, api_key, api_version, correlation_id, body, self._sendfile)
 
-    async def _sendfile(self, writer: _Connection, region: FileRegion) -> None:
+    async def _sendfile(self, writer: KafkaChannel, region: FileRegion) -> None:
         await send_file_region(writer, region)
 
 
