@@ -19,7 +19,9 @@ class joined with ``+``, and ``ServerTopicConfigSynonyms.serverSynonym(...)``, w
 Topic configs are ``LogConfig``'s ``CONFIG`` (its ``static`` block). Listed with the broker's keys too:
 the three that can only be set dynamically (``QuotaConfigs.brokerQuotaConfigs()``, which
 ``DynamicConfig.Broker`` adds: ``leader.replication.throttled.rate``...) and ``AbstractConfig``'s
-``config.providers``, which every Kafka configuration accepts.
+``config.providers``, which every Kafka configuration accepts. The authorizers' keys (``super.users``,
+``allow.everyone.if.no.acl.found``, ``AclAuthorizer``'s ``authorizer.zookeeper.*``) are read from the broker's
+configuration outside its ConfigDef; they come from ``StandardAuthorizer.java`` and ``AclAuthorizer.scala``.
 
 Usage (needs a git clone of apache/kafka; there is no network in CI, so the output is committed and this
 script has no ``--check``; ``tests/server/test_kafka_config_names.py`` checks kafkalab's tables against it)::
@@ -41,6 +43,9 @@ KAFKA_VERSION = "3.9.0"
 MERGE_LIST = ("server/src/main/java/org/apache/kafka/server/config/AbstractKafkaConfig.java", "CONFIG_DEF")
 TOPIC_CONFIG_DEF = ("LogConfig", "CONFIG")
 ALSO_BROKER = (("AbstractConfig", "CONFIG_PROVIDERS_CONFIG"),)
+#: the authorizers read their keys from the broker's configuration, outside KafkaConfig's ConfigDef
+STANDARD_AUTHORIZER = ("StandardAuthorizer", ("SUPER_USERS_CONFIG", "ALLOW_EVERYONE_IF_NO_ACL_IS_FOUND_CONFIG"))
+ACL_AUTHORIZER = "core/src/main/scala/kafka/security/authorizer/AclAuthorizer.scala"
 #: broker keys that can only be set dynamically (``DynamicConfig.Broker`` adds them to KafkaConfig's)
 DYNAMIC_ONLY_BROKER = (("QuotaConfigs", "brokerQuotaConfigs"),)
 
@@ -185,6 +190,19 @@ class KafkaSource:
                                     const))
         return names
 
+    def authorizer_names(self) -> set[str]:
+        """``StandardAuthorizer``'s two keys, and ``AclAuthorizer``'s own ZooKeeper client keys: its
+        ``s"${configPrefix}..."`` values and ``authorizer.`` + each key of ``ZkConfigs``' ZooKeeper TLS map."""
+        cls, constants = STANDARD_AUTHORIZER
+        names = {self.constant(self.path_of(cls), c) for c in constants}
+        scala = self._git("show", f"{self.commit}:{ACL_AUTHORIZER}")
+        prefix = re.search(r'val\s+configPrefix\s*:\s*String\s*=\s*"([^"]*)"', scala).group(1)
+        names |= {prefix + rest for rest in re.findall(r's"\$\{configPrefix\}([\w.]+)"', scala)}
+        zk = self.path_of("ZkConfigs")
+        names |= {prefix + self.constant(zk, c) for c in re.findall(r"\bzkSslConfigToSystemPropertyMap\.put\(\s*(\w+)",
+                                                                        self.text(zk))}
+        return names
+
     def topic_names(self) -> set[str]:
         return self.defined_names(*TOPIC_CONFIG_DEF)
 
@@ -256,7 +274,7 @@ def _split_top_level(text: str, sep: str) -> list[str]:
         last = pos
 
 
-def render(names: set[str], topic_names: set[str], source: KafkaSource, ref: str) -> str:
+def render(names: set[str], authorizer: set[str], topic_names: set[str], source: KafkaSource, ref: str) -> str:
     def frozen(values):
         return "frozenset({\n" + "".join(f"    {v!r},\n" for v in sorted(values)) + "})"
 
@@ -271,14 +289,18 @@ def render(names: set[str], topic_names: set[str], source: KafkaSource, ref: str
         "(or is one of kafkalab's ``kafkalab.*`` extensions), which catches typos in our own keys.\n\n"
         f"Source: apache/kafka {ref}, commit {source.commit}:\n"
         "``AbstractKafkaConfig.CONFIG_DEF`` and the ConfigDefs it merges, ``QuotaConfigs.brokerQuotaConfigs()`` and\n"
-        "``config.providers`` for the broker; ``LogConfig``'s ``CONFIG`` for topics.\n"
+        "``config.providers`` for the broker; the keys ``StandardAuthorizer`` and ``AclAuthorizer`` read; ``LogConfig``'s\n"
+        "``CONFIG`` for topics.\n"
         '"""\n\n'
-        '__all__ = ["KAFKA_VERSION", "KAFKA_SOURCE_COMMIT", "BROKER_CONFIG_NAMES", "TOPIC_CONFIG_NAMES"]\n\n'
+        '__all__ = ["KAFKA_VERSION", "KAFKA_SOURCE_COMMIT", "BROKER_CONFIG_NAMES", "AUTHORIZER_CONFIG_NAMES",\n'
+        '           "TOPIC_CONFIG_NAMES"]\n\n'
         f"KAFKA_VERSION = {KAFKA_VERSION!r}\n"
         f"KAFKA_SOURCE_COMMIT = {source.commit!r}\n\n"
         "#: Every key of Kafka's broker configuration (``KafkaConfig``), ZooKeeper and KRaft modes alike, plus the\n"
         "#: dynamic-only broker keys and ``config.providers``.\n"
         f"BROKER_CONFIG_NAMES = {frozen(names)}\n\n"
+        "#: Keys the authorizers read from the broker's configuration (``StandardAuthorizer``, ``AclAuthorizer``).\n"
+        f"AUTHORIZER_CONFIG_NAMES = {frozen(authorizer)}\n\n"
         "#: Every topic-level config (``LogConfig``).\n"
         f"TOPIC_CONFIG_NAMES = {frozen(topic_names)}\n"
     )
@@ -291,8 +313,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     source = KafkaSource(args.kafka, args.ref)
-    broker, topic = source.broker_names(), source.topic_names()
-    args.out.write_text(render(broker, topic, source, args.ref), encoding="utf-8")
+    broker, authorizer, topic = source.broker_names(), source.authorizer_names(), source.topic_names()
+    args.out.write_text(render(broker, authorizer, topic, source, args.ref), encoding="utf-8")
     print(f"{args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}: {len(broker)} broker "
           f"and {len(topic)} topic config names from {args.ref} ({source.commit[:12]})")
     return 0

@@ -11,10 +11,12 @@ config" warning. Tests check that every key kafkalab's own ConfigDef tables defi
 
 Source: apache/kafka 3.9.0-rc3, commit dd5272687e8adf9e79e3e329b1b3d2524afb6020:
 ``AbstractKafkaConfig.CONFIG_DEF`` and the ConfigDefs it merges, ``QuotaConfigs.brokerQuotaConfigs()`` and
-``config.providers`` for the broker; ``LogConfig``'s ``CONFIG`` for topics.
+``config.providers`` for the broker; the keys ``StandardAuthorizer`` and ``AclAuthorizer`` read; ``LogConfig``'s
+``CONFIG`` for topics.
 """
 
-__all__ = ["KAFKA_VERSION", "KAFKA_SOURCE_COMMIT", "BROKER_CONFIG_NAMES", "TOPIC_CONFIG_NAMES"]
+__all__ = ["KAFKA_VERSION", "KAFKA_SOURCE_COMMIT", "BROKER_CONFIG_NAMES", "AUTHORIZER_CONFIG_NAMES",
+           "TOPIC_CONFIG_NAMES"]
 
 KAFKA_VERSION = '3.9.0'
 KAFKA_SOURCE_COMMIT = 'dd5272687e8adf9e79e3e329b1b3d2524afb6020'
@@ -354,6 +356,30 @@ BROKER_CONFIG_NAMES = frozenset({
     'zookeeper.ssl.truststore.location',
     'zookeeper.ssl.truststore.password',
     'zookeeper.ssl.truststore.type',
+})
+
+#: Keys the authorizers read from the broker's configuration (``StandardAuthorizer``, ``AclAuthorizer``).
+AUTHORIZER_CONFIG_NAMES = frozenset({
+    'allow.everyone.if.no.acl.found',
+    'authorizer.zookeeper.clientCnxnSocket',
+    'authorizer.zookeeper.connection.timeout.ms',
+    'authorizer.zookeeper.max.in.flight.requests',
+    'authorizer.zookeeper.session.timeout.ms',
+    'authorizer.zookeeper.ssl.cipher.suites',
+    'authorizer.zookeeper.ssl.client.enable',
+    'authorizer.zookeeper.ssl.crl.enable',
+    'authorizer.zookeeper.ssl.enabled.protocols',
+    'authorizer.zookeeper.ssl.endpoint.identification.algorithm',
+    'authorizer.zookeeper.ssl.keystore.location',
+    'authorizer.zookeeper.ssl.keystore.password',
+    'authorizer.zookeeper.ssl.keystore.type',
+    'authorizer.zookeeper.ssl.ocsp.enable',
+    'authorizer.zookeeper.ssl.protocol',
+    'authorizer.zookeeper.ssl.truststore.location',
+    'authorizer.zookeeper.ssl.truststore.password',
+    'authorizer.zookeeper.ssl.truststore.type',
+    'authorizer.zookeeper.url',
+    'super.users',
 })
 
 #: Every topic-level config (``LogConfig``).
