@@ -141,6 +141,25 @@ def test_the_broker_command_refuses_before_it_listens(tmp_path):
     assert not (tmp_path / "logs").exists()
 
 
+def test_cli_cluster_exits_1_naming_the_key(tmp_path, capsys, monkeypatch):
+    import logging
+    import signal
+
+    from kafkalab.cli import cluster as cli_cluster
+
+    monkeypatch.setattr(logging, "basicConfig", lambda **kw: None)
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}   # run() installs its own
+    args = argparse.Namespace(brokers=1, override=["log.cleaner.threads=2"], log_dirs=str(tmp_path), host="127.0.0.1",
+                              base_port=0, log_level="CRITICAL")
+    try:
+        assert cli_cluster.run(args) == 1
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    assert "kafkalab cluster: could not start: log.cleaner.threads is not implemented by kafkalab" in \
+        capsys.readouterr().err
+
+
 def test_kafka_server_and_cluster_refuse(tmp_path):
     from kafkalab.cluster import Cluster
     from kafkalab.server import KafkaServer
