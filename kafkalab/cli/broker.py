@@ -8,6 +8,10 @@ Defaults (Kafka's names): ``broker.id=0``, ``listeners=PLAINTEXT://127.0.0.1:909
 (in the working directory), ``num.partitions=1``, ``auto.create.topics.enable=true``. The embedded coordination
 store keeps its data in ``zookeeper/`` next to the first log directory, like Kafka's sample
 ``zookeeper.properties`` (``dataDir=/tmp/zookeeper``) next to ``log.dirs=/tmp/kafka-logs``.
+
+A key that is Kafka's but that kafkalab does not implement (``transaction.state.log.min.isr``...) is refused:
+the command prints why and exits 1 before it listens. A key that is not Kafka's at all is only warned about,
+as Kafka warns ("The configuration '...' was supplied but isn't a known config.").
 """
 from __future__ import annotations
 

@@ -327,7 +327,8 @@ class LambdaValidator(Validator):
 @dataclass(frozen=True)
 class ConfigKey:
     """One declared key. ``default`` is already parsed to the key's type. ``inert`` keys are accepted (so
-    configs written for Kafka load unchanged) but nothing in kafkalab acts on them yet; the table says so."""
+    configs written for Kafka load unchanged) but nothing in kafkalab acts on them yet; the table says so. The
+    broker and topic tables accept an inert key only at its default (:meth:`ConfigDef.inert_overrides`)."""
 
     name: str
     type: Type
@@ -406,6 +407,16 @@ class ConfigDef(Mapping):
 
     def inert_keys(self) -> frozenset:
         return frozenset(k.name for k in self._keys.values() if k.inert)
+
+    def inert_overrides(self, props: Mapping[str, Any]) -> list[str]:
+        """``name=value`` of each inert key ``props`` sets to something other than its default: a value asking for
+        behaviour kafkalab does not implement (``remote.storage.enable=true``), which its owner refuses."""
+        given = []
+        for name in sorted(n for n in props if n in self._keys and self._keys[n].inert):
+            value = self.parse_value(name, props[name])
+            if value != self._keys[name].default:
+                given.append(f"{name}={to_string(value)}")
+        return given
 
     def suggest(self, name: str) -> str:
         return suggest(name, self._keys)

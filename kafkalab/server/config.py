@@ -24,29 +24,39 @@ cluster-wide) and which other keys are its synonyms; DescribeConfigs reads both 
 
 kafkalab's own additions start with ``kafkalab.`` so nobody mistakes them for Kafka's.
 
+A key nobody declared is treated as Kafka treats it -- kept, and warned about ("isn't a known config") --
+unless it is one of *Kafka's* broker keys (:mod:`kafkalab.common.kafka_config_names`, generated from Kafka's
+source): then kafkalab does not implement it, and the broker refuses to start with a ConfigException naming
+it, because running on as if it had taken effect would teach something false. The same holds for the
+per-listener form ``listener.name.<listener>.<key>`` of a key kafkalab does not read per listener, and for
+a key the tables declare ``inert`` (``log.preallocate``, the tiered-storage ``log.local.retention.*``) set to
+anything but its default.
+
 Mirrors: ``core/src/main/scala/kafka/server/KafkaConfig.scala`` (``configDef``, ``validateValues``) and
 ``server/src/main/java/org/apache/kafka/server/config/ServerConfigs.java``.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from kafkalab.common.config import (AbstractConfig, ConfigDef, ConfigException, ConfigKey, Dynamic, Importance,
                                     Range, ValidString, load_properties)
 from kafkalab.common.config import Type as T
+from kafkalab.common.kafka_config_names import AUTHORIZER_CONFIG_NAMES, BROKER_CONFIG_NAMES
 from kafkalab.coordinator.group.coordinator_config import GROUP_COORDINATOR_CONFIGS
 from kafkalab.coordinator.transaction.transaction_config import TRANSACTION_COORDINATOR_CONFIGS
 from kafkalab.network.connection_quotas import parse_max_connections_per_ip_overrides
 from kafkalab.network.endpoint import (DEFAULT_SECURITY_PROTOCOL_MAP, SECURITY_PROTOCOLS, EndPoint, parse_listeners,
                                        parse_protocol_map)
-from kafkalab.security.ssl_configs import define_broker_ssl_configs, listener_ssl_values
+from kafkalab.security.ssl_configs import BROKER_SSL_KEYS, define_broker_ssl_configs, listener_ssl_values
 from kafkalab.server.acl_authorizer import check_authorizer_class_name
 from kafkalab.storage.server_log_configs import SERVER_LOG_CONFIGS
 from kafkalab.server.sasl_listeners import validate_sasl_listeners
 
 __all__ = ["ConfigKey", "KafkaConfig", "BROKER_CONFIGS", "SERVER_CONFIGS", "load_properties", "ConfigException",
-           "server_setting"]
+           "server_setting", "KAFKA_BROKER_KEYS", "LISTENER_KEYS", "unimplemented_kafka_keys"]
 
 H, M, L = Importance.HIGH, Importance.MEDIUM, Importance.LOW
 PB, CW = Dynamic.PER_BROKER, Dynamic.CLUSTER_WIDE
@@ -179,6 +189,43 @@ define_broker_ssl_configs(SERVER_CONFIGS)
 BROKER_CONFIGS = ConfigDef(SERVER_CONFIGS, GROUP_COORDINATOR_CONFIGS, TRANSACTION_COORDINATOR_CONFIGS,
                            SERVER_LOG_CONFIGS)
 
+#: Every key of Kafka's broker configuration, the authorizers' included (generated from Kafka's source).
+KAFKA_BROKER_KEYS = BROKER_CONFIG_NAMES | AUTHORIZER_CONFIG_NAMES
+
+#: Keys kafkalab reads per listener, as ``listener.name.<listener>.<key>`` (besides each SASL mechanism's
+#: ``listener.name.<listener>.<mechanism>.sasl.jaas.config``).
+LISTENER_KEYS = frozenset(BROKER_SSL_KEYS) | {"max.connections", "max.connection.creation.rate",
+                                              "sasl.enabled.mechanisms", "connections.max.reauth.ms"}
+
+_LISTENER_PREFIXED = re.compile(r"listener\.name\.([^.]+)\.(.+)\Z")
+_MECHANISM_JAAS = re.compile(r"[^.]+\.sasl\.jaas\.config\Z")
+
+def _unimplemented_reason(name: str, definitions: ConfigDef) -> Optional[str]:
+    """Why ``name`` is refused, or None: a declared key, a per-listener key kafkalab reads, or no Kafka key."""
+    if name in definitions:
+        return None
+    if name in KAFKA_BROKER_KEYS:
+        return f"{name} is not implemented by kafkalab"
+    prefixed = _LISTENER_PREFIXED.match(name)
+    if prefixed is None:
+        return None
+    listener, key = prefixed.groups()
+    if key in LISTENER_KEYS or _MECHANISM_JAAS.match(key):
+        return None
+    mechanism_key = key.split(".", 1)[-1]   # listener.name.<l>.<mechanism>.sasl.* (callback handlers, login)
+    base = key if key in KAFKA_BROKER_KEYS else mechanism_key if mechanism_key.startswith("sasl.") and \
+        mechanism_key in KAFKA_BROKER_KEYS else None
+    if base is None:
+        return None
+    return f"{name} is not implemented by kafkalab: it does not read {base} per listener ({listener})"
+
+
+def unimplemented_kafka_keys(props: Mapping[str, Any], definitions: Optional[ConfigDef] = None) -> list[str]:
+    """The reasons to refuse each key of ``props`` that is Kafka's but that kafkalab does not implement."""
+    definitions = BROKER_CONFIGS if definitions is None else definitions
+    reasons = (_unimplemented_reason(str(name), definitions) for name in sorted(props, key=str))
+    return [r for r in reasons if r is not None]
+
 
 class KafkaConfig(AbstractConfig):
     """A validated broker configuration. ``config["log.dirs"]`` gives typed values (defaults filled in);
@@ -187,6 +234,13 @@ class KafkaConfig(AbstractConfig):
     def __init__(self, props: Optional[Mapping[str, Any]] = None):
         super().__init__(BROKER_CONFIGS, props)
         self.definitions: ConfigDef = BROKER_CONFIGS
+        refused = unimplemented_kafka_keys(self.originals, self.definitions)
+        refused += [f"{given} is not implemented by kafkalab (only the default of {given.split('=')[0]} is accepted)"
+                    for given in self.definitions.inert_overrides(self.originals)]
+        if refused:
+            these = "It is a Kafka broker configuration" if len(refused) == 1 else "They are Kafka broker configurations"
+            raise ConfigException(f"{'; '.join(refused)}. {these}: kafkalab refuses what it does not implement "
+                                  f"rather than ignore it.")
         self.unknown = [k for k in self.unused() if not k.startswith("listener.name.")]
         self._validate()
 

@@ -19,7 +19,9 @@ with their own defaults, are declared in :mod:`kafkalab.storage.server_log_confi
 :meth:`LogConfig.describe` produces what a DescribeConfigs response needs (value, source, synonyms, type).
 Invalid values raise :class:`~kafkalab.storage.errors.InvalidConfigurationError` (the table's
 :class:`~kafkalab.common.config.ConfigException`, as the INVALID_CONFIG error a request gets) worded as Kafka
-words it: ``Invalid value 10 for configuration segment.bytes: Value must be at least 14``.
+words it: ``Invalid value 10 for configuration segment.bytes: Value must be at least 14``. A few of Kafka's
+topic configs are declared ``inert`` (tiered storage, replication throttles, ``preallocate``): kafkalab does
+not implement them and accepts them only at their default -- any other value is INVALID_CONFIG.
 
 :class:`LogManagerConfig` (re-exported from :mod:`~kafkalab.storage.server_log_configs`) holds the
 broker-only settings of the log manager (check intervals, cleaner switches, producer-id expiration).
@@ -149,7 +151,8 @@ _k("compression.zstd.level", C.INT, 3, between(-131072, 22), ["compression.zstd.
 _k("preallocate", C.BOOLEAN, False, None, ["log.preallocate"], "preallocate",
    "Preallocate segment files on creation.", inert=True)
 _k("message.format.version", C.STRING, "3.0-IV1", None, ["log.message.format.version"],
-   "message_format_version", "Deprecated; kafkalab only ever stores magic 2.", inert=True)
+   "message_format_version", "Deprecated and, as in Kafka 3.x (inter.broker.protocol.version 3.0 or newer), "
+   "ignored: the log stores record batches of magic 2 only.")
 _k("message.timestamp.type", C.STRING, "CreateTime", one_of("CreateTime", "LogAppendTime"),
    ["log.message.timestamp.type"], "message_timestamp_type",
    "CreateTime keeps the producer's timestamps; LogAppendTime stamps the broker's clock at append.")
@@ -167,7 +170,8 @@ _k("leader.replication.throttled.replicas", C.LIST, [], None, [], "leader_replic
 _k("follower.replication.throttled.replicas", C.LIST, [], None, [], "follower_replication_throttled_replicas",
    "Replicas throttled on the follower side.", inert=True)
 _k("message.downconversion.enable", C.BOOLEAN, True, None, ["log.message.downconversion.enable"],
-   "message_downconversion_enable", "Down-convert for old fetchers (kafkalab never does).", inert=True)
+   "message_downconversion_enable", "Down-convert batches for fetchers too old for magic 2 (Fetch v0-v3). "
+   "kafkalab serves Fetch v4 and later only, which never need it: either value behaves as Kafka does for them.")
 _k("remote.storage.enable", C.BOOLEAN, False, None, [], "remote_storage_enable",
    "Tiered storage (not implemented in kafkalab).", inert=True)
 _k("local.retention.ms", C.LONG, -2, at_least(-2), ["log.local.retention.ms"], "local_retention_ms",
@@ -233,6 +237,11 @@ class LogConfig:
                 self._values[key.name] = value
         except ConfigException as e:
             raise InvalidConfigurationError(str(e)) from None
+        inert = TOPIC_CONFIGS.inert_overrides(self.topic_overrides)
+        if inert:   # a Kafka topic config kafkalab does not implement: refused, never silently ignored
+            name = inert[0].split("=")[0]
+            raise InvalidConfigurationError(f"{inert[0]} is not implemented by kafkalab: only the default of {name} "
+                                            f"is accepted")
         self._validate_values()
 
     def _from_synonyms(self, key: ConfigKey):

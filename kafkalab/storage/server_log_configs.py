@@ -84,7 +84,7 @@ SERVER_LOG_CONFIGS = (
             dynamic=CW)
     .define("log.preallocate", T.BOOLEAN, False, None, M, "Default of preallocate.", dynamic=CW, inert=True)
     .define("log.message.format.version", T.STRING, "3.0-IV1", None, M, "Default of message.format.version "
-            "(deprecated).", dynamic=CW, inert=True)
+            "(deprecated, and ignored as Kafka 3.x ignores it).", dynamic=CW)
     .define("log.message.timestamp.type", T.STRING, "CreateTime", None, M, "Default of message.timestamp.type.",
             dynamic=CW)
     .define("log.message.timestamp.difference.max.ms", T.LONG, LONG_MAX, None, M, "Default of "
@@ -94,7 +94,7 @@ SERVER_LOG_CONFIGS = (
     .define("log.message.timestamp.after.max.ms", T.LONG, LONG_MAX, None, M, "Default of "
             "message.timestamp.after.max.ms.", dynamic=CW)
     .define("log.message.downconversion.enable", T.BOOLEAN, True, None, L, "Default of "
-            "message.downconversion.enable.", dynamic=CW, inert=True)
+            "message.downconversion.enable (Fetch v0-v3 only, which kafkalab does not serve).", dynamic=CW)
     .define("log.local.retention.ms", T.LONG, -2, None, M, "Default of local.retention.ms (tiered storage).",
             dynamic=CW, inert=True)
     .define("log.local.retention.bytes", T.LONG, -2, None, M, "Default of local.retention.bytes (tiered "

@@ -149,6 +149,7 @@ def test_create_topics_errors(cluster, admin, kadmin):
     results = create(admin, NewTopic("taken", 1, 1), NewTopic("too-many-replicas", 1, 2),
                      NewTopic("bad name!", 1, 1), NewTopic("bad-config", 1, 1, config={"no.such.config": "1"}),
                      NewTopic("bad-policy", 1, 1, config={"cleanup.policy": "archive"}),
+                     NewTopic("tiered", 1, 1, config={"remote.storage.enable": "true"}),
                      NewTopic("unknown-broker", 2, replica_assignment=[[0], [7]]),
                      NewTopic("twice-on-one-broker", 1, replica_assignment=[[0, 0]]))
     assert {name: r[0] for name, r in results.items()} == {
@@ -157,11 +158,14 @@ def test_create_topics_errors(cluster, admin, kadmin):
         "bad name!": ErrorCode.INVALID_TOPIC_EXCEPTION,                # 17
         "bad-config": ErrorCode.INVALID_CONFIG,                        # 40
         "bad-policy": ErrorCode.INVALID_CONFIG,
+        "tiered": ErrorCode.INVALID_CONFIG,                            # Kafka's, not implemented by kafkalab
         "unknown-broker": ErrorCode.INVALID_REPLICA_ASSIGNMENT,        # 39
         "twice-on-one-broker": ErrorCode.INVALID_REPLICA_ASSIGNMENT}
     assert results["taken"][1] == "Topic 'taken' already exists."
     assert results["too-many-replicas"][1] == "Replication factor: 2 larger than available brokers: 1."
     assert results["bad-config"][1] == "Unknown topic config name: no.such.config"
+    assert results["tiered"][1] == ("remote.storage.enable=true is not implemented by kafkalab: only the default of "
+                                    "remote.storage.enable is accepted")
     assert results["bad-policy"][1] == ("Invalid value archive for configuration cleanup.policy: String must be one "
                                         "of: compact, delete")
     # kafka-python sends what librdkafka refuses to: zero partitions, and one name twice in a request
@@ -426,6 +430,9 @@ def test_incremental_alter_configs_errors(admin):
         ErrorCode.INVALID_CONFIG, "Config value append is not allowed for config key: retention.ms")
     assert alter_topic(admin, "strict", ("no.such.config", AlterConfigOpType.SET, "1")) == (
         ErrorCode.INVALID_CONFIG, "Unknown topic config name: no.such.config")
+    assert alter_topic(admin, "strict", ("preallocate", AlterConfigOpType.SET, "true")) == (   # as unknown names
+        ErrorCode.INVALID_CONFIG, "preallocate=true is not implemented by kafkalab: only the default of preallocate "
+                                  "is accepted")
     assert alter_topic(admin, "not-there", ("retention.ms", AlterConfigOpType.SET, "1")) == (
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The topic 'not-there' does not exist.")
     # broker configs: kafkalab cannot apply them to a running broker, so it refuses them as Kafka refuses
