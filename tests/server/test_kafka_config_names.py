@@ -60,7 +60,7 @@ def test_the_names_are_kafka_39s():
 
 
 # -- KafkaConfig --------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("key", ["transaction.state.log.min.isr", "process.roles", "log.cleaner.threads",
+@pytest.mark.parametrize("key", ["transaction.partition.verification.enable", "process.roles", "log.cleaner.threads",
                                  "sasl.jaas.config", "authorizer.zookeeper.url", "leader.replication.throttled.rate"])
 def test_a_kafka_key_kafkalab_does_not_implement_is_refused(key):
     with pytest.raises(ConfigException, match=rf"^{key} is not implemented by kafkalab\. It is a Kafka broker "
@@ -116,8 +116,8 @@ def test_an_inert_broker_key_is_accepted_only_at_its_default():
 
 def test_a_properties_file_is_checked_too(tmp_path):
     path = tmp_path / "server.properties"
-    path.write_text("broker.id=1\ntransaction.state.log.replication.factor=1\n", encoding="utf-8")
-    with pytest.raises(ConfigException, match="transaction.state.log.replication.factor is not implemented"):
+    path.write_text("broker.id=1\ntransaction.partition.verification.enable=false\n", encoding="utf-8")
+    with pytest.raises(ConfigException, match="transaction.partition.verification.enable is not implemented"):
         KafkaConfig.from_file(path)
 
 
@@ -125,19 +125,19 @@ def test_a_properties_file_is_checked_too(tmp_path):
 def test_cli_broker_exits_1_naming_the_key(capsys):
     from kafkalab.cli import broker as cli_broker
 
-    args = argparse.Namespace(properties=None, override=["transaction.state.log.min.isr=1"], log_level="CRITICAL")
+    args = argparse.Namespace(properties=None, override=["transaction.partition.verification.enable=false"], log_level="CRITICAL")
     assert cli_broker.run(args) == 1
-    assert "kafkalab broker: transaction.state.log.min.isr is not implemented by kafkalab" in capsys.readouterr().err
+    assert "kafkalab broker: transaction.partition.verification.enable is not implemented by kafkalab" in capsys.readouterr().err
 
 
 def test_the_broker_command_refuses_before_it_listens(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     done = subprocess.run([sys.executable, "-m", "kafkalab.cli", "broker", "--override",
-                           "transaction.state.log.min.isr=1", "--override", f"log.dirs={tmp_path / 'logs'}",
+                           "transaction.partition.verification.enable=false", "--override", f"log.dirs={tmp_path / 'logs'}",
                            "--override", "listeners=PLAINTEXT://127.0.0.1:0"],
                           capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
     assert done.returncode == 1
-    assert "transaction.state.log.min.isr is not implemented by kafkalab" in done.stderr
+    assert "transaction.partition.verification.enable is not implemented by kafkalab" in done.stderr
     assert not (tmp_path / "logs").exists()
 
 
