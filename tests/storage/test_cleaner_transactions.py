@@ -4,8 +4,6 @@ the last batch of each producer survives, and nothing at or above the last stabl
 Kafka's LogCleanerTest transactional cases (same logs, same expected offsets)."""
 import os
 
-import pytest
-
 from kafkalab.records import SimpleRecord, build_batch, build_end_txn_marker_batch, decode_batches
 from kafkalab.records.control import ControlRecordType
 from kafkalab.storage import LogCleaner
@@ -492,6 +490,30 @@ def test_the_cleaned_txnindex_names_only_the_aborted_transactions_whose_batches_
     reopened = make_log({"cleanup.policy": "compact"}, had_clean_shutdown=False)
     assert all_aborted_txns(reopened) == []
     assert keys_in_log(reopened) == [3, 4]
+
+
+def test_a_fenced_producers_last_marker_outlives_its_horizon_as_an_empty_batch(make_log, clock):
+    """A coordinator's abort with a bumped epoch leaves the producer with no data batch at its epoch: its marker
+    is its last record (it carries the epoch that fences the zombie). Past its delete horizon the marker is
+    emptied, not removed, until the producer writes again."""
+    log = compacted(make_log, 1 << 20)
+    producer(log, 1, epoch=0)([1])              # 0
+    abort(log, 1, epoch=1)                      # 1: the fencing abort
+    record(log, 2, 2)                           # 2
+    log.roll()
+    dirty = two_pass_clean(log, clock)          # the data goes, then the marker gets its horizon
+    assert [(b.base_offset, b.records_count, b.has_delete_horizon_ms) for b in batches(log)] == \
+        [(1, 1, True), (2, 1, False)]
+    assert all_aborted_txns(log) == []
+    clean(log, clock, dirty, 2**63 - 1)         # past it: emptied, kept as the producer's last
+    assert [(b.base_offset, b.is_control_batch, b.records_count) for b in batches(log)] == \
+        [(1, True, 0), (2, False, 1)]
+    clean(log, clock, dirty, 2**63 - 1)         # an empty control batch is no trouble
+    assert last_offsets_per_batch(log) == [1, 2]
+    producer(log, 1, epoch=1)([3])              # 3: the producer writes again at its epoch
+    log.roll()
+    clean(log, clock, dirty, 2**63 - 1)         # the empty marker is no longer its last: it goes
+    assert last_offsets_per_batch(log) == [2, 3]
 
 
 def test_nothing_at_or_above_the_last_stable_offset_is_cleaned(make_log, clock):
