@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple, Optional
 
 from kafkalab.records import decode_batch, encode_batch
-from kafkalab.records.header import COMPRESSION_CODEC_MASK, DELETE_HORIZON_FLAG_MASK
+from kafkalab.records.header import COMPRESSION_CODEC_MASK, DELETE_HORIZON_FLAG_MASK, NO_TIMESTAMP
 from kafkalab.storage import log_file_utils as names
 from kafkalab.storage.checkpoints import CLEANER_OFFSET_CHECKPOINT_FILE, OffsetCheckpointFile
 from kafkalab.storage.cleaned_transaction_metadata import CleanedTransactionMetadata
@@ -389,9 +389,10 @@ def _rebuild(decoded, retained: list, horizon: int) -> bytes:
 
 
 def _empty_batch(decoded) -> bytes:
-    """A header-only batch keeping the offsets and producer fields (Kafka's ``writeEmptyHeader``)."""
+    """A header-only batch keeping the offsets, the producer fields, the transactional and control bits and the
+    max timestamp; no codec, no delete horizon, base timestamp -1 (Kafka's ``writeEmptyHeader``)."""
     attributes = decoded.attributes & ~(COMPRESSION_CODEC_MASK | DELETE_HORIZON_FLAG_MASK)
-    return encode_batch(decoded._replace(attributes=attributes, base_timestamp=decoded.max_timestamp, records=()))
+    return encode_batch(decoded._replace(attributes=attributes, base_timestamp=NO_TIMESTAMP, records=()))
 
 
 class LogCleaner:

@@ -374,7 +374,8 @@ def test_clean_empty_control_batch(make_log, clock):
     assert offsets_in_log(log) == [1, 2]
     assert last_offsets_per_batch(log) == [0, 1, 2]
     [empty] = [b for b in batches(log) if b.base_offset == 0]
-    assert empty.is_control_batch and empty.records_count == 0 and empty.producer_id == 1
+    assert empty.is_control_batch and empty.is_transactional and empty.records_count == 0
+    assert (empty.producer_id, empty.base_timestamp, empty.max_timestamp) == (1, -1, T0)    # writeEmptyHeader
     clean(log, clock, dirty, 2**63 - 1)         # an empty control batch is no trouble
     assert offsets_in_log(log) == [1, 2]
     assert last_offsets_per_batch(log) == [0, 1, 2]
