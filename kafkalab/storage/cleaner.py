@@ -35,12 +35,12 @@ same ``last_offset_delta``) when records are removed. Producer state survives: t
 active producer is kept, even if all its records are gone (as an empty batch), so its last sequence number
 is still in the log; a producer with no data left keeps its last marker, which carries its epoch.
 
-Differences from Kafka: the offset map is a Python dict of whole keys capped at ``log.cleaner.dedupe.buffer.size``
-x ``log.cleaner.io.buffer.load.factor`` / 24 entries (Kafka stores 16-byte MD5 digests + 8-byte offsets in
-that buffer; as there, mapping stops at the first record that finds the map full); the cleaner holds the log's lock while it
-cleans, so appends to that partition wait (Kafka cleans concurrently and locks only for the swap); only
-RecordBatch v2 exists here, so Kafka's ``retainLegacyDeletesAndTxnMarkers`` (segment age as the horizon of
-pre-v2 tombstones) has nothing to apply to.
+Differences from Kafka: the offset map is a Python dict of whole keys capped at
+``log.cleaner.dedupe.buffer.size`` x ``log.cleaner.io.buffer.load.factor`` / 24 entries (Kafka stores 16-byte
+MD5 digests + 8-byte offsets in that buffer; as there, mapping stops at the first record that finds the map
+full); the cleaner holds the log's lock while it cleans, so appends to that partition wait (Kafka cleans
+concurrently and locks only for the swap); only RecordBatch v2 exists here, so Kafka's
+``retainLegacyDeletesAndTxnMarkers`` (segment age as the horizon of pre-v2 tombstones) has nothing to apply to.
 
 Mirrors: ``core/src/main/scala/kafka/log/LogCleaner.scala`` (``Cleaner``), ``LogCleanerManager.scala`` and
 ``clients/src/main/java/org/apache/kafka/common/record/MemoryRecords.java`` (``filterTo``, ``RecordFilter``).

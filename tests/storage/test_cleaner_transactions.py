@@ -517,6 +517,19 @@ def test_a_fenced_producers_last_marker_outlives_its_horizon_as_an_empty_batch(m
     assert last_offsets_per_batch(log) == [2, 3]
 
 
+def test_a_marker_that_ends_the_cleaned_range_goes_like_any_other(make_log, clock):
+    """Nothing is kept for being the last batch below the active segment: only a producer's last record is."""
+    log = compacted(make_log, 1 << 20)
+    p = producer(log, 1)
+    p([1])                                      # 0: aborted
+    abort(log, 1)                               # 1: the last batch of the cleanable range
+    log.roll()
+    p([2])                                      # 2: the producer's last batch, in the active segment
+    clean(log, clock)                           # the data goes
+    two_pass_clean(log, clock)                  # the horizon is stamped, then passed
+    assert last_offsets_per_batch(log) == [2]
+
+
 def test_nothing_at_or_above_the_last_stable_offset_is_cleaned(make_log, clock):
     log = compacted(make_log, 1 << 20)
     record(log, 1, "a")                         # 0
