@@ -566,8 +566,10 @@ def test_a_first_dirty_offset_past_the_first_uncleanable_offset_cleans_only_belo
     for key in (1, 1, 1):
         record(log, key, key)                   # 0-2
     log.roll()
-    for key in (2, 2, 2):
-        record(log, key, key)                   # 3-5
+    p = producer(log, 1)
+    p([2])                                      # 3: aborted: a rewrite would drop it
+    abort(log, 1)                               # 4
+    p([3])                                      # 5
     log.roll()
     held = open(segment_files(log, ".log")[1], "rb").read()
     to_clean = LogToClean(log, 4, 3, 0, 0)
