@@ -14,7 +14,7 @@ offset order, with one :class:`CleanedTransactionMetadata` per walk:
 * Before each batch, every aborted transaction that has *started* by that batch's last offset becomes
   "ongoing" for its producer id. A transactional data batch of a producer with an ongoing aborted transaction
   is aborted data (:meth:`~CleanedTransactionMetadata.on_batch_read` returns True): it is never put in the
-  offset map and the copy drops it. Any other transactional batch belongs to a transaction that will commit
+  offset map and the copy drops it. Any other transactional batch belongs to a committed transaction
   (everything the cleaner reads is below the last stable offset, so every transaction it sees is decided).
 * A COMMIT or ABORT marker (:meth:`~CleanedTransactionMetadata.on_control_batch_read`) ends its producer's
   transaction. It may be discarded only once no batch of that transaction was seen in this walk: the data is
