@@ -10,6 +10,7 @@ segment, anything at or above the last stable offset, and segments younger than 
 A pass works in two steps:
 
 1. **Offset map.** Read the dirty section and remember, for every key, the offset of its latest record.
+   Records of aborted transactions are skipped: they never count as a key's latest value.
 2. **Copy.** Rewrite every segment from the start of the log up to the end of the dirty section, keeping a
    record only if no later record has the same key. The survivors keep their original offsets -- gaps in a
    compacted log are normal -- and a group of small segments is written into one new segment, through
@@ -20,20 +21,29 @@ A record with a null value is a *tombstone*: "this key is deleted". A pass that 
 batch with a *delete horizon* (now + ``delete.retention.ms``, stored in ``base_timestamp`` with attribute bit
 6, KIP-534); a later pass after that horizon drops it, so consumers had ``delete.retention.ms`` to see it.
 
+**Transactions.** Only the part below the last stable offset is ever cleaned, so every transaction the
+cleaner meets is decided. Both steps walk the log with a
+:class:`~kafkalab.storage.cleaned_transaction_metadata.CleanedTransactionMetadata` fed from the
+``.txnindex`` files: the batches of aborted transactions are left out of the map and dropped by the copy. A
+COMMIT or ABORT marker stays while any batch of its transaction is still in the log; after that it is treated
+like a tombstone -- stamped with a delete horizon, removed by the first pass past it. The cleaned segment's
+``.txnindex`` is written anew by the copy: it holds the entries of the aborted transactions whose batches the
+pass still read, and the ABORT marker of each is kept.
+
 Batches are copied verbatim when nothing in them changes, and re-encoded (same codec, same offset deltas,
 same ``last_offset_delta``) when records are removed. Producer state survives: the last batch of every
 active producer is kept, even if all its records are gone (as an empty batch), so its last sequence number
-is still in the log; so is the last batch of the cleaned range, which carries the range's last offset.
+is still in the log; a producer with no data left keeps its last marker, which carries its epoch.
 
-Differences from Kafka: records of aborted transactions are compacted like committed ones and transaction
-markers are always kept, so the cleaned segment keeps every ``.txnindex`` entry of the segments it replaces
-(Kafka drops aborted data and the markers that are no longer needed, and indexes only what it keeps); the offset map is a Python dict of
-whole keys capped at ``log.cleaner.dedupe.buffer.size`` x ``log.cleaner.io.buffer.load.factor`` / 24 entries
-(Kafka stores 16-byte MD5 digests + 8-byte offsets in that buffer); the cleaner holds the log's lock while it
-cleans, so appends to that partition wait (Kafka cleans concurrently and locks only for the swap).
+Differences from Kafka: the offset map is a Python dict of whole keys capped at
+``log.cleaner.dedupe.buffer.size`` x ``log.cleaner.io.buffer.load.factor`` / 24 entries (Kafka stores 16-byte
+MD5 digests + 8-byte offsets in that buffer; as there, mapping stops at the first record that finds the map
+full); the cleaner holds the log's lock while it cleans, so appends to that partition wait (Kafka cleans
+concurrently and locks only for the swap); only RecordBatch v2 exists here, so Kafka's
+``retainLegacyDeletesAndTxnMarkers`` (segment age as the horizon of pre-v2 tombstones) has nothing to apply to.
 
 Mirrors: ``core/src/main/scala/kafka/log/LogCleaner.scala`` (``Cleaner``), ``LogCleanerManager.scala`` and
-``clients/src/main/java/org/apache/kafka/common/record/MemoryRecords.java`` (``filterTo``).
+``clients/src/main/java/org/apache/kafka/common/record/MemoryRecords.java`` (``filterTo``, ``RecordFilter``).
 """
 from __future__ import annotations
 
@@ -43,9 +53,10 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple, Optional
 
 from kafkalab.records import decode_batch, encode_batch
-from kafkalab.records.header import COMPRESSION_CODEC_MASK, DELETE_HORIZON_FLAG_MASK
+from kafkalab.records.header import COMPRESSION_CODEC_MASK, DELETE_HORIZON_FLAG_MASK, NO_TIMESTAMP
 from kafkalab.storage import log_file_utils as names
 from kafkalab.storage.checkpoints import CLEANER_OFFSET_CHECKPOINT_FILE, OffsetCheckpointFile
+from kafkalab.storage.cleaned_transaction_metadata import CleanedTransactionMetadata
 from kafkalab.storage.log_file_utils import TopicPartition
 from kafkalab.storage.segment import LogSegment
 
@@ -95,6 +106,7 @@ class CleanerStats:
     batches_rewritten: int = 0
     batches_copied: int = 0
     empty_batches_kept: int = 0
+    batches_discarded: int = 0       # whole batches dropped unread: aborted data, expired transaction markers
 
 
 class LogToClean(NamedTuple):
@@ -161,41 +173,71 @@ class Cleaner:
     def clean(self, to_clean: LogToClean) -> tuple:
         """Compact ``to_clean.log``; returns ``(end_offset, stats)`` where ``end_offset`` is the next first
         dirty offset."""
+        return self.do_clean(to_clean, self.time.milliseconds())
+
+    def do_clean(self, to_clean: LogToClean, current_time: int) -> tuple:
+        """:meth:`clean` as if the time were ``current_time`` (delete horizons are judged against it)."""
         log_ = to_clean.log
-        now = self.time.milliseconds()
         stats = CleanerStats()
         offset_map = OffsetMap(self.max_map_entries)
-        self._build_offset_map(log_, to_clean.first_dirty_offset, to_clean.first_uncleanable_offset, offset_map, stats)
+        upper_bound = to_clean.first_uncleanable_offset
+        self._build_offset_map(log_, to_clean.first_dirty_offset, upper_bound, offset_map, stats)
         active = log_.active_segment
         end_offset = min(max(offset_map.latest_offset + 1, to_clean.first_dirty_offset), active.base_offset)
         if end_offset <= 0:
             return to_clean.first_dirty_offset, stats
         offset_map.update_latest_offset(end_offset - 1)   # everything below end_offset is judged by key
-        segments = [s for s in log_.log_segments(0, end_offset) if s is not active]
+        segments = [s for s in log_.log_segments(0, end_offset)
+                    if s is not active and self._next_base_offset(log_, s) <= upper_bound]
+        transactions = CleanedTransactionMetadata()       # carried from group to group: markers follow their data
         for group in self.group_segments_by_size(segments, log_.config.segment_size, log_.config.max_index_size):
-            self._clean_segments(log_, group, offset_map, now, stats, to_clean.first_uncleanable_offset)
+            self._clean_segments(log_, group, offset_map, current_time, stats, transactions)
         return end_offset, stats
+
+    @staticmethod
+    def _next_base_offset(log_, segment: LogSegment) -> int:
+        following = log_._local.segments.higher_segment(segment.base_offset)
+        return following.base_offset if following is not None else log_.log_end_offset
 
     # -------------------------------------------------------------------------------------- offset map
     def _build_offset_map(self, log_, start: int, end: int, offset_map: OffsetMap, stats: CleanerStats) -> None:
+        if start >= end:
+            return
         dirty = log_.log_segments(start, end)
+        transactions = CleanedTransactionMetadata()
+        transactions.add_aborted_transactions(log_.collect_aborted_transactions(start, end))
         for i, segment in enumerate(dirty):
             next_start = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
-            position = segment.offset_index.lookup(start).position
-            for batch in segment.log.batches(position):
-                if batch.last_offset >= end:
-                    break
-                if not batch.header.is_control_batch:
-                    for record in decode_batch(segment.log.read(batch.position, batch.size), verify=False).records:
-                        if record.key is not None and record.offset >= start:
-                            if offset_map.size >= self.max_map_entries and record.key not in offset_map._map:
-                                log.debug("Offset map is full; segment %d is partially mapped", segment.base_offset)
-                                return
-                            offset_map.put(record.key, record.offset)
-                        stats.map_messages_read += 1
-                if batch.last_offset >= start:
-                    offset_map.update_latest_offset(batch.last_offset)
+            if self._map_segment(segment, start, end, offset_map, transactions, stats):
+                log.debug("Offset map is full; segment %d is partially mapped", segment.base_offset)
+                return
             offset_map.update_latest_offset(next_start - 1)
+
+    def _map_segment(self, segment: LogSegment, start: int, end: int, offset_map: OffsetMap,
+                     transactions: CleanedTransactionMetadata, stats: CleanerStats) -> bool:
+        """Put the keys of ``segment`` from ``start`` on into the map, skipping aborted transactions; True if
+        the map filled up."""
+        position = segment.offset_index.lookup(start).position
+        for batch in segment.log.batches(position):
+            h = batch.header
+            if batch.last_offset >= end:
+                break
+            if h.is_control_batch:
+                transactions.on_control_batch_read(decode_batch(segment.log.read(batch.position, batch.size),
+                                                                verify=False))
+                stats.map_messages_read += 1
+            elif transactions.on_batch_read(h):
+                stats.map_messages_read += h.records_count     # aborted: never in the map
+            else:
+                for record in decode_batch(segment.log.read(batch.position, batch.size), verify=False).records:
+                    if record.key is not None and record.offset >= start:
+                        if offset_map.size >= self.max_map_entries:
+                            return True
+                        offset_map.put(record.key, record.offset)
+                    stats.map_messages_read += 1
+            if batch.last_offset >= start:
+                offset_map.update_latest_offset(batch.last_offset)
+        return False
 
     # ------------------------------------------------------------------------------------------- copy
     @staticmethod
@@ -220,7 +262,7 @@ class Cleaner:
         return groups
 
     def _clean_segments(self, log_, group: list, offset_map: OffsetMap, now: int, stats: CleanerStats,
-                        upper_bound: int) -> None:
+                        transactions: CleanedTransactionMetadata) -> None:
         base = group[0].base_offset
         for path in (names.log_file(log_.dir, base, names.CLEANED_FILE_SUFFIX),
                      names.offset_index_file(log_.dir, base, names.CLEANED_FILE_SUFFIX),
@@ -229,57 +271,72 @@ class Cleaner:
             if os.path.exists(path):
                 os.remove(path)
         cleaned = LogSegment.open(log_.dir, base, log_.config, self.time, file_suffix=names.CLEANED_FILE_SUFFIX)
+        transactions.cleaned_index = cleaned.txn_index
         last_records = {pid: (e.last_data_offset if e.last_data_offset >= 0 else None, e.producer_epoch)
                         for pid, e in log_.producer_state_manager.active_producers().items()}
         try:
-            for segment in group:
+            for i, segment in enumerate(group):
+                # every aborted transaction overlapping the whole segment: the cleaned index is rebuilt from them
+                upper = group[i + 1].base_offset if i + 1 < len(group) else segment.read_next_offset()
+                transactions.add_aborted_transactions(log_.collect_aborted_transactions(segment.base_offset, upper))
                 self._clean_into(segment, cleaned, offset_map, now, log_.config.delete_retention_ms, last_records,
-                                 upper_bound, stats)
-                for aborted in segment.txn_index.all_aborted_txns():
-                    cleaned.txn_index.append(aborted)
+                                 transactions, stats)
             cleaned.on_become_inactive_segment()
             cleaned.flush()
             cleaned.set_last_modified(group[-1].last_modified())
         except Exception:          # an aborted clean leaves nothing behind; a crash leaves .cleaned for the loader
             cleaned.delete_if_exists()
             raise
+        finally:
+            transactions.cleaned_index = None
         log.info("Swapping in cleaned segment %r for segment(s) %r in log %s", cleaned, group, log_.topic_partition)
         for old in log_._local.replace_segments([cleaned], group):
             log_.producer_state_manager.delete_snapshot(old.base_offset)
 
     def _clean_into(self, source: LogSegment, dest: LogSegment, offset_map: OffsetMap, now: int,
-                    delete_retention_ms: int, last_records: dict, upper_bound: int, stats: CleanerStats) -> None:
+                    delete_retention_ms: int, last_records: dict, transactions: CleanedTransactionMetadata,
+                    stats: CleanerStats) -> None:
+        """Copy what survives of ``source`` into ``dest`` (Kafka's ``cleanInto`` with ``MemoryRecords.filterTo``)."""
         for batch in source.log.batches():
             h = batch.header
             data = source.log.read(batch.position, batch.size)
             stats.bytes_read += batch.size
-            keep_empty = False
-            if h.has_producer_id and h.producer_id in last_records:
-                last_data_offset, epoch = last_records[h.producer_id]
-                keep_empty = (h.last_offset == last_data_offset if last_data_offset is not None
-                              else h.is_control_batch and h.producer_epoch == epoch)
-            keep_empty = keep_empty or h.last_offset + 1 == upper_bound
+            decoded = decode_batch(data, verify=False) if h.is_control_batch else None
             if h.is_control_batch:
-                out = data
+                can_discard = transactions.on_control_batch_read(decoded)
+                # a marker outlives its transaction's data by delete.retention.ms (its delete horizon)
+                discard_records = can_discard and h.has_delete_horizon_ms and h.delete_horizon_ms <= now
             else:
+                can_discard = discard_records = transactions.on_batch_read(h)
+            retain_empty = h.has_producer_id and _is_last_record_of_producer(h, last_records)
+            if discard_records and not retain_empty:
+                stats.batches_discarded += 1
+                continue
+            if decoded is None:
                 decoded = decode_batch(data, verify=False)
-                stats.messages_read += len(decoded.records)
+            stats.messages_read += len(decoded.records)
+            if discard_records:
+                retained = []
+            elif h.is_control_batch:
+                retained = list(decoded.records)
+            else:
                 retained = [r for r in decoded.records if self._should_retain(offset_map, h, r, now, stats)]
-                tombstones = any(r.value is None for r in retained)
-                need_horizon = tombstones and not h.has_delete_horizon_ms
-                if retained and len(retained) == len(decoded.records) and not need_horizon:
-                    out = data
-                    stats.batches_copied += 1
-                elif retained:
-                    horizon = now + delete_retention_ms if need_horizon else h.delete_horizon_ms
-                    out = _rebuild(decoded, retained, horizon)
-                    stats.batches_rewritten += 1
-                elif keep_empty:
-                    out = _empty_batch(decoded)
-                    stats.empty_batches_kept += 1
-                else:
-                    continue
-                stats.messages_written += len(retained)
+            marker_for_empty_txn = can_discard and h.is_control_batch
+            need_horizon = ((marker_for_empty_txn or any(r.value is None for r in retained))
+                            and not h.has_delete_horizon_ms)
+            if retained and len(retained) == len(decoded.records) and not need_horizon:
+                out = data
+                stats.batches_copied += 1
+            elif retained:
+                horizon = now + delete_retention_ms if need_horizon else h.delete_horizon_ms
+                out = _rebuild(decoded, retained, horizon)
+                stats.batches_rewritten += 1
+            elif retain_empty:
+                out = _empty_batch(decoded)
+                stats.empty_batches_kept += 1
+            else:
+                continue
+            stats.messages_written += len(retained)
             max_ts = int.from_bytes(out[35:43], "big", signed=True)
             dest.append(h.last_offset, max_ts, h.last_offset, out)
             stats.bytes_written += len(out)
@@ -302,6 +359,19 @@ class Cleaner:
         return keep
 
 
+def _is_last_record_of_producer(header, last_records: dict) -> bool:
+    """Whether the batch holds what the producer state needs of an active producer: the batch with its last
+    data offset (and so its last sequence), or -- if it has no data in the log -- its last marker (the epoch
+    that fences zombies)."""
+    last = last_records.get(header.producer_id)
+    if last is None:
+        return False
+    last_data_offset, epoch = last
+    if last_data_offset is not None:
+        return header.last_offset == last_data_offset
+    return header.is_control_batch and header.producer_epoch == epoch
+
+
 def _rebuild(decoded, retained: list, horizon: int) -> bytes:
     """Re-encode ``decoded`` with only ``retained`` records: same base offset, offset deltas, last_offset_delta
     (so the last sequence survives), codec and producer fields; base_timestamp becomes the delete horizon when
@@ -319,9 +389,10 @@ def _rebuild(decoded, retained: list, horizon: int) -> bytes:
 
 
 def _empty_batch(decoded) -> bytes:
-    """A header-only batch keeping the offsets and producer fields (Kafka's ``writeEmptyHeader``)."""
+    """A header-only batch keeping the offsets, the producer fields, the transactional and control bits and the
+    max timestamp; no codec, no delete horizon, base timestamp -1 (Kafka's ``writeEmptyHeader``)."""
     attributes = decoded.attributes & ~(COMPRESSION_CODEC_MASK | DELETE_HORIZON_FLAG_MASK)
-    return encode_batch(decoded._replace(attributes=attributes, base_timestamp=decoded.max_timestamp, records=()))
+    return encode_batch(decoded._replace(attributes=attributes, base_timestamp=NO_TIMESTAMP, records=()))
 
 
 class LogCleaner:

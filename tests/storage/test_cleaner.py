@@ -69,6 +69,17 @@ def test_tombstones_survive_delete_retention_ms_then_go(make_log, clock):
     assert [r for r in all_records(log) if r.key == b"k"] == []
 
 
+def test_a_tombstone_that_ends_the_cleaned_range_goes_too(make_log, clock):
+    log = compacted_log(make_log, {"delete.retention.ms": 1000, "segment.bytes": 1 << 20})
+    write(log, [("k", "v1"), ("k", None)])
+    log.roll()
+    cleaner = cleaner_for(log, clock)
+    cleaner.clean_now(log)
+    clock.advance(1000)
+    cleaner.clean_now(log)
+    assert all_batches(log) == []                        # no empty batch left behind at offset 1
+
+
 def test_min_compaction_lag_keeps_young_segments_dirty(make_log, clock):
     log = compacted_log(make_log, {"min.compaction.lag.ms": 10_000})
     write(log, [("k", f"v{i}") for i in range(10)], ts=T0)
