@@ -70,8 +70,8 @@ def test_a_kafka_key_kafkalab_does_not_implement_is_refused(key):
 
 def test_every_refused_key_is_named_in_one_message():
     with pytest.raises(ConfigException) as e:
-        KafkaConfig({"log.cleaner.threads": "2", "transaction.max.timeout.ms": "1000", "log.dirz": "/x"})
-    assert str(e.value).startswith("log.cleaner.threads is not implemented by kafkalab; transaction.max.timeout.ms "
+        KafkaConfig({"log.cleaner.threads": "2", "transaction.partition.verification.enable": "false", "log.dirz": "/x"})
+    assert str(e.value).startswith("log.cleaner.threads is not implemented by kafkalab; transaction.partition.verification.enable "
                                    "is not implemented by kafkalab. They are Kafka broker configurations")
     assert "log.dirz" not in str(e.value)
 
@@ -166,8 +166,8 @@ def test_kafka_server_and_cluster_refuse(tmp_path):
 
     with pytest.raises(ConfigException, match="log.cleaner.threads is not implemented by kafkalab"):
         KafkaServer({"log.dirs": str(tmp_path / "a"), "log.cleaner.threads": "2"})
-    cluster = Cluster(brokers=1, overrides={"transaction.max.timeout.ms": "900000"}, log_dirs=str(tmp_path / "c"))
-    with pytest.raises(ConfigException, match="transaction.max.timeout.ms is not implemented by kafkalab"):
+    cluster = Cluster(brokers=1, overrides={"transaction.partition.verification.enable": "true"}, log_dirs=str(tmp_path / "c"))
+    with pytest.raises(ConfigException, match="transaction.partition.verification.enable is not implemented by kafkalab"):
         cluster.start()
 
 
