@@ -49,7 +49,7 @@ from kafkalab.protocol import ApiKey, ErrorCode, api_name, response_class
 
 __all__ = ["T0", "TXN_ID", "GROUP", "OUTPUT", "INPUT", "OVERRIDES", "COORDINATOR_EPOCH", "txn_partition",
            "place_internal_topics", "WireTap", "sequence_diagram", "LabCoordinator", "state_machine",
-           "log_entries", "classify", "LogStrip", "dump_log", "read_committed_view", "check_txn_partition",
+           "log_entries", "classify", "LogStrip", "dump_log", "mask_control_batches", "read_committed_view", "check_txn_partition",
            "check_read_committed", "check_fence_epochs", "check_state_sequence"]
 
 #: The records' timestamps and MockTime's start (2023-11-14 22:13:20 UTC).
@@ -92,8 +92,8 @@ def place_internal_topics(cluster, *, transaction_coordinator: int, group_coordi
 
 
 class WireTap:
-    """Every request the brokers take from their request channels, in the one order the cluster's event loop
-    handled them: ``(broker id, client id, api name, api version, body)``. Install on a running cluster; the
+    """Every request the brokers' processors put into their request channels, in the one order the cluster's
+    event loop handled them: ``(broker id, client id, api name, api version, body)``. Install on a running cluster; the
     brokers' code is untouched (one attribute of each channel is wrapped)."""
 
     def __init__(self, cluster):
@@ -107,19 +107,18 @@ class WireTap:
         return self
 
     def _wrap(self, broker_id: int, channel) -> None:
-        original = channel.receive_request
+        original = channel.send_request              # a processor hands each parsed request to the queue here
         self._originals[broker_id] = (channel, original)
 
-        async def receive_request():
-            request = await original()
+        async def send_request(request):
             c = request.context
             self.requests.append((broker_id, c.client_id, api_name(c.api_key), c.api_version, request.body))
-            return request
-        channel.receive_request = receive_request
+            await original(request)
+        channel.send_request = send_request
 
     def remove(self) -> None:
         for channel, original in self._originals.values():
-            self.cluster.call(setattr, channel, "receive_request", original)
+            self.cluster.call(setattr, channel, "send_request", original)
         self._originals.clear()
 
     def clear(self) -> None:
@@ -137,7 +136,7 @@ def _partitions_of(topics, name_attr: str, parts_attr: str) -> str:
     out = []
     for t in topics:
         for p in getattr(t, parts_attr):
-            out.append(f"{getattr(t, name_attr)}-{p if isinstance(p, int) else p.partition_index}")
+            out.append(f"{getattr(t, name_attr)}-{p if isinstance(p, int) else getattr(p, 'index', None)}")
     return ", ".join(out)
 
 
@@ -149,7 +148,7 @@ def describe_request(api: str, body) -> str:
     if api == "InitProducerId":
         return f"InitProducerId({body.transactional_id}, timeout {body.transaction_timeout_ms} ms)"
     if api == "AddPartitionsToTxn":
-        topics = body.v3_and_below_topics if hasattr(body, "v3_and_below_topics") else body.topics
+        topics = body.v3_and_below_topics or [t for txn in body.transactions for t in txn.topics]
         return f"AddPartitionsToTxn({_partitions_of(topics, 'name', 'partitions')})"
     if api == "Produce":
         return f"Produce({_partitions_of(body.topic_data, 'name', 'partition_data')}, transactional)"
@@ -532,18 +531,32 @@ class LogStrip:
         return f"LogStrip(LSO={self.lso}, HW={self.hw}, LEO={self.leo}: {cells})"
 
 
-_CONTROL_TIME = re.compile(r"(isControl: true [^\n]*?CreateTime: )\d+")
+_TIME = re.compile(r"CreateTime: \d+")
+_CRC = re.compile(r"crc: \d+")
+
+
+def mask_control_batches(text: str) -> str:
+    """A control batch is stamped with the broker's clock when it wrote the marker: on its lines the CreateTime
+    (and the batch CRC, which covers it) print as ``<broker time>`` / ``<crc>``."""
+    lines = []
+    for line in text.split("\n"):
+        if "isControl: true" in line:
+            line = _CRC.sub("crc: <crc>", _TIME.sub("CreateTime: <broker time>", line))
+        elif "endTxnMarker" in line:
+            line = _TIME.sub("CreateTime: <broker time>", line)
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def dump_log(partition_dir, files: Sequence[str], *flags: str) -> str:
-    """``kafkalab dump-log --files F1,F2 [flags]`` run in ``partition_dir``, as text. A control batch's
-    CreateTime is the broker's clock when it wrote the marker: it prints as ``<broker time>``."""
+    """``kafkalab dump-log --files F1,F2 [flags]`` run in ``partition_dir``, as text, control batches masked
+    (:func:`mask_control_batches`)."""
     from kafkalab.tools import dump_log as tool
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.chdir(partition_dir):
         tool.main(["--files", ",".join(files), *flags], out=out, err=err)
-    return _CONTROL_TIME.sub(r"\1<broker time>", out.getvalue() + err.getvalue())
+    return mask_control_batches(out.getvalue() + err.getvalue())
 
 
 # -- checks ------------------------------------------------------------------------------------------------------------
