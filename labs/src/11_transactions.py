@@ -608,7 +608,7 @@ cluster.stop()
 # transactional id `TRANSACTIONAL_ID`? (Compute Java's `hashCode` yourself, as in lab 10.)
 
 # %%
-TRANSACTIONAL_ID = "invoice-writer-7"
+TRANSACTIONAL_ID = "refund-writer"
 NUM_PARTITIONS = 50
 
 # %% tags=["solution"]
