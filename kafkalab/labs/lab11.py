@@ -189,9 +189,14 @@ def sequence_diagram(tap: WireTap, client_id: str, roles: Mapping[int, str], *, 
         else:
             ordered.append(rows[i])
             i += 1
-    for broker_id, cid, api, version, body in ordered:
+    previous = None
+    for broker_id, _client, api, version, body in ordered:
         label = f"{describe_request(api, body)} v{version}"
         colour = _API_COLOURS.get(api, "#495057")
+        if api == "WriteTxnMarkers" and previous == "EndTxn":
+            diagram.note("EndTxn is answered once PrepareCommit / PrepareAbort is in __transaction_state; "
+                         "then the coordinator sends the markers")
+        previous = api
         if api == "FindCoordinator":
             diagram.message("producer", "any", label, colour=colour)
         elif api == "WriteTxnMarkers":
@@ -365,7 +370,8 @@ def _wrap(text: str, width: int) -> str:
 
 def state_machine(current: Optional[str] = None, taken: Iterable[tuple[str, str]] = ()):
     """The transaction state machine drawn from :data:`TRANSITIONS` (Graphviz): ``current`` outlined, the
-    edges in ``taken`` blue. Dead and its edges are left out (the id expiring is not part of this lab)."""
+    edges in ``taken`` blue. Dead and its edges are left out (the id expiring is not part of this lab), and so
+    is the Empty -> Empty edge (InitProducerId again)."""
     import graphviz
 
     from kafkalab.viz import Diagram
@@ -389,11 +395,9 @@ def state_machine(current: Optional[str] = None, taken: Iterable[tuple[str, str]
             g.node(name, name, fillcolor=fill)
     for a, b, why in TRANSITIONS:
         a, b = str(a), str(b)
-        if a == b or b == "Dead" or (b == "Empty" and a != "Empty" and a != "CompleteCommit"):
-            continue                              # one "InitProducerId again" edge is enough
+        if a == b or b == "Dead":
+            continue
         style = {"color": "#1971c2", "penwidth": "2", "fontcolor": "#1864ab"} if (a, b) in taken else {}
-        if b == "Empty":
-            why = "InitProducerId after a complete transaction"
         g.edge(a, b, label=_wrap(why, 24), **style)
     caption = ("The transaction state machine, drawn from kafkalab.coordinator.transaction.state.TRANSITIONS "
                "(Dead, reached when an idle id expires, left out)")
@@ -414,7 +418,7 @@ def log_entries(partition_dir) -> list[tuple]:
     for f in sorted(Path(partition_dir).glob("*.log")):
         for b in decode_batches(f.read_bytes(), allow_partial=True):
             pid = b.producer_id if b.is_transactional else None
-            for i, r in enumerate(b.records):
+            for r in b.records:
                 if b.is_control_batch:
                     kind = parse_end_txn_marker(r.key, r.value).control_type.name
                 else:
@@ -518,7 +522,7 @@ class LogStrip:
             fill, stroke, label = _CELL[status]
             parts.append(f'<rect x="{lx}" y="{legend_y - 10}" width="12" height="12" fill="{fill}" stroke="{stroke}"/>')
             parts.append(f'<text x="{lx + 16}" y="{legend_y}" font-size="10" fill="#495057">{e(label)}</text>')
-            lx += 24 + len(label) * 5.6
+            lx += 30 + len(label) * 6.2
         height = legend_y + 10
         return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{max(width, lx)}" height="{height}" '
                 f'font-family="Helvetica, Arial, sans-serif">{"".join(parts)}</svg>')
