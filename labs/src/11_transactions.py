@@ -56,7 +56,7 @@ from kafkalab.cluster import BrokerLog, History
 from kafkalab.clients import Admin, Consumer, Producer
 from kafkalab.clients.consumer import ConsumerGroupMetadata
 from kafkalab.clients.producer.transaction_state import ProducerFencedError
-from kafkalab.coordinator.transaction import TransactionState
+from kafkalab.coordinator.transaction import VALID_PREVIOUS_STATES, TransactionState
 from kafkalab.coordinator.transaction.transaction_log import read_txn_record_key, read_txn_record_value
 from kafkalab.labs import lab11
 from kafkalab.records import decode_batches
@@ -258,9 +258,17 @@ lab.init_producer_id(TXN_ID)
 pd.DataFrame(lab.steps[-2:])
 
 # %% [markdown]
-# The path this id took through the coordinator's state table, drawn from the table the coordinator checks
-# every transition against (`kafkalab.coordinator.transaction.state.TRANSITIONS`, Kafka's
-# `validPreviousStates`):
+# The coordinator checks every transition against one table, `VALID_PREVIOUS_STATES` (Kafka's
+# `validPreviousStates`): for each state, the states it may be entered *from*. The id is the byte written as
+# the state in `__transaction_state`.
+
+# %%
+pd.DataFrame([{"state": str(state), "id": state.id, "may be entered from": ", ".join(sorted(str(p) for p in previous))}
+              for state, previous in VALID_PREVIOUS_STATES.items()]).set_index("state")
+
+# %% [markdown]
+# The same table as a picture, with the reason for each edge (`kafkalab.coordinator.transaction.state.TRANSITIONS`)
+# and the path this id took in blue:
 
 # %%
 lab.state_machine(TXN_ID)
