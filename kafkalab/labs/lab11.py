@@ -12,14 +12,16 @@ to. This module holds what both need:
 * :func:`place_internal_topics` -- ``__transaction_state`` and ``__consumer_offsets`` created up front with
   their leaders chosen, so that each role lands on its own broker in every run (a broker would create them on
   first use, with leaders wherever the random placement puts them);
-* :class:`WireTap` and :func:`sequence_diagram` -- what every broker took from its request channel, in one
-  global order, drawn as a :class:`~kafkalab.viz.SequenceDiagram` (lifelines = roles);
+* :class:`WireTap`, :func:`describe_request` and :func:`sequence_diagram` -- every request the brokers'
+  processors queued, in one global order, labelled with the fields that matter and drawn as a
+  :class:`~kafkalab.viz.SequenceDiagram` (lifelines = roles);
 * :class:`LabCoordinator` -- a transaction coordinator on a :class:`~kafkalab.common.time.MockTime` with an
   in-memory ``__transaction_state``, markers answered by hand, every step kept for a table, the records it
   wrote decoded, and :func:`state_machine` drawn from :data:`~kafkalab.coordinator.transaction.state.TRANSITIONS`;
 * :func:`log_entries`, :func:`classify`, :class:`LogStrip` -- a partition's log as one cell per offset
   (plain, committed, aborted, open, marker), with the LSO, high watermark and log end offset marked (SVG);
-* :func:`dump_log` -- ``kafkalab dump-log`` as text, the broker-chosen times of control batches masked;
+* :func:`dump_log` -- ``kafkalab dump-log`` as text, the broker-chosen times (and CRCs) of control batches
+  masked (:func:`mask_control_batches`);
 * :func:`read_committed_view` -- what a read_committed consumer gets from a log described in plain tuples;
 * the checks ``check_*``, which compute the right answer from the data the learner was given (two of them
   replay the task on a :class:`LabCoordinator`).
@@ -48,7 +50,7 @@ from kafkalab.labs import CheckResult, check_equal, check_parts, is_unanswered
 from kafkalab.protocol import ApiKey, ErrorCode, api_name, response_class
 
 __all__ = ["T0", "TXN_ID", "GROUP", "OUTPUT", "INPUT", "OVERRIDES", "COORDINATOR_EPOCH", "txn_partition",
-           "place_internal_topics", "WireTap", "sequence_diagram", "LabCoordinator", "state_machine",
+           "place_internal_topics", "WireTap", "describe_request", "sequence_diagram", "LabCoordinator", "state_machine",
            "log_entries", "classify", "LogStrip", "dump_log", "mask_control_batches", "read_committed_view", "check_txn_partition",
            "check_read_committed", "check_fence_epochs", "check_state_sequence"]
 
@@ -216,7 +218,7 @@ class LabCoordinator:
     :data:`COORDINATOR_EPOCH`. Each request is kept in :attr:`steps` (for :meth:`table`)."""
 
     def __init__(self, *, num_partitions: int = 50, first_producer_id: int = 4000,
-                 leaders: Optional[Mapping[tuple, int]] = None):
+                 leaders: Optional[Mapping[tuple, int]] = None, offsets_topic_num_partitions: int = 50):
         self.time = MockTime(start_ms=T0)
         self.scheduler = MockScheduler(self.time)
         self.log = MemoryTransactionLog()
@@ -230,6 +232,7 @@ class LabCoordinator:
         self.coordinator.startup()
         for p in range(num_partitions):
             self.coordinator.on_election(p, COORDINATOR_EPOCH)
+        self.offsets_topic_num_partitions = offsets_topic_num_partitions
         self.steps: list[dict] = []
         self.markers_written: list[dict] = []
 
@@ -281,7 +284,7 @@ class LabCoordinator:
 
     def add_offsets(self, transactional_id: str, producer_id: int, epoch: int, group_id: str) -> int:
         """AddOffsetsToTxn: the broker adds the group's ``__consumer_offsets`` partition to the transaction."""
-        p = partition_for(group_id, 50)
+        p = partition_for(group_id, self.offsets_topic_num_partitions)
         return self.add_partitions(transactional_id, producer_id, epoch, [("__consumer_offsets", p)],
                                    request=f"AddOffsetsToTxn({group_id})")
 
