@@ -9,6 +9,10 @@ broker of the cluster on it (plus the embedded coordination store they share). T
 that loop through ``asyncio.run_coroutine_threadsafe``: every public method here is an ordinary blocking call
 that works the same in a script, under pytest and inside a kernel.
 
+The internal topics' replication settings (``offsets.topic.replication.factor``,
+``transaction.state.log.replication.factor`` and ``transaction.state.log.min.isr``) are capped at the number of
+brokers unless overridden, so that groups and transactions work on a cluster of one or two.
+
 Brokers listen on free ports of 127.0.0.1 by default (``listeners=PLAINTEXT://127.0.0.1:0``); a restarted
 broker gets its old port back, so clients keep their bootstrap list. Data lives in a temporary directory that
 is removed on ``stop()`` unless ``log_dirs`` was given.
@@ -111,7 +115,11 @@ class Cluster:
             "broker.id": broker_id,
             "listeners": f"PLAINTEXT://{self.host}:{port}",
             "log.dirs": str(self.base_dir / f"broker-{broker_id}"),
+            # the internal topics' defaults want three brokers (and two in sync for __transaction_state):
+            # a smaller cluster gets what it can hold, as Kafka's test harnesses set them
             "offsets.topic.replication.factor": min(3, self.num_brokers),
+            "transaction.state.log.replication.factor": min(3, self.num_brokers),
+            "transaction.state.log.min.isr": min(2, self.num_brokers),
         }
         config.update({k: v for k, v in self.overrides.items()})
         return config

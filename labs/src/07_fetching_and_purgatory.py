@@ -148,7 +148,8 @@ print("ExpiresPerSec went up by one:", purgatory_metrics("Produce")["ExpiresPerS
 
 # %% [markdown]
 # The record was appended all the same: a timeout is an *indeterminate* outcome, not a failure — the record may
-# still become committed later. A producer that retries it may write it twice (lab 11: idempotence).
+# still become committed later. A producer that retries it may write it twice, unless it is idempotent (lab 05;
+# lab 11 shows where idempotence stops).
 #
 # ## 2 · A Fetch waits for data
 #
