@@ -15,7 +15,11 @@ consumer then sees the transaction on the other partitions and stops at the last
 * **the data partition's leader is killed**: a follower becomes leader, the coordinator looks the leader up again
   and writes the marker there;
 * **the transaction coordinator is killed**: the broker that becomes leader of ``__transaction_state`` loads the
-  PrepareCommit and sends the markers again (the new leader of the data partition's marker reaches it).
+  PrepareCommit and sends the markers again (the new leader of the data partition's marker reaches it);
+* **exactly-once consume-process-produce**: an application reading ``cpp-in`` and writing one output per input
+  (offsets sent in the same transaction) crashes once with a transaction open (the next life's InitProducerId
+  aborts it) and once right after a commit was answered while its coordinator is then killed; the next life starts
+  from the group's committed offset. No input's output may be visible twice (duplicate-output) or be missing.
 
 A last read of every partition to its end, and the checker finds nothing. The same history, corrupted by hand (a
 record of one committed transaction dropped from the reads; a committed transaction recorded as aborted), shows
@@ -148,8 +152,12 @@ def wait_for_state(cluster, transactional_id: str, wanted: str, timeout: float =
 
 
 def wait_for_full_isr(cluster, topic: str, partitions) -> None:
-    cluster.wait_until(lambda: all(len(cluster.partition_state(topic, p)["isr"]) == 3 for p in partitions), 30,
-                       f"{topic} did not get its three replicas back in sync")
+    """Every replica of ``partitions`` back in the ISR (nothing to wait for if the topic does not exist yet)."""
+    def in_sync(p):
+        state = cluster.partition_state(topic, p)
+        return not state["replicas"] or len(state["isr"]) == len(state["replicas"])
+    cluster.wait_until(lambda: all(in_sync(p) for p in partitions), 30,
+                       f"{topic} did not get its replicas back in sync")
 
 
 def setup_topic(cluster, topic: str) -> None:
@@ -157,25 +165,28 @@ def setup_topic(cluster, topic: str) -> None:
                          assignment={p: [(p + i) % 3 for i in range(3)] for p in range(TOPIC_PARTITIONS)})
 
 
-def commit_with_one_marker_held_back(cluster, workload: Workload):
-    """Commit a transaction while the coordinator cannot reach the leader of one partition; returns (txn, the
-    coordinator's id, that leader's id, that partition) once EndTxn is answered and DescribeTransactions shows the
-    commit waiting for that partition's marker only."""
+def commit_with_one_marker_held_back(cluster, workload: Workload, begin=None):
+    """Commit a transaction (``begin()`` begins it; ``workload.begin`` by default) while the coordinator cannot
+    reach the leader of one partition of the workload's topic. Returns (txn, the coordinator's id, that leader's id,
+    that partition) once EndTxn is answered and DescribeTransactions shows the commit waiting for the markers of
+    that leader's partitions only (that partition, and ``__consumer_offsets`` if it leads the group's)."""
     txn_coordinator = coordinator(cluster)
     victim_partition = next(p for p in range(TOPIC_PARTITIONS)
                             if cluster.partition_state(workload.topic, p)["leader"] != txn_coordinator)
     victim = cluster.partition_state(workload.topic, victim_partition)["leader"]
-    txn = workload.begin()
+    txn = (begin or workload.begin)()
     cluster.partition(txn_coordinator, victim)
     workload.commit(txn)                                          # EndTxn answered: PrepareCommit is durable
     deadline = time.monotonic() + 10
     while True:                                                   # the reachable leaders' markers get written
         d = describe(cluster, txn_coordinator, workload.transactional_id)
         pending = {(t.topic, p) for t in d.topics for p in t.partitions}
-        if pending == {(workload.topic, victim_partition)} or time.monotonic() > deadline:
+        held_back = all(cluster.partition_state(t, p)["leader"] == victim for t, p in pending)
+        if held_back or time.monotonic() > deadline:
             break
         time.sleep(0.05)
-    assert (d.transaction_state, pending) == ("PrepareCommit", {(workload.topic, victim_partition)}), d
+    assert d.transaction_state == "PrepareCommit" and (workload.topic, victim_partition) in pending and held_back, \
+        (d, victim)
     return txn, txn_coordinator, victim, victim_partition
 
 
@@ -250,3 +261,97 @@ def test_transaction_coordinator_killed_mid_commit(cluster):
         workload.close()
     read_committed(cluster, history, topic, to_end=True)
     check_and_prove_the_checker(history, txn, victim_partition, 17)
+
+
+# -- exactly-once consume-process-produce through a crash and a coordinator kill ----------------------------------
+class Processor:
+    """One life of a consume-process-produce application: a read_committed consumer of ``source`` in ``group``
+    (starting from the group's committed offset) and a transactional producer writing one output per input to
+    ``sink``, each recorded with its input as ``source``; the offsets go into the same transaction."""
+
+    def __init__(self, cluster, history: History, source: str, sink: str, group: str, life: int):
+        self.history, self.source, self.sink, self.life = history, source, sink, life
+        self.consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group,
+                                  "isolation.level": "read_committed", "auto.offset.reset": "earliest",
+                                  "enable.auto.commit": False})
+        self.consumer.assign([(source, 0)])
+        self.workload = Workload(cluster, history, sink, "processor")
+        self.pending: list = []
+
+    def begin(self, batch: int = 4):
+        """Read up to ``batch`` inputs, begin a transaction with their outputs and offsets; returns the TxnOp, or
+        None when nothing is left to read."""
+        deadline = time.monotonic() + 5
+        while len(self.pending) < batch and time.monotonic() < deadline:
+            got = self.consumer.poll(0.2)
+            self.pending += got
+            if not got and self.pending:
+                break
+        inputs, self.pending = self.pending[:batch], self.pending[batch:]
+        if not inputs:
+            return None
+        txn = self.history.transaction(process="processor")
+        producer = self.workload.producer
+        producer.begin_transaction()
+        sent = []
+        for record in inputs:
+            value = record.value.replace(b"in-", b"out-") + b"-life-%d" % self.life
+            partition = int(record.value.split(b"-")[1]) % TOPIC_PARTITIONS
+            sent.append((txn.send(value, partition=partition, source=record.value),
+                         producer.send(self.sink, value, partition=partition)))
+        producer.send_offsets_to_transaction({(self.source, 0): inputs[-1].offset + 1},
+                                             self.consumer.group_metadata())
+        for op, future in sent:
+            metadata = future.result(30)
+            op.ok(metadata.partition, metadata.offset)
+        return txn
+
+    def crash(self) -> None:
+        """Stop without committing or aborting anything (the next life's InitProducerId fences this one)."""
+        self.consumer.close()
+        self.workload.producer.close(0)
+
+
+def test_consume_process_produce_outputs_each_input_once_through_a_crash_and_a_coordinator_kill(cluster):
+    source, sink, group, inputs = "cpp-in", "cpp-out", "cpp", 40
+    cluster.create_topic(source, 1, 3, {"min.insync.replicas": 2})
+    setup_topic(cluster, sink)
+    wait_for_full_isr(cluster, TXN_STATE, [0])
+    with Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"}) as plain:
+        for i in range(inputs):
+            plain.send(source, b"in-%d" % i, partition=0)
+    history = History()
+
+    life = Processor(cluster, history, source, sink, group, 0)
+    for _ in range(3):
+        life.workload.commit(life.begin())
+    crashed = life.begin()                               # outputs written, offsets sent, never committed
+    life.crash()
+
+    life = Processor(cluster, history, source, sink, group, 1)   # InitProducerId aborts the crashed transaction
+    crashed.abort()
+    life.workload.commit(life.begin())
+    txn, txn_coordinator, _, held_back = commit_with_one_marker_held_back(cluster, life.workload, life.begin)
+    life.crash()                                         # the commit was answered: the next life must not redo it
+    cluster.kill(txn_coordinator)
+    cluster.heal()
+    cluster.wait_until(lambda: coordinator(cluster) not in (-1, txn_coordinator), 15, "no new coordinator")
+
+    life = Processor(cluster, history, source, sink, group, 2)
+    try:
+        while (txn_left := life.begin()) is not None:
+            life.workload.commit(txn_left)
+    finally:
+        life.crash()
+        cluster.restart(txn_coordinator)
+    read_committed(cluster, history, sink, to_end=True)
+    result = history.check()
+    assert result.valid, str(result)
+    assert result.stats["read"] == inputs, str(result)     # every input's output, once
+    assert all(op.source is not None for op in history.sends)
+    assert txn.type == "commit" and txn_coordinator not in (-1, coordinator(cluster))
+
+    twice = copy.deepcopy(history)                         # the crashed life's outputs, shown as committed
+    twice.transactions[crashed.index].type = "commit"
+    twice.events.append(("poll", "forger", [(op.partition, op.offset, op.value) for op in crashed.sends], True))
+    assert "duplicate-output" in twice.check().anomalies
