@@ -10,6 +10,8 @@ there, so the transaction hangs on that partition (its last stable offset stops;
 ``kafkalab transactions find-hanging`` finds it and ``abort`` closes it -- the KIP-664 remedy. A 3.6+ broker with
 verification on answers INVALID_TXN_STATE (48) to both instead.
 
+Last, a small seeded fuzz of mangled transaction frames (flipped, cut and spliced bytes).
+
 The coordinator's decisions have sans-IO tests (tests/coordinator/test_txn_coordinator.py); these look at the wire
 and at what the broker holds afterwards.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import io
 import logging
+import random
 import time
 
 import pytest
@@ -31,6 +34,7 @@ from kafkalab.tools import transactions as transactions_tool
 
 from . import test_transactions_wire as w
 from ._admin_support import wire
+from ._raw_wire import Conn, frame_of, request_frame
 
 Produce = request_class(ApiKey.PRODUCE)
 ApiVersions = request_class(ApiKey.API_VERSIONS)
@@ -279,3 +283,71 @@ def test_txn_offset_commit_for_a_group_never_added_stays_pending_after_the_commi
     assert status == 0, err
     assert committed_offset(broker, "g-unadded", require_stable=True) == (-1, E.NONE)     # aborted: never committed
     assert pid not in open_transactions(broker, OFFSETS_TOPIC, 0)
+
+
+# -- mangled bytes ---------------------------------------------------------------------------------------------------
+def test_mutated_transaction_requests_are_answered_or_closed_and_the_coordinator_goes_on(cluster, broker):
+    """A small seeded fuzz over the transaction APIs' frames (flip, cut, splice, and int32 edges), sent on fresh
+    connections while a transaction of the same id is open: each is answered with its correlation id or closed
+    without an answer; afterwards the coordinator still ends that transaction."""
+    pid, epoch = initialised(broker, "mangled")
+    assert w.add(broker, "mangled", pid, epoch) == {(TOPIC, 0): E.NONE}
+    assert produce(broker, "mangled", pid, epoch, 0, ["open"])[0] == E.NONE
+    T = TxnOffsetCommit
+    Markers = request_class(ApiKey.WRITE_TXN_MARKERS)
+    bodies = [
+        (w.InitProducerId(transactional_id="mangled", transaction_timeout_ms=60000, producer_id=pid,
+                          producer_epoch=epoch), 4),
+        (w.AddPartitionsToTxn(v3_and_below_transactional_id="mangled", v3_and_below_producer_id=pid,
+                              v3_and_below_producer_epoch=epoch, v3_and_below_topics=(
+                                  w.AddPartitionsToTxn.AddPartitionsToTxnTopic(name=TOPIC, partitions=(0, 1)),)), 3),
+        (w.AddOffsetsToTxn(transactional_id="mangled", producer_id=pid, producer_epoch=epoch, group_id="g"), 3),
+        (w.EndTxn(transactional_id="mangled", producer_id=pid, producer_epoch=epoch, committed=True), 3),
+        (T(transactional_id="mangled", group_id="g-mangled", producer_id=pid, producer_epoch=epoch,
+           generation_id=-1, member_id="", group_instance_id=None, topics=(T.TxnOffsetCommitRequestTopic(
+               name=TOPIC, partitions=(T.TxnOffsetCommitRequestPartition(
+                   partition_index=0, committed_offset=1, committed_leader_epoch=-1, committed_metadata=""),)),)),
+         3),
+        (Markers(markers=(Markers.WritableTxnMarker(
+            producer_id=pid, producer_epoch=epoch, transaction_result=False, coordinator_epoch=0,
+            topics=(Markers.WritableTxnMarkerTopic(name=TOPIC, partition_indexes=(1,)),)),)), 1),
+        (w.DescribeTransactions(transactional_ids=("mangled", "other")), 0),
+        (w.ListTransactions(state_filters=("Ongoing",), producer_id_filters=(pid,)), 1),
+        (DescribeProducers(topics=(DescribeProducers.TopicRequest(name=TOPIC, partition_indexes=(0, 1)),)), 0),
+    ]
+    seeds = [request_frame(body, version, 1)[4:] for body, version in bodies]
+    rnd = random.Random(20261126)
+    answered = closed = 0
+    port = broker.bound_endpoints[0].port
+    for _ in range(200):
+        data = bytearray(rnd.choice(seeds))
+        for _ in range(rnd.randint(1, 4)):
+            op = rnd.random()
+            pos = rnd.randrange(8, len(data))          # keep api key, version and correlation id
+            if op < 0.5:
+                data[pos] = rnd.randrange(256)
+            elif op < 0.7:
+                del data[pos:pos + rnd.randint(1, 8)]
+            elif op < 0.85:
+                data[pos:pos] = bytes(rnd.randrange(256) for _ in range(rnd.randint(1, 8)))
+            else:
+                data[pos:pos + 4] = rnd.choice([b"\x7f\xff\xff\xff", b"\xff\xff\xff\xff", b"\x80\x00\x00\x00"])
+        with Conn(port, timeout=5) as c:
+            c.send(frame_of(bytes(data)))
+            frame = c.recv_frame()
+            if frame is None:
+                closed += 1
+            else:
+                assert frame[:4] == data[4:8], "answered with another correlation id"
+                answered += 1
+    assert answered and closed
+    # whatever the mangled requests did (a mangled EndTxn may have ended it, a mangled epoch fenced it), the
+    # transaction is still in a state the coordinator can finish
+    d = w.describe(broker, "mangled")
+    assert d.error_code == E.NONE and d.transaction_state in (
+        "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "Empty"), d
+    if d.transaction_state == "Ongoing":
+        assert w.end(broker, "mangled", d.producer_id, d.producer_epoch, commit=False, version=3) == E.NONE
+    w.until(lambda: state(broker, "mangled")[1] in ("CompleteCommit", "CompleteAbort", "Empty"))
+    assert state(broker, "mangled")[1] in ("CompleteCommit", "CompleteAbort", "Empty")
+    assert w.init_ok(broker, "mangled")[0] >= 0
