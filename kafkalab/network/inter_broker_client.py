@@ -118,6 +118,11 @@ class _ResponseProtocol(asyncio.BufferedProtocol):
         return self._frames.popleft()
 
 
+def _retrieve_outcome(task: asyncio.Future) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
 class InterBrokerConnection:
     """A connection to ``host:port`` sending one request at a time. ``send`` returns the response body."""
 
@@ -193,9 +198,13 @@ class InterBrokerConnection:
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
+            round_trip = asyncio.ensure_future(self._round_trip(api_key, api_version, body))
+            # A send cancelled while connecting may see the round trip end with the connection's error rather than
+            # the cancellation (asyncio.wait_for lets it win): nobody awaits it then, so read its outcome here, or
+            # the loop reports "Task exception was never retrieved".
+            round_trip.add_done_callback(_retrieve_outcome)
             try:
-                return await asyncio.wait_for(self._round_trip(api_key, api_version, body),
-                                              self.request_timeout_ms / 1000.0)
+                return await asyncio.wait_for(round_trip, self.request_timeout_ms / 1000.0)
             except BaseException:
                 self.close()
                 raise

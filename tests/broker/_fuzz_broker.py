@@ -19,14 +19,22 @@ ApiVersions = request_class(ApiKey.API_VERSIONS)
 Metadata = request_class(ApiKey.METADATA)
 CreateTopics = request_class(ApiKey.CREATE_TOPICS)
 FindCoordinator = request_class(ApiKey.FIND_COORDINATOR)
+InitProducerId = request_class(ApiKey.INIT_PRODUCER_ID)
+#: transient answers while an earlier request's abort (or the coordinator's load) finishes
+_RETRY_INIT = {14, 15, 16, 51}
 
 
 class BrokerProcess(_broker_process.BrokerProcess):
-    """The capped broker process of :mod:`._broker_process`, with the fuzz test's topic and group coordinator
-    made at every start, and ``new_log()``: what the broker logged since the last look."""
+    """The capped broker process of :mod:`._broker_process`, with the fuzz test's topic, group coordinator and
+    transaction coordinator (``__transaction_state``, one partition and one replica) made at every start;
+    ``new_log()``: what the broker logged since the last look; ``init_transactional_id()``: a live producer id and
+    epoch for the transactional id ``TOPIC``."""
 
     def __init__(self, workdir: Path):
-        super().__init__(workdir, {"group.initial.rebalance.delay.ms": 0}, memory_cap=MEMORY_CAP,
+        super().__init__(workdir, {"group.initial.rebalance.delay.ms": 0,
+                                   "transaction.state.log.num.partitions": 1,
+                                   "transaction.state.log.replication.factor": 1,
+                                   "transaction.state.log.min.isr": 1}, memory_cap=MEMORY_CAP,
                          log_level="WARNING")
         self._log_seen = 0
 
@@ -44,7 +52,23 @@ class BrokerProcess(_broker_process.BrokerProcess):
             while c.call(FindCoordinator(key=TOPIC), 3).error_code != 0:
                 assert time.monotonic() < deadline, "no group coordinator within 60 s"
                 time.sleep(0.1)
+            while c.call(FindCoordinator(key=TOPIC, key_type=1), 3).error_code != 0:
+                assert time.monotonic() < deadline, "no transaction coordinator within 60 s"
+                time.sleep(0.1)
         return self
+
+    def init_transactional_id(self) -> dict:
+        """InitProducerId for the transactional id ``TOPIC`` (aborting whatever an earlier request left open):
+        ``{"producer_id": ..., "producer_epoch": ...}``."""
+        deadline = time.monotonic() + 30
+        with Conn(self.port) as c:
+            while True:
+                r = c.call(InitProducerId(transactional_id=TOPIC, transaction_timeout_ms=60_000, producer_id=-1,
+                                          producer_epoch=-1), 4)
+                if r.error_code == 0:
+                    return {"producer_id": r.producer_id, "producer_epoch": r.producer_epoch}
+                assert r.error_code in _RETRY_INIT and time.monotonic() < deadline, r
+                time.sleep(0.05)
 
     def new_log(self) -> str:
         text = self.log_text()

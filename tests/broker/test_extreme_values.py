@@ -15,6 +15,10 @@ on a fresh connection, and:
   Produce), or -- for the requests that may wait (Fetch, JoinGroup, SyncGroup) -- it is still waiting;
 * a second connection's ApiVersions and Metadata keep being answered within ``LATENCY_BOUND`` throughout.
 
+The transaction APIs (AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, WriteTxnMarkers) take the
+live producer id and epoch of the transactional id ``fuzz`` as their plausible values, so that their extreme
+fields reach the coordinator's state machine and the leaders' markers.
+
 Two tests: a deterministic sweep (each API's newest version, every field alone at each of its extremes, the
 others plausible: about 800 requests) and a random search (Hypothesis with a fixed seed, ``derandomize``) over
 every advertised version, ``KAFKALAB_FUZZ_EXAMPLES`` requests each (default 1; about 60 s for both in CI).
@@ -123,9 +127,23 @@ SANE_INTS = {"replication_factor": 1, "num_partitions": 1, "count": 3, "timeout_
              "timestamp": -1, "max_num_offsets": 1, "response_partition_limit": 2000}
 
 
-def sane_primitive(f: Field) -> st.SearchStrategy:
+# The transaction APIs get the live producer id and epoch of the transactional id TOPIC (made by InitProducerId
+# before each of their tests), so that one extreme field at a time reaches the coordinator's state machine, the
+# partition leaders' markers and the group's pending offsets instead of stopping at INVALID_PRODUCER_ID_MAPPING.
+TRANSACTIONAL_APIS = {ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN,
+                      ApiKey.TXN_OFFSET_COMMIT, ApiKey.WRITE_TXN_MARKERS}
+LIVE_PRODUCER: dict = {}
+
+
+def sane_int(api_key: int, attr: str) -> int:
+    if api_key in TRANSACTIONAL_APIS and attr in LIVE_PRODUCER:
+        return LIVE_PRODUCER[attr]
+    return SANE_INTS.get(attr, 0)
+
+
+def sane_primitive(f: Field, api_key: int) -> st.SearchStrategy:
     if f.type in INT_BITS or f.type in UINT_BITS:
-        return st.just(SANE_INTS.get(f.attr, 0))
+        return st.just(sane_int(api_key, f.attr))
     if f.type == "string":                # the topic that exists, or a legal name that may not exist yet
         legal = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789._-", min_size=1, max_size=12)
         return st.one_of(st.just(TOPIC), legal, legal)
@@ -181,9 +199,9 @@ class ExtremeBuilder(Builder):
         elif f.is_struct:
             s = self.struct(f.element_type, self.message.struct_fields(f), depth + 1)
         else:
-            s = {"extreme": extreme_primitive(f.type), "mixed": st.one_of(sane_primitive(f), sane_primitive(f),
-                                                                          extreme_primitive(f.type))
-                 }.get(role, sane_primitive(f))
+            sane = sane_primitive(f, self.api_key)
+            s = {"extreme": extreme_primitive(f.type), "mixed": st.one_of(sane, sane, extreme_primitive(f.type))
+                 }.get(role, sane)
         if nullable and role in ("extreme", "mixed"):
             return st.one_of(s, s, s, st.none())
         return s
@@ -251,11 +269,16 @@ def broker(tmp_path_factory):
 
 
 @pytest.fixture
-def probe(broker):
-    """Restarts a broker that an earlier test killed (that test failed already), then probes it."""
+def probe(broker, request):
+    """Restarts a broker that an earlier test killed (that test failed already), then probes it. A transaction
+    API's test first gets a live producer id and epoch for its plausible values (see TRANSACTIONAL_APIS)."""
     if not broker.alive():
         broker.stop()
         broker.start()
+    LIVE_PRODUCER.clear()
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is not None and callspec.params.get("api_key") in TRANSACTIONAL_APIS:
+        LIVE_PRODUCER.update(broker.init_transactional_id())
     broker.new_log()       # what a failed test left behind (a MemoryError logged after its timeout) is its own
     p = LatencyProbe(broker.port)
     p.start()
@@ -268,6 +291,22 @@ def test_the_broker_advertises_the_registry(broker):
     with Conn(broker.port) as c:
         body = c.call(ApiVersions(client_software_name="fuzz", client_software_version="1"), 3)
     assert {a.api_key: (a.min_version, a.max_version) for a in body.api_keys} == enabled_apis()
+
+
+def test_plausible_transaction_requests_get_past_the_checks(broker):
+    """The live producer makes the transaction APIs' plausible values a transaction the coordinator accepts."""
+    live = broker.init_transactional_id()
+    AddPartitionsToTxn = request_class(ApiKey.ADD_PARTITIONS_TO_TXN)
+    EndTxn = request_class(ApiKey.END_TXN)
+    with Conn(broker.port) as c:
+        added = c.call(AddPartitionsToTxn(v3_and_below_transactional_id=TOPIC,
+                                          v3_and_below_producer_id=live["producer_id"],
+                                          v3_and_below_producer_epoch=live["producer_epoch"],
+                                          v3_and_below_topics=(AddPartitionsToTxn.AddPartitionsToTxnTopic(
+                                              name=TOPIC, partitions=(0,)),)), 3)
+        assert added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
+        assert c.call(EndTxn(transactional_id=TOPIC, producer_id=live["producer_id"],
+                             producer_epoch=live["producer_epoch"], committed=False), 4).error_code == 0
 
 
 # -- one request ----------------------------------------------------------------------------------------------------
@@ -400,7 +439,7 @@ class Sweep:
         if f.type == "records":
             return build_batch([(b"k", b"v", [], 1_700_000_000_000)])
         if f.type in INT_BITS or f.type in UINT_BITS:
-            return SANE_INTS.get(f.attr, 0)
+            return sane_int(self.api_key, f.attr)
         return {"bool": False, "uuid": ZERO_UUID, "bytes": b"", "float64": 0.0}[f.type]
 
     def element(self, f: Field, path: tuple, focus: tuple, value):

@@ -1,15 +1,20 @@
 """The transaction coordinator on the wire, on a one-broker cluster: FindCoordinator key_type 1 (creating
 ``__transaction_state``), InitProducerId with a transactional id, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
-DescribeTransactions, ListTransactions, fencing and the PRODUCER_FENCED down-conversion. The partition leaders'
-WriteTxnMarkers handler is scripted here (it belongs to the log side): it records each marker and answers NONE."""
+DescribeTransactions, ListTransactions, fencing and the PRODUCER_FENCED down-conversion. The markers are written by
+the broker's own WriteTxnMarkers handler and read back from the partitions' logs. One test swaps in a scripted
+handler (:func:`scripted_markers`): a leader that refuses to write markers for a while, which a one-broker cluster
+cannot otherwise be made to do, keeps a commit in PrepareCommit across a restart of the coordinator."""
 from __future__ import annotations
 
+import contextlib
 import time
 
 import pytest
 
 from kafkalab.cluster.cluster import Cluster
 from kafkalab.protocol import ApiKey, ErrorCode as E, request_class, response_class
+from kafkalab.records import decode_batches
+from kafkalab.records.control import ControlRecordType, parse_end_txn_marker
 from kafkalab.server.apis import base as apis_base
 
 from ._admin_support import wire
@@ -24,6 +29,7 @@ ListTransactions = request_class(ApiKey.LIST_TRANSACTIONS)
 CreateTopics = request_class(ApiKey.CREATE_TOPICS)
 WriteTxnMarkersResponse = response_class(ApiKey.WRITE_TXN_MARKERS)
 
+#: what the scripted leaders saw: (pid, epoch, committed, coordinator epoch, ((topic, partition), ...), client id)
 MARKERS: list = []
 #: the code the scripted leaders answer with (REQUEST_TIMED_OUT: "not written yet, retry")
 ANSWER = {"code": E.NONE}
@@ -43,24 +49,47 @@ def _scripted_write_txn_markers(broker, request):
     return R(markers=tuple(out))
 
 
-@pytest.fixture(scope="module")
-def cluster():
+@contextlib.contextmanager
+def scripted_markers():
+    """Replace the broker's WriteTxnMarkers handler with :func:`_scripted_write_txn_markers` for a while."""
     saved = apis_base.REGISTRY.get(int(ApiKey.WRITE_TXN_MARKERS))
-    MARKERS.clear()                                 # producer ids restart at 0 in every cluster
     apis_base.handles(ApiKey.WRITE_TXN_MARKERS, versions=(1, 1))(_scripted_write_txn_markers)
     try:
-        with Cluster(brokers=1, overrides={"transaction.state.log.num.partitions": 3,
-                                           "offsets.topic.num.partitions": 3}) as c:
-            b = c.broker(0)
-            wire(b, CreateTopics(topics=(CreateTopics.CreatableTopic(name="t", num_partitions=2, replication_factor=1,
-                                                                     assignments=(), configs=()),),
-                                 timeout_ms=5000, validate_only=False), 5)
-            yield c
+        yield MARKERS
     finally:
+        ANSWER["code"] = E.NONE
         if saved is None:
             apis_base.REGISTRY.pop(int(ApiKey.WRITE_TXN_MARKERS), None)
         else:
             apis_base.REGISTRY[int(ApiKey.WRITE_TXN_MARKERS)] = saved
+
+
+def markers_in_log(cluster, broker_id, topic, partition):
+    """The COMMIT/ABORT markers in a replica's log, in offset order: (offset, pid, epoch, committed, coordinator
+    epoch)."""
+    def read():
+        log = cluster.broker(broker_id).replica_manager.get_partition(topic, partition).log
+        out = []
+        for segment in log.segments:
+            raw = segment.log.read(0, segment.log.size_in_bytes())
+            for batch in decode_batches(raw, allow_partial=True):
+                if batch.is_control_batch:
+                    marker = parse_end_txn_marker(batch.records[0].key, batch.records[0].value)
+                    out.append((batch.base_offset, batch.producer_id, batch.producer_epoch,
+                                marker.control_type == ControlRecordType.COMMIT, marker.coordinator_epoch))
+        return out
+    return cluster.call(read)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with Cluster(brokers=1, overrides={"transaction.state.log.num.partitions": 3,
+                                       "offsets.topic.num.partitions": 3}) as c:
+        b = c.broker(0)
+        wire(b, CreateTopics(topics=(CreateTopics.CreatableTopic(name="t", num_partitions=2, replication_factor=1,
+                                                                 assignments=(), configs=()),),
+                             timeout_ms=5000, validate_only=False), 5)
+        yield c
 
 
 @pytest.fixture
@@ -127,7 +156,7 @@ def test_find_coordinator_creates_the_topic_then_names_the_broker(broker):
     assert (log.config["cleanup.policy"], log.config["compression.type"]) == (["compact"], "uncompressed")
 
 
-def test_commit_on_the_wire_writes_markers_then_complete_commit(broker):
+def test_commit_on_the_wire_writes_markers_then_complete_commit(cluster, broker):
     until(lambda: find(broker, "txn-1").error_code == E.NONE)
     pid, epoch = init_ok(broker, "txn-1")
     assert epoch == 0
@@ -140,9 +169,9 @@ def test_commit_on_the_wire_writes_markers_then_complete_commit(broker):
     assert end(broker, "txn-1", pid, epoch) == E.NONE
     d = until(lambda: (lambda d: d if d.transaction_state == "CompleteCommit" else None)(describe(broker, "txn-1")))
     assert d.transaction_state == "CompleteCommit" and d.topics == ()
-    mine = [m for m in MARKERS if m[0] == pid]
-    assert {tp for m in mine for tp in m[4]} >= {("t", 0), ("t", 1)}
-    assert all(m[2] is True and m[1] == epoch and m[5] == "0" for m in mine)
+    for topic, partition in (("t", 0), ("t", 1)):
+        mine = [m[1:4] for m in markers_in_log(cluster, 0, topic, partition) if m[1] == pid]
+        assert mine == [(pid, epoch, True)], (topic, partition)
     assert end(broker, "txn-1", pid, epoch) == E.NONE                      # a retry of the same commit
     assert end(broker, "txn-1", pid, epoch, commit=False) == E.INVALID_TXN_STATE
 
@@ -157,7 +186,7 @@ def test_add_partitions_is_all_or_nothing(broker):
     assert end(broker, "txn-2", pid, epoch) == E.INVALID_TXN_STATE         # nothing was added
 
 
-def test_second_producer_fences_the_first(broker):
+def test_second_producer_fences_the_first(cluster, broker):
     until(lambda: find(broker, "txn-3").error_code == E.NONE)
     pid, epoch = init_ok(broker, "txn-3")
     assert add(broker, "txn-3", pid, epoch) == {("t", 0): E.NONE}
@@ -165,8 +194,8 @@ def test_second_producer_fences_the_first(broker):
     assert (r.error_code, r.producer_id, r.producer_epoch) == (E.CONCURRENT_TRANSACTIONS, -1, -1)
     pid2, epoch2 = init_ok(broker, "txn-3")
     assert (pid2, epoch2) == (pid, epoch + 2)
-    aborts = [m for m in MARKERS if m[0] == pid and m[2] is False]
-    assert aborts and aborts[0][1] == epoch + 1                          # the abort carries the fenced epoch
+    aborts = [m[1:4] for m in markers_in_log(cluster, 0, "t", 0) if m[1] == pid]
+    assert aborts == [(pid, epoch + 1, False)]                           # the abort carries the fenced epoch
     assert add(broker, "txn-3", pid, epoch, version=0) == {("t", 0): E.INVALID_PRODUCER_EPOCH}   # v0-1: 47
     assert add(broker, "txn-3", pid, epoch, version=2) == {("t", 0): E.PRODUCER_FENCED}
     assert end(broker, "txn-3", pid, epoch, version=1) == E.INVALID_PRODUCER_EPOCH
@@ -205,26 +234,27 @@ def test_advertised_versions(broker):
 
 
 def test_restarted_coordinator_loads_the_log_and_finishes_a_prepared_commit(cluster):
+    # Scripted leader: it must refuse the marker until the coordinator has restarted, so that the commit is still
+    # PrepareCommit in __transaction_state when the log is loaded again (one broker has no link to cut).
     b = cluster.broker(0)
     until(lambda: find(b, "txn-6").error_code == E.NONE)
     pid, epoch = init_ok(b, "txn-6")
     assert add(b, "txn-6", pid, epoch, (("t", 1),)) == {("t", 1): E.NONE}
-    ANSWER["code"] = E.REQUEST_TIMED_OUT           # the leader cannot write the marker yet
-    try:
+    with scripted_markers() as markers:
+        markers.clear()
+        ANSWER["code"] = E.REQUEST_TIMED_OUT           # the leader cannot write the marker yet
         assert end(b, "txn-6", pid, epoch) == E.NONE
-        assert until(lambda: [m for m in MARKERS if m[0] == pid])        # tried (and retried with a backoff)
+        assert until(lambda: [m for m in markers if m[0] == pid])        # tried (and retried with a backoff)
         assert describe(b, "txn-6").transaction_state == "PrepareCommit"
         cluster.kill(0)
         ANSWER["code"] = E.NONE
         b = cluster.restart(0)
-    finally:
-        ANSWER["code"] = E.NONE
-    d = until(lambda: (lambda d: d if d.error_code == E.NONE and d.transaction_state == "CompleteCommit" else None)(
-        describe(b, "txn-6")), timeout=20)
-    assert d and (d.producer_id, d.producer_epoch) == (pid, epoch)
-    mine = [m for m in MARKERS if m[0] == pid]
-    # sent again by the restarted coordinator (even before its metadata cache knew topic t), not dropped
-    assert len(mine) >= 2 and mine[-1][2] is True and mine[-1][4] == (("t", 1),)
+        d = until(lambda: (lambda d: d if d.error_code == E.NONE and d.transaction_state == "CompleteCommit"
+                           else None)(describe(b, "txn-6")), timeout=20)
+        assert d and (d.producer_id, d.producer_epoch) == (pid, epoch)
+        mine = [m for m in markers if m[0] == pid]
+        # sent again by the restarted coordinator (even before its metadata cache knew topic t), not dropped
+        assert len(mine) >= 2 and mine[-1][2] is True and mine[-1][4] == (("t", 1),) and mine[-1][5] == "0"
     pid2, epoch2 = init_ok(b, "txn-6")                # the id survived the restart
     assert (pid2, epoch2) == (pid, epoch + 1)
 
