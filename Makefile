@@ -4,11 +4,22 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 SETUP  := $(VENV)/.kafkalab-setup
 
-.PHONY: lab test lint broker setup check-python clean
+.PHONY: lab lab-instructor test lint broker setup check-python clean
 
-## lab: set everything up and start JupyterLab on labs/ (each notebook starts its own embedded broker)
+# The notebook `make lab` opens first: lab 00 when it exists, else the first lab there is.
+FIRST_LAB := $(firstword $(notdir $(wildcard labs/00_tour.ipynb) $(sort $(wildcard labs/[0-9][0-9]_*.ipynb))))
+
+## lab: set everything up, write the participant versions (no solutions) into participant/, trust their stored
+## outputs, and start JupyterLab there with the first lab open (each notebook starts its own embedded broker)
 lab: setup
-	$(VENV)/bin/jupyter lab --notebook-dir=labs
+	$(PY) scripts/build_labs.py --participant participant
+	$(VENV)/bin/jupyter trust participant/*.ipynb >/dev/null
+	$(VENV)/bin/jupyter lab --notebook-dir=participant $(addprefix participant/,$(FIRST_LAB))
+
+## lab-instructor: the same on labs/, the instructors' versions with every solution (collapsed)
+lab-instructor: setup
+	$(VENV)/bin/jupyter trust labs/[0-9]*.ipynb >/dev/null
+	$(VENV)/bin/jupyter lab --notebook-dir=labs $(addprefix labs/,$(FIRST_LAB))
 
 ## test: set everything up, run `lint`, then the whole suite: pytest (unit, interop, scenarios) + nbval (every lab)
 test: lint

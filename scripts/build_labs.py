@@ -4,6 +4,7 @@
     .venv/bin/python scripts/build_labs.py 01               # only labs whose name starts with 01
     .venv/bin/python scripts/build_labs.py --check          # committed .ipynb sources == labs/src (no execution)
     .venv/bin/python scripts/build_labs.py --student DIR    # student versions (solutions replaced, no outputs)
+    .venv/bin/python scripts/build_labs.py --participant    # what `make lab` opens: participant/ (see below)
 
 Source format: Jupytext's "percent" format, read by Jupytext (``jupytext.reads(text, fmt="py:percent")``). A
 line ``# %%`` starts a code cell, ``# %% [markdown]`` a markdown cell whose lines are written as comments
@@ -25,6 +26,13 @@ to stderr (tag a cell ``allow-stderr`` if that is intended): nbval compares stde
 Student versions: each solution cell keeps its tags except ``solution`` (it gets ``answer``) and its code is
 replaced by one ``name = ...`` line per variable the solution assigns (for a dict literal, its keys are kept:
 ``{("Produce", 8): ..., ...}``), the placeholder that ``kafkalab.labs`` checks report as "not answered yet".
+Markdown cells tagged ``solution`` (the explanation of an answer, after its check) are left out.
+
+Participant versions (``--participant``, run by ``make lab``): the student versions of the committed notebooks
+in ``labs/``, *with* their stored outputs (pictures show before anything runs) except those of answer and check
+cells, written to ``participant/`` beside ``labs/`` (so ``../data`` still resolves) with a ``START_HERE.md``.
+A notebook the learner has changed since it was written is never overwritten (``.built.json`` remembers what
+was written); delete it to get the new version. They are not committed: ``--check`` checks the sources.
 """
 from __future__ import annotations
 
@@ -207,10 +215,25 @@ def _names_used(source: str) -> set:
         return set()
 
 
-def student_version(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+def _is_solution(cell) -> bool:
+    return "solution" in cell.metadata.get("tags", [])
+
+
+def _is_check(cell) -> bool:
+    return cell.cell_type == "code" and _CHECK_CALL.search(cell.source) is not None
+
+
+_CHECK_CALL = re.compile(r"\blab\d\d\.check_\w+\(")
+
+
+def student_version(nb: nbformat.NotebookNode, *, keep_outputs: bool = False) -> nbformat.NotebookNode:
+    """Solutions replaced by placeholders, explanations of answers (markdown tagged ``solution``) removed. With
+    ``keep_outputs``, stored outputs stay (so pictures show before anything runs) except those of answer cells
+    and check cells, which would show the answer or a ✓ the learner has not earned."""
     out = nbformat.from_dict(json.loads(json.dumps(nb)))
+    out.cells = [c for c in out.cells if not (c.cell_type != "code" and _is_solution(c))]
     for i, cell in enumerate(out.cells):
-        if cell.cell_type == "code":
+        if cell.cell_type == "code" and (not keep_outputs or _is_solution(cell) or _is_check(cell)):
             cell.outputs, cell.execution_count = [], None
         tags = cell.metadata.get("tags", [])
         if "solution" in tags:
@@ -222,6 +245,79 @@ def student_version(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
             cell.id = "answer-" + cell.id
     nbformat.validate(out)
     return out
+
+
+# -- participant versions -------------------------------------------------------------------------------------------
+PARTICIPANT = ROOT / "participant"
+_BUILT = ".built.json"
+
+
+def _title(nb) -> str:
+    first = next((c.source for c in nb.cells if c.cell_type == "markdown"), "")
+    line = first.lstrip().split("\n", 1)[0]
+    return line.lstrip("#").strip() or "(untitled)"
+
+
+def start_page(titles: dict[str, str]) -> str:
+    rows = "\n".join(f"| [`{name}`]({name}) | {title} |" for name, title in titles.items())
+    first = next(iter(titles), None)
+    begin = (f"Begin with **`{first}`**" if first else "Begin with the first lab") + \
+        " (double-click it in the file browser on the left), then go on in order."
+    return f"""# Start here
+
+{begin}
+
+- Run a notebook **from the top**, one cell after the other (Shift+Enter), or all at once with
+  *Run → Run All Cells*. Each lab starts its own small Kafka cluster inside the notebook: nothing else to install.
+- If a cell fails because you skipped or re-ran an earlier one: *Kernel → Restart Kernel and Run All Cells*
+  (or restart, then run from the top again).
+- Exercises: write your answer in the cell that says `# Your answer`, then run the check cell below it; it
+  shows ✓, or ✗ with a hint.
+- The pictures you see before running anything were made when the lab was built; running a cell redraws its own.
+- Your changes are yours: `make lab` never overwrites a notebook you changed. Delete one to get a fresh copy.
+
+| notebook | lab |
+|---|---|
+{rows}
+"""
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def write_participant(target: Path, notebooks: list[Path]) -> list[str]:
+    """Write the participant versions of ``notebooks`` (committed, executed) into ``target``; returns messages."""
+    target.mkdir(parents=True, exist_ok=True)
+    built_file = target / _BUILT
+    try:
+        built = json.loads(built_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        built = {}
+    messages, titles = [], {}
+    for path in notebooks:
+        nb = nbformat.read(path, as_version=4)
+        titles[path.name] = _title(nb)
+        data = (nbformat.writes(student_version(nb, keep_outputs=True)) + "\n").encode("utf-8")
+        dest = target / path.name
+        if dest.exists():
+            current = _digest(dest.read_bytes())
+            if current == _digest(data):
+                built[path.name] = current
+                continue
+            if built.get(path.name) != current:
+                messages.append(f"kept {dest.name}: you changed it (delete it to get the new version)")
+                continue
+        dest.write_bytes(data)
+        built[path.name] = _digest(data)
+        messages.append(f"wrote {dest.relative_to(ROOT) if dest.is_relative_to(ROOT) else dest}")
+    (target / "START_HERE.md").write_text(start_page(titles), encoding="utf-8")
+    built_file.write_text(json.dumps(built, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return messages
+
+
+def committed_notebooks() -> list[Path]:
+    return sorted(LABS.glob("[0-9][0-9]_*.ipynb"))
 
 
 # -- check --------------------------------------------------------------------------------------------------------------
@@ -272,9 +368,21 @@ def main(argv=None) -> int:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="verify committed notebooks match their sources")
     mode.add_argument("--student", type=Path, metavar="DIR", help="write student versions into DIR")
+    mode.add_argument("--participant", nargs="?", type=Path, const=PARTICIPANT, metavar="DIR",
+                      help="write the participant versions (with outputs) of the committed notebooks into DIR "
+                           "(default: participant/)")
     parser.add_argument("--timeout", type=int, default=300, help="per-cell timeout in seconds (default 300)")
     args = parser.parse_args(argv)
     try:
+        if args.participant:
+            if args.participant.resolve() == LABS.resolve():
+                raise BuildError("write participant versions somewhere else than labs/")
+            notebooks = [p for p in committed_notebooks() if not args.labs or
+                         any(p.stem.startswith(s) for s in args.labs)]
+            for message in write_participant(args.participant, notebooks):
+                print(message)
+            print(f"{len(notebooks)} participant notebook(s) in {args.participant}")
+            return 0
         sources = _sources(args.labs)
         if args.check:
             problems = [p for src in sources for p in check(src, LABS / f"{src.stem}.ipynb")]

@@ -528,10 +528,11 @@ retention_answer = {"deleted": expired, "log_start_offset": SEGMENTS[len(expired
 # %%
 lab06.check_retention(retention_answer, SEGMENTS, NOW, RETENTION_MS)
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # (Segment 1090's newest record is 49 hours old, yet it stays: the segment before it is still young enough, and
 # retention deletes from the oldest end only.)
-#
+
+# %% [markdown]
 # ### Exercise 4 · What does compaction keep?
 #
 # A compacted topic holds these records (offset = position in the list; `None` is a tombstone). Which offsets

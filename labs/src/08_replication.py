@@ -422,10 +422,11 @@ acks_answer = ["waits in purgatory", "NOT_ENOUGH_REPLICAS", "answered at once", 
 # %%
 lab08.check_acks_outcomes(acks_answer, CASES)
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # (The last case: with one replica, `min.insync.replicas=2` can never be met, so Kafka uses
 # `min(min.insync.replicas, replication factor)`.)
-#
+
+# %% [markdown]
 # ### Exercise 3 · Who stays in the ISR?
 #
 # `replica.lag.time.max.ms` = `LAG`. At `NOW` (ms), the leader runs its ISR check. The followers in the ISR were

@@ -652,10 +652,11 @@ for member, beats in HEARTBEATS.items():
 # %%
 lab10.check_session_expiry(removed_at, HEARTBEATS, SESSION_MS, UNTIL)
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # (`dee`'s heartbeat at 16 s comes too late: she was removed at 13 s, and the coordinator answers it with
 # `UNKNOWN_MEMBER_ID`; her client then rejoins as a new member.)
-#
+
+# %% [markdown]
 # ### Exercise 4 · What a crash costs
 #
 # A consumer reads records 0 to `N - 1` of one partition and commits once every `EVERY` records: with

@@ -333,10 +333,11 @@ lost_answer = [v for v in ACKNOWLEDGED if v not in new_log]
 # %%
 lab13.check_lost_values(lost_answer, OLD_LOG, ACKNOWLEDGED, FOLLOWER_LEO, WRITTEN_AFTER)
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # (Offsets 4 and 5 now hold `y-0` and `y-1`: a consumer that had read offset 4 from the old leader would see a
 # different value there now — Jepsen's *inconsistent offsets*.)
-#
+
+# %% [markdown]
 # ### Exercise 2 · What does each setting buy?
 #
 # For each case, under this lab's faults, give a dict with the three keys of `lab13.setting_outcome`:
@@ -382,10 +383,11 @@ classify_answer = ["ok", "fail", "info", "info", "info"]
 # %%
 lab13.check_classification(classify_answer, OUTCOMES)
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # (Error 20 comes *after* the append: the record is in the leader's log and may well be read later. Calling it
 # `fail` would make the checker report an aborted read when it turns up.)
-#
+
+# %% [markdown]
 # ## Recap
 #
 # * A run is judged by its **history**: what clients were told (`ok` / `fail` / `info`) and what a reader found.
