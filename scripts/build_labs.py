@@ -224,16 +224,22 @@ def _is_check(cell) -> bool:
 
 
 _CHECK_CALL = re.compile(r"\blab\d\d\.check_\w+\(")
+_HEADING = re.compile(r"^#{1,6} ")
 
 
 def student_version(nb: nbformat.NotebookNode, *, keep_outputs: bool = False) -> nbformat.NotebookNode:
     """Solutions replaced by placeholders, explanations of answers (markdown tagged ``solution``) removed. With
-    ``keep_outputs``, stored outputs stay (so pictures show before anything runs) except those of answer cells
-    and check cells, which would show the answer or a ✓ the learner has not earned."""
+    ``keep_outputs``, stored outputs stay (so pictures show before anything runs) except those that would show
+    the answer or a ✓ the learner has not earned: of answer cells, check cells and the cells after a check up to
+    the next heading (a demonstration that confirms the answer)."""
     out = nbformat.from_dict(json.loads(json.dumps(nb)))
     out.cells = [c for c in out.cells if not (c.cell_type != "code" and _is_solution(c))]
+    after_check = False
     for i, cell in enumerate(out.cells):
-        if cell.cell_type == "code" and (not keep_outputs or _is_solution(cell) or _is_check(cell)):
+        if cell.cell_type == "markdown" and _HEADING.match(cell.source.lstrip()):
+            after_check = False
+        after_check = after_check or _is_check(cell)
+        if cell.cell_type == "code" and (not keep_outputs or after_check or _is_solution(cell)):
             cell.outputs, cell.execution_count = [], None
         tags = cell.metadata.get("tags", [])
         if "solution" in tags:

@@ -238,7 +238,7 @@ pd.DataFrame([{"value": n, "binary": f"{n:b}", "unsigned varint": P.write_unsign
 # %%
 pd.DataFrame([{"value": n, "zig-zag mapped": P.zigzag_encode(n, 32), "zig-zag varint": P.write_varint(n).hex(" "),
                "as int32 instead": P.write_fixed("int32", n).hex(" ")}
-              for n in [0, -1, 1, -2, 2, -64, 64, 250, -66]])
+              for n in [0, -1, 1, -2, 2, -64, 64, 250, -65]])
 
 # %% [markdown]
 # Check one by hand: 300 is `1 0010 1100` in binary. The low 7 bits `010 1100` (0x2c) go first, with the
@@ -802,6 +802,8 @@ lab01.check_response_header_versions(header_versions, QUESTIONS)
 # Which bytes of `MYSTERY` hold the `client_id` field, its length prefix included? Give `(start, end)` with
 # `end` exclusive, like a Python slice, so that `MYSTERY[start:end]` is exactly the field. Count offsets from
 # the first byte of `MYSTERY`. Then print the client id it contains.
+#
+# Done with all five? Check them against the annotated view: `show_frame(MYSTERY, size_prefix=True)`.
 
 # %% tags=["solution"]
 client_id_len, = struct.unpack(">h", MYSTERY[12:14])
@@ -810,9 +812,6 @@ print(MYSTERY[14:14 + client_id_len].decode())
 
 # %%
 lab01.check_client_id_range(client_id_range, MYSTERY)
-
-# %% [markdown]
-# Done? Check all five with the annotated view: `show_frame(MYSTERY, size_prefix=True)`.
 
 # %% [markdown]
 # ## 9 · Recap

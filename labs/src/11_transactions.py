@@ -673,11 +673,12 @@ read_committed_offsets = [0, 1, 2]
 # %%
 lab11.check_read_committed(read_committed_offsets, LOG, HW)
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # (The trap is offset 11: producer 9's COMMIT is in the leader's log but not below the high watermark, so not
 # yet replicated. Until it is, the leader treats that transaction as undecided — a new leader might not have
 # the marker — and the LSO stays at its first offset, 5. Draw it: `lab11.LogStrip(LOG, HW)`.)
-#
+
+# %% [markdown]
 # ### Exercise 3 · Epochs after a fence
 #
 # Three producers use the same `transactional.id` one after the other, in this order. At the end, which epoch

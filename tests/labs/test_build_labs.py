@@ -95,3 +95,46 @@ def test_student_version_replaces_solutions_and_drops_outputs(source):
 def test_committed_notebooks_match_their_sources():
     for src in build._sources([]):
         assert build.check(src, build.LABS / f"{src.stem}.ipynb") == []
+
+
+def _participant_demo():
+    cells = [nbformat.v4.new_code_cell("picture()"), nbformat.v4.new_code_cell("answer = 42",
+                                                                              metadata={"tags": ["solution"]}),
+             nbformat.v4.new_code_cell("lab99.check_it(answer)"), nbformat.v4.new_markdown_cell("Now watch:"),
+             nbformat.v4.new_code_cell("demo()"), nbformat.v4.new_markdown_cell("(Because 42.)",
+                                                                                metadata={"tags": ["solution"]}),
+             nbformat.v4.new_markdown_cell("## Next"), nbformat.v4.new_code_cell("later()")]
+    for i, c in enumerate(cells):
+        c.id = f"c{i}"
+        if c.cell_type == "code":
+            c.outputs, c.execution_count = [nbformat.v4.new_output("stream", name="stdout", text=f"out {i}\n")], i
+    return nbformat.v4.new_notebook(cells=cells)
+
+
+def test_participant_version_keeps_outputs_but_none_that_shows_the_answer():
+    student = build.student_version(_participant_demo(), keep_outputs=True)
+    outputs = {c.id: [o.text for o in c.outputs] for c in student.cells if c.cell_type == "code"}
+    assert outputs == {"c0": ["out 0\n"], "answer-c1": [], "c2": [], "c4": [], "c7": ["out 7\n"]}
+    assert [c.source for c in student.cells if c.cell_type == "markdown"] == ["Now watch:", "## Next"]
+
+
+def test_write_participant_keeps_what_the_learner_changed(tmp_path, monkeypatch):
+    labs = tmp_path / "labs"
+    labs.mkdir()
+    nbformat.write(_participant_demo(), labs / "99_demo.ipynb")
+    target = tmp_path / "participant"
+    assert build.write_participant(target, [labs / "99_demo.ipynb"])[0].startswith("wrote")
+    written = target / "99_demo.ipynb"
+    assert "answer = ..." in written.read_text(encoding="utf-8")
+    assert "`99_demo.ipynb`" in (target / "START_HERE.md").read_text(encoding="utf-8")
+    assert build.write_participant(target, [labs / "99_demo.ipynb"]) == []              # unchanged: nothing to do
+    nb = _participant_demo()
+    nb.cells[0].source = "picture(2)"                                                    # a new version of the lab
+    nbformat.write(nb, labs / "99_demo.ipynb")
+    assert build.write_participant(target, [labs / "99_demo.ipynb"])[0].startswith("wrote")
+    assert "picture(2)" in written.read_text(encoding="utf-8")
+    written.write_text(written.read_text(encoding="utf-8").replace("answer = ...", "answer = 41"), encoding="utf-8")
+    nb.cells[0].source = "picture(3)"
+    nbformat.write(nb, labs / "99_demo.ipynb")
+    assert build.write_participant(target, [labs / "99_demo.ipynb"])[0].startswith("kept 99_demo.ipynb")
+    assert "answer = 41" in written.read_text(encoding="utf-8")                         # the learner's work stays
