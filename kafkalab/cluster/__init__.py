@@ -10,5 +10,6 @@ from kafkalab.cluster.broker_log import BrokerLog
 from kafkalab.cluster.cluster import Cluster
 from kafkalab.cluster.faults import ZK, LinkTable
 from kafkalab.cluster.history import History, CheckResult
+from kafkalab.cluster.waiting import ConditionNotMet
 
-__all__ = ["BrokerLog", "Cluster", "ZK", "LinkTable", "History", "CheckResult"]
+__all__ = ["BrokerLog", "Cluster", "ZK", "LinkTable", "History", "CheckResult", "ConditionNotMet"]

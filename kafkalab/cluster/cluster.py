@@ -33,7 +33,6 @@ Mirrors the role of Kafka's ``KafkaClusterTestKit`` / ``EmbeddedKafkaCluster`` t
 """
 from __future__ import annotations
 
-import asyncio
 import json
 import tempfile
 from pathlib import Path
@@ -44,6 +43,7 @@ from kafkalab.common.scheduler import ThreadScheduler
 from kafkalab.common.time import SYSTEM, MockTime, Time
 from kafkalab.server.broker import KafkaServer
 from kafkalab.cluster.faults import FaultInjection, LinkTable
+from kafkalab.cluster.waiting import poll_until, raise_if_unmet
 from kafkalab.zk import ZkStore
 
 __all__ = ["Cluster"]
@@ -254,17 +254,11 @@ class Cluster:
         return self.wait_until(lambda: self.controller_id >= 0, timeout, "no controller was elected") and \
             self.controller_id
 
-    def wait_until(self, condition, timeout: float = 10.0, message: str = "condition not met") -> bool:
-        """Poll ``condition()`` (evaluated on the cluster loop) until true or ``timeout`` seconds pass."""
-        async def poll():
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + timeout
-            while not condition():
-                if loop.time() > deadline:
-                    raise TimeoutError(message)
-                await asyncio.sleep(0.01)
-            return True
-        return self.run(poll(), timeout + 5)
+    def wait_until(self, condition, timeout: float = 10.0, message: Optional[str] = None) -> bool:
+        """Poll ``condition()`` (evaluated on the cluster loop) until true; after ``timeout`` seconds raise
+        :class:`~kafkalab.cluster.waiting.ConditionNotMet` (a ``TimeoutError``) in the caller's thread, saying
+        ``message`` (default: "the condition was not met"), the condition, and what to do in a notebook."""
+        return raise_if_unmet(self.run(poll_until(condition, timeout), timeout + 5), condition, timeout, message)
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
                      config: Optional[dict] = None, timeout: float = 10.0, *,
