@@ -30,6 +30,20 @@ UI_FONT = "font:13px/1.4 system-ui,-apple-system,&quot;Segoe UI&quot;,Roboto,san
 HOVER = "--kl-w:2px;--kl-c:#1971c2;--kl-bg:#d0ebff;--kl-op:1"
 PINNED = "--kl-w:2px;--kl-c:#e8590c;--kl-bg:#ffe8cc;--kl-op:1"
 
+#: A narrow output area (JupyterLab at 1024 px with the file browser open leaves a picture about 520-640 px): the
+#: dump's bytes a little smaller (never below 11 px) so a row still fits, and in the field tree the value and
+#: its note go to a line of their own instead of being cut to "…". A container query, so it follows the output
+#: area, not the window.
+NARROW_CSS = """
+.kl-frame{container-type:inline-size}
+@container (max-width:560px){
+ .kl-frame pre.kl-dump{font-size:11.5px;padding:6px 8px}
+ .kl-frame .kl-l{grid-template-columns:minmax(8em,1fr) auto var(--kl-rw,5.5em)}
+ .kl-frame .kl-v{grid-column:1/-1;padding-left:2.4em;white-space:normal;overflow-wrap:anywhere}
+ .kl-frame .kl-note{grid-column:1/-1;padding-left:2.4em}
+}
+"""
+
 BASE_CSS = f"""
 .kl-frame{{font:13px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:#1f2328;
  background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:10px 12px;box-sizing:border-box;
@@ -114,7 +128,7 @@ BASE_CSS = f"""
 .kl-frame .kl-more{{color:#8c959f;font-style:italic;padding:1px 10px}}
 .kl-frame .kl-foot{{margin-top:6px;color:#656d76;font-size:11.5px}}
 .kl-frame .kl-foot b{{color:#c92a2a;font-weight:600}}
-"""
+{NARROW_CSS}"""
 
 
 def field_rules(scope: str, indices) -> str:

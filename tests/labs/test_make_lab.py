@@ -1,0 +1,37 @@
+"""`make lab` opens the participant versions with the first lab (lab 00 when there is one); `make lab-instructor`
+opens labs/. Checked with `make -n` (prints the commands, runs nothing)."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+
+
+def _plan(target: str) -> list[str]:
+    out = subprocess.run(["make", "-n", target], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return out.splitlines()
+
+
+def _first_lab() -> str:
+    names = sorted(p.name for p in (ROOT / "labs").glob("[0-9][0-9]_*.ipynb"))
+    return "00_tour.ipynb" if "00_tour.ipynb" in names else names[0]
+
+
+def test_make_lab_builds_trusts_and_opens_the_participant_versions():
+    plan = _plan("lab")
+    build = next(i for i, line in enumerate(plan) if "scripts/build_labs.py --participant participant" in line)
+    trust = next(i for i, line in enumerate(plan) if "jupyter trust participant/" in line)
+    lab = next(i for i, line in enumerate(plan) if "jupyter lab " in line)
+    assert build < trust < lab
+    assert plan[lab].endswith(f"jupyter lab --notebook-dir=participant participant/{_first_lab()}")
+
+
+def test_make_lab_instructor_opens_labs():
+    plan = _plan("lab-instructor")
+    assert any("jupyter trust labs/" in line for line in plan)
+    assert plan[-1].endswith(f"jupyter lab --notebook-dir=labs labs/{_first_lab()}")
