@@ -274,7 +274,8 @@ def start_page(titles: dict[str, str]) -> str:
 {begin}
 
 - Run a notebook **from the top**, one cell after the other (Shift+Enter), or all at once with
-  *Run → Run All Cells*. Each lab starts its own small Kafka cluster inside the notebook: nothing else to install.
+  *Run → Run All Cells*. A lab that needs Kafka starts its own small cluster inside the notebook: nothing else
+  to install, nothing to start by hand.
 - If a cell fails because you skipped or re-ran an earlier one: *Kernel → Restart Kernel and Run All Cells*
   (or restart, then run from the top again).
 - Exercises: write your answer in the cell that says `# Your answer`, then run the check cell below it; it
