@@ -351,14 +351,14 @@ def check_leaders_after(answer: Any, assignment: Mapping[int, Sequence[int]], le
     expected = leaders_after(assignment, leaders, dead)
 
     def diagnose(p, a):
+        if expected[p] is None:
+            return "no replica is left alive: the partition is offline (None)"
         if a is not None and a in dead:
             return f"broker {a} is dead: a leader must be alive"
         if a is not None and a not in assignment[p]:
             return f"broker {a} holds no replica of partition {p}: only a replica can lead"
         if expected[p] == leaders[p] and a != leaders[p]:
             return "its leader is still alive: nothing changes for this partition"
-        if expected[p] is None:
-            return "no replica is left alive: the partition is offline (None)"
         return "the controller takes the first live replica in the assignment's order"
     return check_parts("leaders after the failure", answer, expected, diagnose=diagnose,
                        hint="a partition whose leader lives keeps it; otherwise the first live replica in the "
