@@ -168,7 +168,7 @@ class PlacementPicture:
             for name, role in replicas:
                 colour, fill, line, word = look[role]
                 if dead:
-                    colour, fill, line, word = "#e03131", "#fff5f5", "dashed", "was " + word
+                    colour, fill, line, word = "#e03131", "#fff5f5", "dashed", "offline"
                 chips.append(f'<div style="border:1.5px {line} {colour};background:{fill};border-radius:5px;'
                              f'padding:3px 8px;margin:4px 0;display:flex;justify-content:space-between;gap:10px">'
                              f'<span style="font:12.5px {_MONO}">{_e(name)}</span>'

@@ -220,7 +220,7 @@ lab00.OffsetStrip([b for b, _ in before], start, end, title="app-logs-0 on its l
 [r.offset for r in read_all("app-logs", [0], start={0: 0})][:5]
 
 # %% [markdown]
-# Offsets never change and are never reused: the first record left is still number 14. (Lab 06 opens the
+# Offsets never change and are never reused: the first record left keeps its number (21). (Lab 06 opens the
 # segment files, and shows retention by time and *compaction*, which keeps the last record of each key.)
 
 # %% [markdown]
@@ -263,8 +263,8 @@ counts["10 orders, broker 0 killed"] = lab00.produce_requests_since(cluster, bef
 lab00.PlacementPicture.of(cluster, ["orders", "app-logs"], title="After broker 0 was killed")
 
 # %% [markdown]
-# The controller moved the leadership of `orders-0` to broker 1, the next replica in its list, and dropped
-# broker 0 from every ISR. The producer got an error for its next request to broker 0, asked for fresh metadata,
+# Broker 0 was also the controller: another broker took over that job at once. The new controller moved the
+# leadership of `orders-0` to broker 1, the next replica in its list, and dropped broker 0 from every ISR. The producer got an error for its next request to broker 0, asked for fresh metadata,
 # and went on: every record was acknowledged. The brokers' metrics tell the story — each Produce request is
 # counted by the broker that handled it; broker 0's count stops, and broker 1 takes over `orders-0`'s share:
 
