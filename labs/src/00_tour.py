@@ -69,9 +69,11 @@ def read_all(topic, partitions, *, start=None, client_id="tour-reader"):
                 reader.seek(tp, start[tp.partition])
         end = reader.end_offsets(tps)
         records = []
-        while any(reader.position(tp) < end[tp] for tp in tps):
+        for _ in range(30):                          # up to a minute: far more than a read of a few records takes
+            if all(reader.position(tp) >= end[tp] for tp in tps):
+                return sorted(records, key=lambda r: (r.partition, r.offset))
             records += reader.poll(2.0)
-        return sorted(records, key=lambda r: (r.partition, r.offset))
+        raise RuntimeError(f"could not read {topic} to its end: is the cluster running? (run the cells from section 1)")
 
 # %% [markdown]
 # ## 1 · A cluster of three brokers
@@ -161,10 +163,12 @@ real = LibrdkafkaConsumer({"bootstrap.servers": cluster.bootstrap_servers, "grou
                            "client.id": "tour-librdkafka", "enable.auto.commit": False, "logger": librdkafka_log})
 real.assign([LibrdkafkaTopicPartition("orders", p, 0) for p in range(3)])
 seen = []
-while len(seen) < len(ORDERS) + 1:
+for _ in range(30):
     m = real.poll(2.0)
     if m is not None and m.error() is None:
         seen.append(m)
+    if len(seen) == len(ORDERS) + 1:
+        break
 real.close()
 pd.DataFrame([{"partition": m.partition(), "offset": m.offset(), "key": m.key().decode(), "value": m.value().decode(),
                "headers": dict((k, v.decode()) for k, v in m.headers())}
