@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from typing import Any, Mapping, NamedTuple, Optional, Union
+from typing import Any, Mapping, NamedTuple, Optional, Sequence, Union
 
 from kafkalab.clients.admin_acls import AclOperations
 from kafkalab.clients import admin_scram
@@ -60,10 +60,14 @@ __all__ = ["Admin", "AdminError", "NewTopic", "NewPartitions", "ConfigResource",
 
 
 class NewTopic(NamedTuple):
+    """A topic to create: counts (placed by the broker), or ``replicas_assignments`` ``{partition: [broker ids,
+    preferred leader first]}`` (Kafka's ``NewTopic(name, replicasAssignments)``; the counts then stay -1)."""
+
     name: str
     num_partitions: int = -1           # -1: the broker's num.partitions
     replication_factor: int = -1       # -1: the broker's default.replication.factor
     config: Mapping[str, str] = {}
+    replicas_assignments: Mapping[int, Sequence[int]] = {}
 
 
 class NewPartitions(NamedTuple):
@@ -214,6 +218,8 @@ class Admin:
         async def attempt():
             body = cls(topics=tuple(cls.CreatableTopic(
                 name=t.name, num_partitions=t.num_partitions, replication_factor=t.replication_factor,
+                assignments=tuple(cls.CreatableReplicaAssignment(partition_index=int(p), broker_ids=tuple(int(b) for b in r))
+                                  for p, r in sorted(dict(t.replicas_assignments).items())),
                 configs=tuple(cls.CreatableTopicConfig(name=k, value=str(v)) for k, v in dict(t.config).items()))
                 for t in todo.values()), timeout_ms=timeout_ms or self.config["request.timeout.ms"],
                 validate_only=validate_only)

@@ -134,3 +134,20 @@ def test_consumer_group_operations(broker, admin):
     broker.lacks("describe_group_members")
     assert desc.partition_assignor == "range"
     assert sorted(desc.members[0].assignment) == [t0, t1] and desc.members[0].topics == [topic]
+
+
+def test_create_topics_with_replicas_assignments():
+    """NewTopic(name, replicas_assignments={...}) places each partition's replicas as given, the first one leading
+    (Kafka's NewTopic(name, replicasAssignments)); counts together with an assignment are an INVALID_REQUEST."""
+    from kafkalab import Cluster
+    from kafkalab.clients import NewTopic
+
+    with Cluster(brokers=2) as cluster, Admin({"bootstrap.servers": cluster.bootstrap_servers}) as admin:
+        made = admin.create_topics([NewTopic("placed", replicas_assignments={0: [1, 0], 1: [0, 1], 2: [1, 0]})])
+        assert made["placed"]["num_partitions"] == 3 and made["placed"]["replication_factor"] == 2
+        partitions = admin.describe_topics(["placed"])["placed"].partitions
+        assert {p: (i.replicas, i.leader) for p, i in partitions.items()} == \
+            {0: ((1, 0), 1), 1: ((0, 1), 0), 2: ((1, 0), 1)}
+        with pytest.raises(AdminError) as e:
+            admin.create_topics([NewTopic("both", 2, -1, {}, {0: [0], 1: [1]})])
+        assert e.value.errors["both"].error_code == ErrorCode.INVALID_REQUEST

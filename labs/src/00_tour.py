@@ -1,0 +1,467 @@
+# Source of labs/00_tour.ipynb ("percent" format). Edit this file, then rebuild and re-execute:
+#     .venv/bin/python scripts/build_labs.py 00
+# Review the prose and code here; the .ipynb keeps the outputs that nbval compares.
+
+# %% [markdown]
+# # Lab 00 · Kafka in one notebook
+#
+# Before we take Kafka apart byte by byte, twenty minutes of what it *does*. A Kafka **cluster** is a few
+# servers, the **brokers**, that keep streams of records called **topics**. Producers append records at the end
+# of a topic; consumers read them back, as often as they like, from wherever they like. Every lab after this one
+# opens one of the boxes you will see here.
+#
+# No protocol yet: everything below uses clients, as an application would. Run the cells top to bottom.
+#
+# **By the end of this lab you can**
+#
+# 1. start a three-broker cluster and say what a topic, a partition and a broker are;
+# 2. create a topic with the admin client, and see another one appear because a producer asked for it;
+# 3. produce and consume records with keys, values, headers and timestamps — with kafkalab's clients and with a
+#    real one;
+# 4. re-read a partition from any offset, and say what retention removes;
+# 5. find each partition's leader and followers, kill a broker, and watch the cluster carry on;
+# 6. read the broker and client metrics that show all this;
+# 7. name five things Kafka is used for, and find the lab that answers your next question.
+
+# %% [markdown]
+# ### Where this lab sits
+#
+# | course concept | what you will see | section |
+# |---|---|---|
+# | **C17** topics, partitions, brokers, clusters | a three-broker cluster, its topics and partitions | 1-2 |
+# | **C23** topics created by admin clients or automatically | `orders` by the admin client, `page-views` by a producer | 2 |
+# | **C25** a record: key, value, headers, timestamp | records written and read by two different clients | 3 |
+# | **C24** a partition is an append-only array read from any offset | offsets; a seek back to offset 1 | 3-4 |
+# | **C19** records stay after being read; retention deletes old data | a second read; retention by size | 4-5 |
+# | **C22** partitions spread over brokers, leaders and followers | the placement picture; a broker killed | 6-7 |
+# | **C36** client and broker metrics | Produce requests per broker; the client's own count | 7 |
+# | **C20** uses of Kafka | five small examples | 8 |
+
+# %%
+import logging
+
+import pandas as pd
+from confluent_kafka import Consumer as LibrdkafkaConsumer
+from confluent_kafka import Producer as LibrdkafkaProducer
+from confluent_kafka import TopicPartition as LibrdkafkaTopicPartition
+
+from kafkalab import Cluster
+from kafkalab.cluster import BrokerLog
+from kafkalab.clients import Admin, Consumer, NewTopic, Producer, TopicPartition
+from kafkalab.labs import lab00
+
+pd.set_option("display.max_colwidth", 80)
+broker_log = BrokerLog().install()                       # the brokers' warnings: kept in a list, not on stderr
+librdkafka_log = logging.getLogger("kafkalab.lab00.librdkafka")   # confluent-kafka logs go here, not to stderr
+librdkafka_log.addHandler(logging.NullHandler())
+librdkafka_log.propagate = False
+T0 = lab00.T0
+
+
+def read_all(topic, partitions, *, start=None, client_id="tour-reader"):
+    """Every record of the given partitions, from the beginning (or from ``start``: {partition: offset})."""
+    with Consumer({"bootstrap.servers": cluster.bootstrap_servers, "client.id": client_id,
+                   "auto.offset.reset": "earliest", "enable.auto.commit": False}) as reader:
+        tps = [TopicPartition(topic, p) for p in partitions]
+        reader.assign(tps)
+        for tp in tps:
+            if start and tp.partition in start:
+                reader.seek(tp, start[tp.partition])
+        end = reader.end_offsets(tps)
+        records = []
+        for _ in range(30):                          # up to a minute: far more than a read of a few records takes
+            if all(reader.position(tp) >= end[tp] for tp in tps):
+                return sorted(records, key=lambda r: (r.partition, r.offset))
+            records += reader.poll(2.0)
+        raise RuntimeError(f"could not read {topic} to its end: is the cluster running? (run the cells from section 1)")
+
+# %% [markdown]
+# ## 1 · A cluster of three brokers
+#
+# `Cluster` starts three brokers in this notebook's process, on free ports of your machine. They are real Kafka
+# brokers as far as any client can tell: they speak Kafka's protocol on TCP, store records in files, and elect a
+# **controller** (one broker with the extra job of deciding who leads what — lab 09).
+
+# %%
+cluster = Cluster(brokers=3, overrides=lab00.OVERRIDES).start()
+print("brokers:", sorted(cluster.brokers), "| controller:", cluster.controller_id)
+print("bootstrap.servers has", len(cluster.bootstrap_servers.split(",")), "addresses, one per broker")
+
+# %% [markdown]
+# A client needs only `bootstrap.servers`, one or more of these addresses; it asks any of them for the rest.
+
+# %% [markdown]
+# ## 2 · Topics: made by an admin, or on first use
+#
+# A **topic** is a named stream of records, split into **partitions**: each partition is an ordered log of its
+# own, and partitions are what Kafka spreads over brokers and over consumers (the unit of parallelism). Each
+# partition is stored on several brokers, its **replicas** (the replication factor).
+#
+# The usual way to make a topic is an admin tool or client. Here `orders` gets three partitions, each stored
+# on all three brokers; we also say which broker comes first for each partition (the *preferred leader*), so
+# that every run of this notebook looks the same:
+
+# %%
+admin = Admin({"bootstrap.servers": cluster.bootstrap_servers, "client.id": "tour-admin"})
+created = admin.create_topics([NewTopic("orders", replicas_assignments=lab00.ORDERS_ASSIGNMENT)])
+{name: {k: v for k, v in info.items() if k != "topic_id"} for name, info in created.items()}
+
+# %% [markdown]
+# A broker can also create a topic by itself, the first time a client asks about it (`auto.create.topics.enable`,
+# on by default; production clusters often turn it off). Nobody creates `page-views`: a producer simply sends
+# to it, and the broker makes it with its defaults, `num.partitions` and `default.replication.factor` (3 and 3
+# in this cluster):
+
+# %%
+producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "client.id": "tour-producer", "linger.ms": 0})
+producer.send("page-views", b"/home", key=b"alice", timestamp=T0).result(10)
+pd.DataFrame([{"topic": name, "partitions": len(info.partitions),
+               "replication factor": len(info.partitions[0].replicas)}
+              for name, info in sorted(admin.describe_topics(["orders", "page-views"]).items())]).set_index("topic")
+
+# %% [markdown]
+# ## 3 · Records: key, value, headers, timestamp
+#
+# A **record** is a value (bytes: JSON, text, anything), an optional **key** (bytes too), optional **headers**
+# (name → bytes, for metadata such as a trace id) and a **timestamp**. A producer appends records at the end
+# of a partition; the broker gives each one the next **offset** in that partition: 0, 1, 2, ...
+#
+# The producer picks the partition from the key (a hash of it), so every order of one customer lands in the
+# same partition, in the order sent:
+
+# %%
+ORDERS = [("alice", "2 x coffee"), ("bob", "1 x tea"), ("alice", "1 x cake"), ("carol", "3 x juice"),
+          ("bob", "2 x scone"), ("alice", "1 x tea"), ("dave", "1 x coffee"), ("carol", "1 x cake")]
+acks = [producer.send("orders", value.encode(), key=customer.encode(), timestamp=T0 + i * 1000,
+                      headers=[("source", b"web" if i % 3 else b"app")]).result(10)
+        for i, (customer, value) in enumerate(ORDERS)]
+pd.DataFrame([{"key": c, "value": v, "partition": m.partition, "offset": m.offset} for (c, v), m in zip(ORDERS, acks)])
+
+# %% [markdown]
+# A consumer reads them back. It asks for a partition from an offset and gets the records with everything the
+# producer gave them:
+
+# %%
+records = read_all("orders", range(3))
+pd.DataFrame([{"partition": r.partition, "offset": r.offset, "key": r.key.decode(), "value": r.value.decode(),
+               "headers": {k: v.decode() for k, v in r.headers},
+               "timestamp": pd.Timestamp(r.timestamp, unit="ms")} for r in records]).set_index(["partition", "offset"])
+
+# %% [markdown]
+# Within a partition the order is the order of the offsets; across partitions there is no order. All of
+# alice's orders are in one partition, so they are read in the order she made them.
+#
+# **It is really Kafka.** These brokers do not care which client talks to them. confluent-kafka (librdkafka,
+# the C client behind most non-Java Kafka clients) adds an order, and reads back what kafkalab's producer wrote:
+
+# %%
+real_producer = LibrdkafkaProducer({"bootstrap.servers": cluster.bootstrap_servers, "client.id": "tour-librdkafka",
+                                    "logger": librdkafka_log})
+real_producer.produce("orders", b"2 x bagel", key=b"erin", timestamp=T0 + 8000, headers=[("source", b"kiosk")])
+real_producer.flush(10)
+real = LibrdkafkaConsumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "tour-librdkafka",
+                           "client.id": "tour-librdkafka", "enable.auto.commit": False, "logger": librdkafka_log})
+real.assign([LibrdkafkaTopicPartition("orders", p, 0) for p in range(3)])
+seen = []
+for _ in range(30):
+    m = real.poll(2.0)
+    if m is not None and m.error() is None:
+        seen.append(m)
+    if len(seen) == len(ORDERS) + 1:
+        break
+real.close()
+pd.DataFrame([{"partition": m.partition(), "offset": m.offset(), "key": m.key().decode(), "value": m.value().decode(),
+               "headers": dict((k, v.decode()) for k, v in m.headers())}
+              for m in sorted(seen, key=lambda m: (m.partition(), m.offset()))]).set_index(["partition", "offset"])
+
+# %% [markdown]
+# ## 4 · Reading again, from any offset
+#
+# Reading does not remove anything. A partition is an **append-only array** on the broker: the consumer keeps
+# its own position (the next offset to read), and can move it anywhere with `seek`. Reading `orders-0` again,
+# from offset 1:
+
+# %%
+p0 = next(r.partition for r in records if r.key == b"alice")
+again = read_all("orders", [p0], start={p0: 1})
+pd.DataFrame([{"offset": r.offset, "key": r.key.decode(), "value": r.value.decode()} for r in again]).set_index("offset")
+
+# %% [markdown]
+# The same records as before, as many times as you like, by any number of consumers: each keeps its own
+# position (lab 10 shows how a consumer *group* stores it in Kafka). This is what makes Kafka different from a
+# queue that deletes a message once it is delivered: new consumers can read history, and a consumer that made
+# a mistake can go back and read again.
+
+# %% [markdown]
+# ## 5 · What retention does
+#
+# Records stay until **retention** deletes them: by age (`retention.ms`, seven days by default) or by size
+# (`retention.bytes` per partition, unlimited by default). A partition is stored in files called **segments**;
+# retention deletes whole segments, oldest first, never the one being written.
+#
+# `app-logs` has tiny segments (`segment.bytes` = 300) and `retention.bytes` = 600 — per partition. We write 30
+# log lines to its one partition, then run the retention check each broker runs every
+# `log.retention.check.interval.ms` (five minutes):
+
+# %%
+admin.create_topics([NewTopic("app-logs", replicas_assignments={0: [1, 2, 0]},
+                              config={"segment.bytes": "300", "retention.bytes": "600"})])
+for i in range(30):
+    producer.send("app-logs", b"GET /item/%02d 200" % i, partition=0, timestamp=T0 + i * 1000).result(10)
+before = lab00.segments(cluster, 1, "app-logs", 0)
+print("segments (base offset, bytes) before:", before)
+deleted = cluster.call(cluster.brokers[1].log_manager.cleanup_logs)
+after = lab00.segments(cluster, 1, "app-logs", 0)
+print("segments deleted:", deleted, "| left:", after)
+start, end, _ = lab00.partition_logs(cluster, "app-logs", 0)[1]
+lab00.OffsetStrip([b for b, _ in before], start, end, title="app-logs-0 on its leader, broker 1")
+
+# %% [markdown]
+# The grey offsets are gone; the **log start offset** moved up. A consumer that asks for offset 0 now is out of
+# range, and its `auto.offset.reset` policy decides where it goes (`earliest`: the log start):
+
+# %%
+[r.offset for r in read_all("app-logs", [0], start={0: 0})][:5]
+
+# %% [markdown]
+# Offsets never change and are never reused: the first record left keeps its number (21). (Lab 06 opens the
+# segment files, and shows retention by time and *compaction*, which keeps the last record of each key.)
+
+# %% [markdown]
+# ## 6 · Partitions spread over brokers: leaders and followers
+#
+# Each partition has one **leader**, the replica producers write to and consumers read from, and **followers**,
+# which copy the leader by fetching from it, as a consumer would. The replicas that are up to date are the
+# **in-sync replicas** (ISR). Leaders are spread over the brokers, so the work is too:
+
+# %%
+lab00.PlacementPicture.of(cluster, ["orders", "app-logs"], title="Where the partitions of orders and app-logs live")
+
+# %% [markdown]
+# (The controller chose these leaders: for each partition, the first replica of its assignment.) Every broker
+# holds a copy of `orders-0`, and only broker 0 takes its reads and writes. Lab 04 shows how a client learns
+# this map, lab 08 how followers keep up.
+
+# %% [markdown]
+# ## 7 · A broker dies; the cluster carries on
+#
+# We note how many Produce requests each broker has handled (its request metrics, kept per API), send ten
+# orders, then **kill broker 0** — the leader of `orders-0` — as a crash would, and send ten more with the same
+# producer.
+
+# %%
+customers = ["alice", "bob", "carol", "dave"]
+counts = {}
+before = lab00.produce_requests(cluster)
+for i in range(10):
+    producer.send("orders", b"order %d" % i, key=customers[i % 4].encode(), timestamp=T0 + 10_000 + i).result(10)
+counts["10 orders, 3 brokers"] = lab00.produce_requests_since(cluster, before, 10)
+
+cluster.kill(0)
+cluster.wait_until(lambda: all(cluster.brokers[b].metadata_cache.partition_state("orders", 0).leader == 1
+                               for b in (1, 2)), 15, "orders-0 got no new leader")
+before = lab00.produce_requests(cluster)
+for i in range(10, 20):
+    producer.send("orders", b"order %d" % i, key=customers[i % 4].encode(), timestamp=T0 + 10_000 + i).result(30)
+counts["10 orders, broker 0 killed"] = lab00.produce_requests_since(cluster, before, 10)
+lab00.PlacementPicture.of(cluster, ["orders", "app-logs"], title="After broker 0 was killed")
+
+# %% [markdown]
+# Broker 0 was also the controller: another broker took over that job at once. The new controller moved the
+# leadership of `orders-0` to broker 1, the next replica in its list, and dropped broker 0 from every ISR. The producer got an error for its next request to broker 0, asked for fresh metadata,
+# and went on: every record was acknowledged. The brokers' metrics tell the story — each Produce request is
+# counted by the broker that handled it; broker 0's count stops, and broker 1 takes over `orders-0`'s share:
+
+# %%
+pd.DataFrame(counts).rename(index=lambda b: f"broker {b}").rename_axis("Produce requests handled")
+
+# %% [markdown]
+# Nothing was lost: the consumers' view of `orders` still starts at offset 0 of each partition, and has the
+# records of both halves (9 from section 3, 20 now):
+
+# %%
+survivors = read_all("orders", range(3), client_id="tour-reader-2")
+print(len(survivors), "records in orders;", sum(r.value.startswith(b"order ") for r in survivors), "of the 20 new ones")
+
+# %% [markdown]
+# A restarted broker comes back as a follower: it catches up from the leaders and rejoins the ISR. (Leadership
+# moves back to the preferred leader later, when the controller's periodic rebalance runs.)
+
+# %%
+cluster.restart(0)
+cluster.wait_until(lambda: all(0 in cluster.brokers[1].metadata_cache.partition_state("orders", p).isr
+                               for p in range(3)), 30, "broker 0 did not rejoin the ISR of orders")
+lab00.PlacementPicture.of(cluster, ["orders"], title="Broker 0 is back, as a follower")
+
+# %% [markdown]
+# The client keeps its own metrics too. kafkalab's clients record every request they send (`trace=True`); a
+# producer that sends five records to each partition:
+
+# %%
+with Producer({"bootstrap.servers": cluster.bootstrap_servers, "client.id": "tour-metered", "linger.ms": 0},
+              trace=True) as metered:
+    for i in range(15):
+        metered.send("orders", b"metered %d" % i, partition=i % 3, timestamp=T0 + 20_000 + i).result(10)
+    rows = metered.trace.table()
+produce = [r for r in rows if r["api"] == "Produce"]
+print(f"Produce requests sent: {len(produce)}, bytes out: {sum(r['bytes_out'] for r in produce)}, "
+      f"bytes in: {sum(r['bytes_in'] for r in produce)}")
+print("its other requests (the set-up: ApiVersions, Metadata, InitProducerId):",
+      sorted({r["api"] for r in rows} - {"Produce"}))
+
+# %% [markdown]
+# Kafka's monitoring is built on exactly these numbers, turned into rates: request rate, bytes in and out, per
+# broker and per client (lab 03 reads both side by side).
+
+# %% [markdown]
+# ## 8 · What Kafka is used for
+#
+# One cluster, one idea — a log that many producers append to and many consumers read — and five common uses.
+# Each example below is a few lines on our cluster.
+#
+# **Messaging.** Decouple the service that takes an order from the one that ships it: the shop writes, the
+# warehouse reads when it can, and a second warehouse could read the same stream.
+
+# %%
+for order in [b"ship #1001", b"ship #1002", b"ship #1003"]:
+    producer.send("shipments", order, key=b"shop", timestamp=T0).result(10)
+[r.value.decode() for r in read_all("shipments", range(3), client_id="warehouse")]
+
+# %% [markdown]
+# **Activity tracking.** Every click of every user, as it happens; analytics read it later (the original use
+# at LinkedIn, where Kafka was born). Keyed by user, so each user's clicks stay in order:
+
+# %%
+clicks = [("alice", "/home"), ("bob", "/search?q=tea"), ("alice", "/cart"), ("alice", "/checkout"), ("bob", "/home")]
+for i, (user, page) in enumerate(clicks):
+    producer.send("page-views", page.encode(), key=user.encode(), timestamp=T0 + 1000 + i).result(10)
+views = read_all("page-views", range(3), client_id="analytics")
+pd.Series([r.key.decode() for r in views]).value_counts().rename("page views").rename_axis("user")
+
+# %% [markdown]
+# **Metrics.** Hosts send measurements; a consumer aggregates them (or a monitoring system does):
+
+# %%
+for i, (host, cpu) in enumerate([("web-1", 41), ("web-2", 77), ("web-1", 45), ("web-2", 81), ("web-1", 43)]):
+    producer.send("cpu", str(cpu).encode(), key=host.encode(), timestamp=T0 + i * 10_000).result(10)
+samples = read_all("cpu", range(3), client_id="dashboard")
+pd.DataFrame([{"host": r.key.decode(), "cpu %": int(r.value)} for r in samples]).groupby("host").mean()
+
+# %% [markdown]
+# **Log aggregation.** Many services write their log lines to one topic instead of local files; one reader
+# filters them all:
+
+# %%
+for i, (service, line) in enumerate([("auth", "INFO login alice"), ("shop", "ERROR payment timeout"),
+                                     ("auth", "INFO login bob"), ("ship", "ERROR no courier")]):
+    producer.send("logs", line.encode(), key=service.encode(), timestamp=T0 + i,
+                  headers=[("host", b"node-%d" % (i % 2))]).result(10)
+[f"{r.key.decode()}: {r.value.decode()}" for r in read_all("logs", range(3), client_id="alerts")
+ if r.value.startswith(b"ERROR")]
+
+# %% [markdown]
+# **Commit log.** A system writes every change to Kafka first; its state can be rebuilt at any time by
+# replaying the log — a replica, a cache, a search index. Account balances, rebuilt from the start:
+
+# %%
+changes = [("acct-1", 100), ("acct-2", 50), ("acct-1", 80), ("acct-3", 10), ("acct-2", 65)]
+for i, (account, balance) in enumerate(changes):
+    producer.send("balances", str(balance).encode(), key=account.encode(), partition=0, timestamp=T0 + i).result(10)
+state = {}
+for r in read_all("balances", [0], client_id="rebuild"):
+    state[r.key.decode()] = int(r.value)
+state
+
+# %% [markdown]
+# (Such a topic usually has `cleanup.policy=compact`, so Kafka keeps the last value of each key forever: lab 06.
+# Lab 15 builds a whole streaming pipeline on Spark.)
+
+# %%
+producer.close()
+admin.close()
+cluster.stop()
+
+# %% [markdown]
+# ## 9 · Exercises
+#
+# Each exercise has a task, an answer cell and a check cell. Write your answer in the answer cell (replace the
+# `...`), run it, then run the check: ✓ means right; ✗ comes with a hint. The checks compute the right answer
+# from the data in the task, so you can change the data and try again.
+#
+# *Instructors:* the answer cells of this notebook hold the solutions (tagged `solution`, collapsed in
+# JupyterLab); `scripts/build_labs.py --student DIR` writes a copy where they are replaced by `...`.
+#
+# ### Exercise 1 · Read it again
+#
+# A partition holds `VALUES` (the record at offset *n* is `VALUES[n]`), but retention has deleted everything
+# below `LOG_START`. A consumer with `auto.offset.reset=earliest` seeks to `SEEK` and reads to the end. Which
+# values does it get, in order?
+
+# %%
+VALUES = ["a", "b", "c", "d", "e", "f", "g", "h"]
+LOG_START = 3
+SEEK = 1
+
+# %% tags=["solution"]
+reread = VALUES[max(SEEK, LOG_START):]
+
+# %%
+lab00.check_reread(reread, VALUES, LOG_START, SEEK)
+
+# %% [markdown]
+# ### Exercise 2 · Retention by size
+#
+# A partition's segments are `SEGMENTS`, `(base offset, bytes)`, oldest first; the last one is being written.
+# The topic has `retention.bytes = RETENTION_BYTES`. After the next retention check, what is the partition's
+# log start offset?
+
+# %%
+SEGMENTS = [(0, 400), (12, 400), (25, 400), (37, 150)]
+RETENTION_BYTES = 700
+
+# %% tags=["solution"]
+log_start = 12
+
+# %%
+lab00.check_log_start(log_start, SEGMENTS, RETENTION_BYTES)
+
+# %% [markdown]
+# ### Exercise 3 · Who leads now?
+#
+# A topic has four partitions with replicas `ASSIGNMENT` (preferred leader first) and leaders `LEADERS`; every
+# replica is in sync. Brokers `DEAD` crash. Which broker leads each partition afterwards? Give
+# `{partition: broker}`, with `None` for a partition that has no leader left.
+
+# %%
+ASSIGNMENT = {0: [0, 1, 2], 1: [1, 2, 3], 2: [2, 3], 3: [3, 0]}
+LEADERS = {0: 1, 1: 1, 2: 2, 3: 3}
+DEAD = [1, 3]
+
+# %% tags=["solution"]
+new_leaders = {0: 0, 1: 2, 2: 2, 3: 0}
+
+# %%
+lab00.check_leaders_after(new_leaders, ASSIGNMENT, LEADERS, DEAD)
+
+# %% [markdown]
+# ## 10 · Recap, and a map of the course
+#
+# * **A cluster** is brokers; one of them is also the controller. Clients need only a bootstrap address.
+# * **A topic** is split into partitions, each an ordered, append-only log, stored on several brokers. Topics
+#   are created by admin clients, or automatically when a client asks for one that does not exist.
+# * **A record** has a key, a value, headers and a timestamp; the broker gives it an offset. The key picks the
+#   partition, so one key's records stay in order.
+# * **Reading does not delete.** Consumers keep their own position and can seek anywhere; **retention** deletes
+#   whole old segments, by age or size, and moves the log start offset.
+# * **Each partition has a leader** that takes reads and writes, and followers that copy it. When a broker dies,
+#   the controller makes another in-sync replica the leader, and clients follow.
+# * **Metrics** count it all: requests, bytes, per broker and per client.
+# * **Uses**: messaging, activity tracking, metrics, log aggregation, a commit log.
+#
+# Every box of this tour is opened by one lab. Which lab answers which question:
+
+# %%
+lab00.course_map()
+
+# %% [markdown]
+# **Next:** lab 01, *The wire*: the bytes behind the first request any client sends.
