@@ -26,7 +26,9 @@ reports mismatches on stderr; ``--index-sanity-check`` runs the check a broker r
 ``--transaction-log-decoder`` ``__transaction_state`` records as ``transaction_metadata::transactionalId=...``
 with ``producerId:...,state=...,partitions=[...]``; both imply ``--print-data-log`` and are described in
 :mod:`.record_decoders`. ``--cluster-metadata-decoder`` is accepted but not supported (kafkalab has no
-``__cluster_metadata``): the records are printed as text.
+``__cluster_metadata``): the records are printed as text. A record a decoder cannot read where Kafka's tool
+would stop with an exception (a ``__consumer_offsets`` record without a key, a transaction value of an unknown
+version) is printed with its metadata only, the reason goes to stderr, and the dump goes on.
 
 Mirrors: ``core/src/main/scala/kafka/tools/DumpLogSegments.scala``.
 """
