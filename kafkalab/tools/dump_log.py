@@ -312,21 +312,24 @@ def dump_leader_epoch_checkpoint(path: str, out: TextIO) -> None:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--files", required=True, metavar="file1, file2, ...",
-                   help="REQUIRED: the comma separated list of data and index log files to be dumped")
+                   help="REQUIRED: The comma separated list of data and index log files to be dumped.")
     p.add_argument("--print-data-log", action="store_true",
                    help="If set, printing the messages content when dumping data logs. Automatically set if any "
                         "decoder option is specified.")
     p.add_argument("--deep-iteration", action="store_true",
                    help="If set, uses deep instead of shallow iteration. Automatically set if print-data-log is "
                         "enabled.")
-    p.add_argument("--verify-index-only", action="store_true", help="check the index without printing it")
+    p.add_argument("--verify-index-only", action="store_true",
+                   help="If set, just verify the index log without printing its content.")
     p.add_argument("--index-sanity-check", action="store_true",
-                   help="only run the sanity check a broker runs at startup")
+                   help="If set, just checks the index sanity without printing its content. This is the same check "
+                        "that is executed on broker startup to determine if an index needs rebuilding or not.")
     p.add_argument("--max-bytes", type=int, default=INT_MAX, metavar="size",
-                   help="read at most this many bytes of each .log file")
+                   help="Limit the amount of total batches read in bytes avoiding reading the whole .log file(s).")
     p.add_argument("--max-message-size", type=int, default=5 * 1024 * 1024, metavar="size",
-                   help="size of the largest message (accepted for compatibility)")
-    p.add_argument("--skip-record-metadata", action="store_true", help="do not print each record's metadata")
+                   help="Size of largest message.")
+    p.add_argument("--skip-record-metadata", action="store_true",
+                   help="Whether to skip printing metadata for each record.")
     p.add_argument("--offsets-decoder", action="store_true",
                    help="If set, log data will be parsed as offset data from the __consumer_offsets topic.")
     p.add_argument("--transaction-log-decoder", action="store_true",

@@ -281,3 +281,5 @@ def test_help_shows_the_decoders_with_kafkas_texts(capsys):
     assert "--offsets-decoder If set, log data will be parsed as offset data from the __consumer_offsets topic." in text
     assert ("--transaction-log-decoder If set, log data will be parsed as transaction metadata from the "
             "__transaction_state topic.") in text
+    assert ("--print-data-log If set, printing the messages content when dumping data logs. Automatically set if any "
+            "decoder option is specified.") in text
