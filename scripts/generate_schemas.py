@@ -12,7 +12,9 @@ Usage::
     python scripts/generate_schemas.py [--specs ../shared/kafka-message-specs] [--check]
 
 ``--check`` regenerates in memory and fails if the committed modules differ (CI runs it).
-The ZooKeeper-era controller requests (keys 4-7), which Kafka 4 removed, come from ``zk-era/``.
+The ZooKeeper-era controller requests (keys 4-7), which Kafka 4 removed, come from ``zk-era/``; the key and
+value schemas of ``__consumer_offsets`` and ``__transaction_state`` from ``coordinator-records/`` (into
+``coordinator_records.py``).
 """
 from __future__ import annotations
 
@@ -84,7 +86,8 @@ def render_fields(fields: list, indent: int) -> list[str]:
     pad = " " * indent
     lines = []
     for f in fields:
-        args = [repr(f["name"]), repr(f["type"]), repr(f["versions"])]
+        # Kafka's FieldSpec: a tagged-only field without "versions" exists in its tagged versions.
+        args = [repr(f["name"]), repr(f["type"]), repr(f.get("versions", f.get("taggedVersions")))]
         if "nullableVersions" in f:
             args.append(f"nullable={f['nullableVersions']!r}")
         if "tag" in f:
@@ -186,6 +189,13 @@ def generate(specs_dir: Path) -> dict[str, str]:
         names.append(var)
         body += render_message(var, spec) + [""]
     modules["data.py"] = finish(body).rstrip() + "\n"
+    body = [HEADER, '"""Record schemas of the coordinators\' internal topics (``__consumer_offsets``, '
+                    '``__transaction_state``)."""', IMPORT]
+    records = [load_spec(p) for p in sorted((specs_dir / "coordinator-records").glob("*.json"))]
+    for spec in sorted(records, key=lambda s: s["name"]):
+        var = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", spec["name"]).upper()
+        body += render_message(var, spec) + [""]
+    modules["coordinator_records.py"] = finish(body).rstrip() + "\n"
     index = [HEADER, '"""Which module holds the schema of each API key."""', "", "MODULES = {"]
     index += index_lines + ["}"]
     modules["__init__.py"] = "\n".join(index) + "\n"

@@ -8,7 +8,8 @@ the real tool prints on a real cluster. Each tool is a module with ``main(argv)`
 ``kafkalab`` CLI can mount it as a sub-command):
 
 * :mod:`.dump_log` -- ``kafka-dump-log.sh``: print segment, index, snapshot and checkpoint files.
-  ``python -m kafkalab.tools.dump_log --files ...``; ``kafkalab dump-log`` once mounted.
+  ``python -m kafkalab.tools.dump_log --files ...``; ``kafkalab dump-log`` once mounted. Its
+  ``--offsets-decoder`` and ``--transaction-log-decoder`` parsers are :mod:`.record_decoders`.
 * :mod:`.replay` -- send a JSON-lines event file to a topic at a chosen rate, keys and event times kept (the
   way ``data/clickstream/events.jsonl`` gets into the labs' topics): ``replay(path, topic, bootstrap)`` or
   ``kafkalab replay FILE --bootstrap-server ... --topic ...``. Like Kafka's producer tools it speaks through the

@@ -21,8 +21,14 @@ batches in :<file>", one line per batch with Kafka's "Record is corrupt (stored 
 so that one bad batch in a long dump is not missed. Its records are still printed as they are: a corrupted
 byte shows as a wrong key or value, or as "Could not decode the records". ``--verify-index-only`` checks every index entry against the ``.log`` and
 reports mismatches on stderr; ``--index-sanity-check`` runs the check a broker runs at startup.
-``--offsets-decoder`` (and the other record decoders) are not supported yet: they need the formats of the
-group and transaction coordinators, which kafkalab does not have yet; the records are printed raw instead.
+``--offsets-decoder`` prints ``__consumer_offsets`` keys and values as the JSON of Kafka's record schemas
+(``key: {"type":"1","data":{...}} payload: {"version":"3","data":{...}}``, ``<DELETE>`` for a tombstone) and
+``--transaction-log-decoder`` ``__transaction_state`` records as ``transaction_metadata::transactionalId=...``
+with ``producerId:...,state=...,partitions=[...]``; both imply ``--print-data-log`` and are described in
+:mod:`.record_decoders`. ``--cluster-metadata-decoder`` is accepted but not supported (kafkalab has no
+``__cluster_metadata``): the records are printed as text. A record a decoder cannot read where Kafka's tool
+would stop with an exception (a ``__consumer_offsets`` record without a key, a transaction value of an unknown
+version) is printed with its metadata only, the reason goes to stderr, and the dump goes on.
 
 Mirrors: ``core/src/main/scala/kafka/tools/DumpLogSegments.scala``.
 """
@@ -44,6 +50,8 @@ from kafkalab.storage.file_records import FileRecords
 from kafkalab.storage.offset_index import OffsetIndex
 from kafkalab.storage.producer_state import read_snapshot
 from kafkalab.storage.time_index import TimeIndex
+
+from .record_decoders import OffsetsMessageParser, RecordDecoderError, TransactionLogMessageParser
 
 __all__ = ["main", "add_parser", "run"]
 
@@ -106,7 +114,15 @@ class _Errors:
                       f"(stored crc = {stored}, computed crc = {computed})", file=err)
 
 
-def _record_line(batch, record, args) -> str:
+class StringMessageParser:
+    """Kafka's default parser (``StringDecoder`` for keys and values): the bytes as UTF-8 text."""
+
+    def parse(self, record) -> tuple[Optional[str], Optional[str]]:
+        key = None if record.key is None else bytes(record.key).decode("utf-8", "replace")
+        return key, None if record.value is None else bytes(record.value).decode("utf-8", "replace")
+
+
+def _record_line(batch, record, args, err: TextIO) -> str:
     parts = []
     prefix = "| "
     if not args.skip_record_metadata:
@@ -129,10 +145,15 @@ def _record_line(batch, record, args) -> str:
             except (DecodeError, ValueError):
                 parts.append(" controlType: UNKNOWN(-1)")
     if args.print_data_log and not batch.is_control_batch:
-        if record.key is not None:
-            parts.append(f"{prefix}key: {record.key.decode('utf-8', 'replace')}")
-        if record.value is not None:
-            parts.append(f" payload: {record.value.decode('utf-8', 'replace')}")
+        try:
+            key, payload = args.message_parser.parse(record)
+        except RecordDecoderError as e:
+            print(f"Could not decode the record at offset {record.offset}: {e}", file=err)
+            key = payload = None
+        if key is not None:
+            parts.append(f"{prefix}key: {key}")
+        if payload is not None:
+            parts.append(f" payload: {payload}")
     return "".join(parts)
 
 
@@ -169,7 +190,7 @@ def dump_log(path: str, args, out: TextIO, err: TextIO, errors: _Errors) -> None
                         pairs = errors.non_consecutive.setdefault(os.path.abspath(path), [])
                         pairs.insert(0, (last_offset, record.offset))
                     last_offset = record.offset
-                    print(_record_line(decoded, record, args), file=out)
+                    print(_record_line(decoded, record, args, err), file=out)
             valid_bytes += batch.size
     except StorageError as e:
         print(f"Stopped at position {valid_bytes}: {e}", file=err)
@@ -291,22 +312,32 @@ def dump_leader_epoch_checkpoint(path: str, out: TextIO) -> None:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--files", required=True, metavar="file1, file2, ...",
-                   help="REQUIRED: the comma separated list of data and index log files to be dumped")
-    p.add_argument("--print-data-log", action="store_true", help="print the keys and values of the records")
+                   help="REQUIRED: The comma separated list of data and index log files to be dumped.")
+    p.add_argument("--print-data-log", action="store_true",
+                   help="If set, printing the messages content when dumping data logs. Automatically set if any "
+                        "decoder option is specified.")
     p.add_argument("--deep-iteration", action="store_true",
-                   help="iterate the records of each batch (set by --print-data-log)")
-    p.add_argument("--verify-index-only", action="store_true", help="check the index without printing it")
+                   help="If set, uses deep instead of shallow iteration. Automatically set if print-data-log is "
+                        "enabled.")
+    p.add_argument("--verify-index-only", action="store_true",
+                   help="If set, just verify the index log without printing its content.")
     p.add_argument("--index-sanity-check", action="store_true",
-                   help="only run the sanity check a broker runs at startup")
+                   help="If set, just checks the index sanity without printing its content. This is the same check "
+                        "that is executed on broker startup to determine if an index needs rebuilding or not.")
     p.add_argument("--max-bytes", type=int, default=INT_MAX, metavar="size",
-                   help="read at most this many bytes of each .log file")
+                   help="Limit the amount of total batches read in bytes avoiding reading the whole .log file(s).")
     p.add_argument("--max-message-size", type=int, default=5 * 1024 * 1024, metavar="size",
-                   help="size of the largest message (accepted for compatibility)")
-    p.add_argument("--skip-record-metadata", action="store_true", help="do not print each record's metadata")
-    for flag, what in (("--offsets-decoder", "__consumer_offsets"),
-                       ("--transaction-log-decoder", "__transaction_state"),
-                       ("--cluster-metadata-decoder", "__cluster_metadata")):
-        p.add_argument(flag, action="store_true", help=f"decode {what} records (not supported yet)")
+                   help="Size of largest message.")
+    p.add_argument("--skip-record-metadata", action="store_true",
+                   help="Whether to skip printing metadata for each record.")
+    p.add_argument("--offsets-decoder", action="store_true",
+                   help="If set, log data will be parsed as offset data from the __consumer_offsets topic.")
+    p.add_argument("--transaction-log-decoder", action="store_true",
+                   help="If set, log data will be parsed as transaction metadata from the __transaction_state "
+                        "topic.")
+    p.add_argument("--cluster-metadata-decoder", action="store_true",
+                   help="If set, log data will be parsed as cluster metadata records (not supported by kafkalab "
+                        "yet: the records are printed as text).")
 
 
 def add_parser(sub) -> None:
@@ -321,12 +352,17 @@ def add_parser(sub) -> None:
 def run(args, out: TextIO = None, err: TextIO = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
-    decoders = [f for f in ("offsets_decoder", "transaction_log_decoder", "cluster_metadata_decoder")
-                if getattr(args, f)]
-    if decoders:
-        print(f"kafkalab dump-log: --{decoders[0].replace('_', '-')} is not supported yet (it needs the coordinators' "
-              f"record formats); keys and values are printed as text", file=err)
-    args.print_data_log = args.print_data_log or bool(decoders)
+    if args.offsets_decoder:
+        args.message_parser = OffsetsMessageParser()
+    elif args.transaction_log_decoder:
+        args.message_parser = TransactionLogMessageParser()
+    else:
+        args.message_parser = StringMessageParser()
+    if args.cluster_metadata_decoder and not (args.offsets_decoder or args.transaction_log_decoder):
+        print("kafkalab dump-log: --cluster-metadata-decoder is not supported yet (kafkalab has no "
+              "__cluster_metadata); keys and values are printed as text", file=err)
+    decoding = args.offsets_decoder or args.transaction_log_decoder or args.cluster_metadata_decoder
+    args.print_data_log = args.print_data_log or decoding
     args.deep_iteration = args.deep_iteration or args.print_data_log
     errors = _Errors()
     for path in args.files.split(","):

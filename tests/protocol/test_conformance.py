@@ -12,6 +12,7 @@ import uuid
 import pytest
 
 from kafkalab.protocol import api_keys
+from kafkalab.protocol.messages import coordinator_records as coordinator_records_module
 from kafkalab.protocol.messages import data as data_module
 from kafkalab.protocol.messages import headers as headers_module
 from kafkalab.protocol.schema import Message
@@ -168,6 +169,33 @@ def test_every_header_and_data_spec_has_a_schema():
     for kind, module in (("header", headers_module), ("data", data_module)):
         ours = sorted(m.name for m in vars(module).values() if isinstance(m, Message))
         assert ours == sorted(S.specs_of_type(kind))
+
+
+def _with_field_versions(fields: list) -> list:
+    """Kafka's FieldSpec: a tagged-only field without "versions" exists in its tagged versions."""
+    out = []
+    for j in fields:
+        j = dict(j)
+        j.setdefault("versions", j.get("taggedVersions"))
+        if "fields" in j:
+            j["fields"] = _with_field_versions(j["fields"])
+        out.append(j)
+    return out
+
+
+def _coordinator_record_params():
+    if not S.HAVE_SPECS:
+        return [pytest.param(None, marks=pytest.mark.skip(reason=S.SKIP_REASON))]
+    return sorted(p.stem for p in (S.SPECS_DIR / "coordinator-records").glob("*.json"))
+
+
+@pytest.mark.parametrize("stem", _coordinator_record_params())
+def test_coordinator_record_schema_matches_json(stem):
+    spec = S.load(S.SPECS_DIR / "coordinator-records" / f"{stem}.json")
+    spec = {**spec, "fields": _with_field_versions(spec["fields"])}
+    ours = {m.name: m for m in vars(coordinator_records_module).values() if isinstance(m, Message)}
+    problems = compare_message(ours[spec["name"]], spec)
+    assert not problems, "\n".join(problems)
 
 
 @S.needs_specs

@@ -122,8 +122,8 @@ def test_index_sanity_check(lab_log):
 
 
 def test_unsupported_decoder_and_unknown_files(lab_log):
-    out, err = dump("--files", "00000000000000000000.log,partition.metadata", "--offsets-decoder")
-    assert "--offsets-decoder is not supported yet" in err and "Ignoring unknown file partition.metadata" in err
+    out, err = dump("--files", "00000000000000000000.log,partition.metadata", "--cluster-metadata-decoder")
+    assert "--cluster-metadata-decoder is not supported yet" in err and "Ignoring unknown file partition.metadata" in err
     assert "payload: hello" in out                                       # falls back to printing the data
 
 

@@ -25,6 +25,9 @@ key ver.    key fields                              value
 
 Strings are int16-length UTF-8, bytes int32-length, arrays int32-counted (versions 4, the first *flexible*
 ones, use compact lengths and tagged fields instead; Kafka 3.x writes the non-flexible versions and reads all).
+The layouts are not written out here: the schemas are generated from Kafka's JSON definitions
+(:mod:`kafkalab.protocol.messages.coordinator_records`) and read and written by the protocol codec, the one
+codec of these records (``kafkalab dump-log --offsets-decoder`` prints them with it).
 These are Kafka's formats exactly, so ``kafka-console-consumer --formatter
 kafka.coordinator.group.GroupMetadataManager$OffsetsMessageFormatter`` reads what kafkalab writes.
 
@@ -47,12 +50,11 @@ from __future__ import annotations
 from typing import Iterable, NamedTuple, Optional, Union
 
 from kafkalab.coordinator.group.group_metadata import CommitRecord, OffsetAndMetadata
-from kafkalab.protocol import DecodeError
+from kafkalab.protocol import DecodeError, codec
 from kafkalab.protocol.consumer_protocol import (Assignment, Subscription, decode_assignment, decode_subscription,
                                                  encode_assignment, encode_subscription)
-from kafkalab.protocol.primitives import (read_array_length, read_bytes, read_fixed, read_string,
-                                          read_unsigned_varint, write_array_length, write_bytes, write_fixed,
-                                          write_string)
+from kafkalab.protocol.messages import coordinator_records as schemas
+from kafkalab.protocol.primitives import read_fixed, write_fixed
 from kafkalab.records import ControlRecordType, parse_control_record_key
 
 __all__ = ["OffsetKey", "GroupMetadataKey", "MemberRecord", "GroupMetadataValue", "offset_commit_key",
@@ -60,6 +62,9 @@ __all__ = ["OffsetKey", "GroupMetadataKey", "MemberRecord", "GroupMetadataValue"
            "read_offset_value", "read_group_value", "load_records", "LoadedPartition",
            "parse_consumer_subscription_topics", "parse_consumer_assignment", "consumer_assignment",
            "consumer_subscription"]
+
+
+_MEMBER = schemas.GROUP_METADATA_VALUE.body_class.MemberMetadata
 
 
 class OffsetKey(NamedTuple):
@@ -99,64 +104,48 @@ class GroupMetadataValue(NamedTuple):
 
 
 # ---------------------------------------------------------------------------------------------- writing
+def _encode(schema, version: int, **fields) -> bytes:
+    return write_fixed("int16", version) + codec.encode(schema, version, schema.body_class(**fields))
+
+
 def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
-    return write_fixed("int16", 1) + write_string(group) + write_string(topic) + write_fixed("int32", partition)
+    return _encode(schemas.OFFSET_COMMIT_KEY, 1, group=group, topic=topic, partition=partition)
 
 
 def group_metadata_key(group: str) -> bytes:
-    return write_fixed("int16", 2) + write_string(group)
+    return _encode(schemas.GROUP_METADATA_KEY, 2, group=group)
 
 
 def offset_commit_value(om: OffsetAndMetadata) -> bytes:
     """Version 1 when the commit carries an explicit expire timestamp, version 3 otherwise (as Kafka 2.1+)."""
-    if om.expire_timestamp >= 0:
-        return (write_fixed("int16", 1) + write_fixed("int64", om.offset) + write_string(om.metadata or "") +
-                write_fixed("int64", om.commit_timestamp) + write_fixed("int64", om.expire_timestamp))
-    return (write_fixed("int16", 3) + write_fixed("int64", om.offset) + write_fixed("int32", om.leader_epoch) +
-            write_string(om.metadata or "") + write_fixed("int64", om.commit_timestamp))
+    version = 1 if om.expire_timestamp >= 0 else 3
+    return _encode(schemas.OFFSET_COMMIT_VALUE, version, offset=om.offset, leader_epoch=om.leader_epoch,
+                   metadata=om.metadata or "", commit_timestamp=om.commit_timestamp,
+                   expire_timestamp=om.expire_timestamp)
 
 
 def group_metadata_value(value: GroupMetadataValue, version: int = 3) -> bytes:
     """Version 3 (Kafka 2.3+ writes it); 4 is the flexible variant with the same fields."""
     if version not in (3, 4):
         raise ValueError("kafkalab writes GroupMetadataValue v3 or v4")
-    c = version >= 4
-    tags = b"\x00" if c else b""
-    out = [write_fixed("int16", version), write_string(value.protocol_type, compact=c),
-           write_fixed("int32", value.generation), write_string(value.protocol, compact=c, nullable=True),
-           write_string(value.leader, compact=c, nullable=True), write_fixed("int64", value.current_state_timestamp),
-           write_array_length(len(value.members), compact=c)]
-    for m in value.members:
-        out += [write_string(m.member_id, compact=c), write_string(m.group_instance_id, compact=c, nullable=True),
-                write_string(m.client_id, compact=c), write_string(m.client_host, compact=c),
-                write_fixed("int32", m.rebalance_timeout), write_fixed("int32", m.session_timeout),
-                write_bytes(m.subscription, compact=c), write_bytes(m.assignment, compact=c), tags]
-    out.append(tags)
-    return b"".join(out)
+    members = tuple(_MEMBER(member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
+                            client_host=m.client_host, rebalance_timeout=m.rebalance_timeout,
+                            session_timeout=m.session_timeout, subscription=m.subscription,
+                            assignment=m.assignment) for m in value.members)
+    return _encode(schemas.GROUP_METADATA_VALUE, version, protocol_type=value.protocol_type,
+                   generation=value.generation, protocol=value.protocol, leader=value.leader,
+                   current_state_timestamp=value.current_state_timestamp, members=members)
 
 
 # ---------------------------------------------------------------------------------------------- reading
-def _skip_tags(buf, pos: int) -> int:
-    count, pos = read_unsigned_varint(buf, pos)
-    for _ in range(count):
-        _, pos = read_unsigned_varint(buf, pos)
-        size, pos = read_unsigned_varint(buf, pos)
-        if size > len(buf) - pos:
-            raise DecodeError(f"tagged field of {size} bytes but only {len(buf) - pos} remain", offset=pos)
-        pos += size
-    return pos
-
-
 def read_message_key(key: bytes) -> Union[OffsetKey, GroupMetadataKey, UnknownKey]:
     version, pos = read_fixed("int16", key, 0)
     if version in (0, 1):
-        group, pos = read_string(key, pos)
-        topic, pos = read_string(key, pos)
-        partition, pos = read_fixed("int32", key, pos)
-        return OffsetKey(version, group, topic, partition)
+        body, _ = codec.decode(schemas.OFFSET_COMMIT_KEY, version, key, pos)
+        return OffsetKey(version, body.group, body.topic, body.partition)
     if version == 2:
-        group, pos = read_string(key, pos)
-        return GroupMetadataKey(version, group)
+        body, _ = codec.decode(schemas.GROUP_METADATA_KEY, version, key, pos)
+        return GroupMetadataKey(version, body.group)
     return UnknownKey(version)
 
 
@@ -164,61 +153,26 @@ def read_offset_value(value: Optional[bytes]) -> Optional[OffsetAndMetadata]:
     if value is None:
         return None
     version, pos = read_fixed("int16", value, 0)
-    if not 0 <= version <= 4:
+    if version not in schemas.OFFSET_COMMIT_VALUE.valid_versions:
         raise DecodeError(f"unknown offset message version {version}", offset=0)
-    c = version >= 4
-    offset, pos = read_fixed("int64", value, pos)
-    epoch = -1
-    if version >= 3:
-        epoch, pos = read_fixed("int32", value, pos)
-    metadata, pos = read_string(value, pos, compact=c)
-    commit_ts, pos = read_fixed("int64", value, pos)
-    expire_ts = -1
-    if version == 1:
-        expire_ts, pos = read_fixed("int64", value, pos)
-    if c:
-        _skip_tags(value, pos)
-    return OffsetAndMetadata(offset, epoch, metadata, commit_ts, expire_ts)
+    body, _ = codec.decode(schemas.OFFSET_COMMIT_VALUE, version, value, pos)
+    return OffsetAndMetadata(body.offset, body.leader_epoch, body.metadata, body.commit_timestamp,
+                             body.expire_timestamp)
 
 
 def read_group_value(value: Optional[bytes]) -> Optional[GroupMetadataValue]:
     if value is None:
         return None
     version, pos = read_fixed("int16", value, 0)
-    if not 0 <= version <= 4:
+    if version not in schemas.GROUP_METADATA_VALUE.valid_versions:
         raise DecodeError(f"unknown group metadata message version {version}", offset=0)
-    c = version >= 4
-    protocol_type, pos = read_string(value, pos, compact=c)
-    generation, pos = read_fixed("int32", value, pos)
-    protocol, pos = read_string(value, pos, compact=c, nullable=True)
-    leader, pos = read_string(value, pos, compact=c, nullable=True)
-    state_ts = -1
-    if version >= 2:
-        state_ts, pos = read_fixed("int64", value, pos)
-    n, pos = read_array_length(value, pos, compact=c)
-    members = []
-    for _ in range(n):
-        member_id, pos = read_string(value, pos, compact=c)
-        instance_id = None
-        if version >= 3:
-            instance_id, pos = read_string(value, pos, compact=c, nullable=True)
-        client_id, pos = read_string(value, pos, compact=c)
-        client_host, pos = read_string(value, pos, compact=c)
-        rebalance_timeout = -1
-        if version >= 1:
-            rebalance_timeout, pos = read_fixed("int32", value, pos)
-        session_timeout, pos = read_fixed("int32", value, pos)
-        if version == 0:
-            rebalance_timeout = session_timeout
-        subscription, pos = read_bytes(value, pos, compact=c)
-        assignment, pos = read_bytes(value, pos, compact=c)
-        if c:
-            pos = _skip_tags(value, pos)
-        members.append(MemberRecord(member_id, instance_id, client_id, client_host, rebalance_timeout,
-                                    session_timeout, subscription, assignment))
-    if c:
-        _skip_tags(value, pos)
-    return GroupMetadataValue(protocol_type, generation, protocol, leader, state_ts, tuple(members))
+    body, _ = codec.decode(schemas.GROUP_METADATA_VALUE, version, value, pos)
+    members = tuple(MemberRecord(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                 # v0 has no rebalance timeout: Kafka takes the session timeout
+                                 m.session_timeout if version == 0 else m.rebalance_timeout,
+                                 m.session_timeout, m.subscription, m.assignment) for m in body.members)
+    return GroupMetadataValue(body.protocol_type, body.generation, body.protocol, body.leader,
+                              body.current_state_timestamp, members)
 
 
 # ---------------------------------------------------------------------------------------------- loading

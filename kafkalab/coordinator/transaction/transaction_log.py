@@ -15,7 +15,10 @@ record with a null value (a *tombstone*) means the id expired and is forgotten.
   topic otherwise), ``TransactionLastUpdateTimestampMs`` int64, ``TransactionStartTimestampMs`` int64 (-1 in
   Empty). Kafka 3.x writes **v0** (classic encoding) as long as the ``transaction.version`` feature is 0, which
   it always is with ZooKeeper; v1 is the flexible form of 4.x, with the tagged ``PreviousProducerId`` (0),
-  ``NextProducerId`` (1) and ``ClientTransactionVersion`` (2). kafkalab writes v0 and reads both.
+  ``NextProducerId`` (1) and ``ClientTransactionVersion`` (2). kafkalab writes v0 and reads both, with the
+schemas generated from Kafka's ``TransactionLogKey.json`` / ``TransactionLogValue.json``
+(:mod:`kafkalab.protocol.messages.coordinator_records`) and the protocol codec, the one codec of these records
+(``kafkalab dump-log --transaction-log-decoder`` reads them with it too).
 
 The previous producer id and epoch are *not* in v0: after a load they are -1 again, so a KIP-360 retry that
 spans a coordinator move fails, as in Kafka.
@@ -29,9 +32,10 @@ from __future__ import annotations
 import logging
 from typing import Iterable, NamedTuple, Optional
 
-from kafkalab.protocol import DecodeError
-from kafkalab.protocol.primitives import (read_array_length, read_fixed, read_string, read_unsigned_varint,
-                                          write_array_length, write_fixed, write_string, write_unsigned_varint)
+from kafkalab.protocol import DecodeError, codec
+from kafkalab.protocol.messages.coordinator_records import TRANSACTION_LOG_KEY as _KEY
+from kafkalab.protocol.messages.coordinator_records import TRANSACTION_LOG_VALUE as _VALUE
+from kafkalab.protocol.primitives import read_fixed, write_fixed
 
 from .state import TransactionState
 from .transaction_metadata import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TransactionMetadata, TxnTransitMetadata
@@ -44,7 +48,7 @@ log = logging.getLogger("kafkalab.coordinator.transaction.TransactionLog")
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 KEY_VERSION = 0
 VALUE_VERSION = 0           # what 3.x writes (transaction.version = 0)
-_HIGHEST_VALUE_VERSION = 1
+_PARTITIONS = _VALUE.body_class.PartitionsSchema
 S = TransactionState
 
 
@@ -65,7 +69,7 @@ class TransactionLogValue(NamedTuple):
 
 # ---------------------------------------------------------------------------------------------- writing
 def key_to_bytes(transactional_id: str) -> bytes:
-    return write_fixed("int16", KEY_VERSION) + write_string(transactional_id)
+    return write_fixed("int16", KEY_VERSION) + codec.encode(_KEY, KEY_VERSION, _KEY.body_class(transactional_id=transactional_id))
 
 
 def _grouped(partitions) -> tuple:
@@ -95,33 +99,21 @@ def value_to_bytes(transit: TxnTransitMetadata) -> bytes:
 
 
 def encode_value(value: TransactionLogValue, version: int = VALUE_VERSION) -> bytes:
-    if version not in (0, 1):
+    if version not in _VALUE.valid_versions:
         raise ValueError(f"TransactionLogValue has versions 0-1, not {version}")
-    c = version >= 1
-    out = [write_fixed("int16", version), write_fixed("int64", value.producer_id),
-           write_fixed("int16", value.producer_epoch), write_fixed("int32", value.transaction_timeout_ms),
-           write_fixed("int8", value.transaction_status)]
-    if value.transaction_partitions is None:
-        out.append(b"\x00" if c else write_fixed("int32", -1))
-    else:
-        out.append(write_array_length(len(value.transaction_partitions), compact=c))
-        for topic, ids in value.transaction_partitions:
-            out += [write_string(topic, compact=c), write_array_length(len(ids), compact=c)]
-            out += [write_fixed("int32", p) for p in ids]
-            if c:
-                out.append(b"\x00")
-    out += [write_fixed("int64", value.transaction_last_update_timestamp_ms),
-            write_fixed("int64", value.transaction_start_timestamp_ms)]
-    if c:
-        tags = []
-        for tag, kind, v, default in ((0, "int64", value.previous_producer_id, -1),
-                                      (1, "int64", value.next_producer_id, -1),
-                                      (2, "int16", value.client_transaction_version, 0)):
-            if v != default:
-                data = write_fixed(kind, v)
-                tags.append(write_unsigned_varint(tag) + write_unsigned_varint(len(data)) + data)
-        out.append(write_unsigned_varint(len(tags)) + b"".join(tags))
-    return b"".join(out)
+    partitions = None
+    if value.transaction_partitions is not None:
+        partitions = tuple(_PARTITIONS(topic=topic, partition_ids=tuple(ids))
+                           for topic, ids in value.transaction_partitions)
+    body = _VALUE.body_class(
+        producer_id=value.producer_id, previous_producer_id=value.previous_producer_id,
+        next_producer_id=value.next_producer_id, producer_epoch=value.producer_epoch,
+        transaction_timeout_ms=value.transaction_timeout_ms, transaction_status=value.transaction_status,
+        transaction_partitions=partitions,
+        transaction_last_update_timestamp_ms=value.transaction_last_update_timestamp_ms,
+        transaction_start_timestamp_ms=value.transaction_start_timestamp_ms,
+        client_transaction_version=value.client_transaction_version)
+    return write_fixed("int16", version) + codec.encode(_VALUE, version, body)
 
 
 # ---------------------------------------------------------------------------------------------- reading
@@ -133,8 +125,8 @@ def read_txn_record_key(key: bytes) -> Optional[str]:
     if version != KEY_VERSION:
         log.warning("Unknown version %d from the transaction log message key; skipping it", version)
         return None
-    transactional_id, _ = read_string(key, pos)
-    return transactional_id
+    body, _ = codec.decode(_KEY, version, key, pos)
+    return body.transactional_id
 
 
 def read_txn_record_value(value: Optional[bytes]) -> Optional[TransactionLogValue]:
@@ -142,51 +134,16 @@ def read_txn_record_value(value: Optional[bytes]) -> Optional[TransactionLogValu
     if value is None:
         return None
     version, pos = read_fixed("int16", value, 0)
-    if not 0 <= version <= _HIGHEST_VALUE_VERSION:
+    if version not in _VALUE.valid_versions:
         raise DecodeError(f"Unknown version {version} from the transaction log message value", offset=0)
-    c = version >= 1
-    producer_id, pos = read_fixed("int64", value, pos)
-    epoch, pos = read_fixed("int16", value, pos)
-    timeout, pos = read_fixed("int32", value, pos)
-    status, pos = read_fixed("int8", value, pos)
-    n, pos = read_array_length(value, pos, compact=c, nullable=True)
+    body, _ = codec.decode(_VALUE, version, value, pos)
     partitions = None
-    if n is not None:
-        topics = []
-        for _ in range(n):
-            topic, pos = read_string(value, pos, compact=c)
-            count, pos = read_array_length(value, pos, compact=c)
-            ids = []
-            for _ in range(count):
-                p, pos = read_fixed("int32", value, pos)
-                ids.append(p)
-            if c:
-                pos = _read_tags(value, pos, {})
-            topics.append((topic, tuple(ids)))
-        partitions = tuple(topics)
-    last_update, pos = read_fixed("int64", value, pos)
-    start, pos = read_fixed("int64", value, pos)
-    tagged: dict = {}
-    if c:
-        _read_tags(value, pos, tagged)
-    return TransactionLogValue(producer_id, epoch, timeout, status, partitions, last_update, start,
-                               tagged.get(0, NO_PRODUCER_ID), tagged.get(1, NO_PRODUCER_ID), tagged.get(2, 0))
-
-
-_TAG_KINDS = {0: "int64", 1: "int64", 2: "int16"}
-
-
-def _read_tags(buf, pos: int, out: dict) -> int:
-    count, pos = read_unsigned_varint(buf, pos)
-    for _ in range(count):
-        tag, pos = read_unsigned_varint(buf, pos)
-        size, pos = read_unsigned_varint(buf, pos)
-        if size > len(buf) - pos:
-            raise DecodeError(f"tagged field of {size} bytes but only {len(buf) - pos} remain", offset=pos)
-        if tag in _TAG_KINDS:
-            out[tag], _ = read_fixed(_TAG_KINDS[tag], buf, pos)
-        pos += size
-    return pos
+    if body.transaction_partitions is not None:
+        partitions = tuple((p.topic, tuple(p.partition_ids)) for p in body.transaction_partitions)
+    return TransactionLogValue(body.producer_id, body.producer_epoch, body.transaction_timeout_ms,
+                               body.transaction_status, partitions, body.transaction_last_update_timestamp_ms,
+                               body.transaction_start_timestamp_ms, body.previous_producer_id,
+                               body.next_producer_id, body.client_transaction_version)
 
 
 def metadata_from_value(transactional_id: str, value: TransactionLogValue) -> TransactionMetadata:
