@@ -1,0 +1,86 @@
+"""The dashboard's static rendering: a pure function of a ClusterState (no cluster needed here)."""
+from __future__ import annotations
+
+import pytest
+
+from kafkalab.viz.live import ClusterDashboard, Snapshot
+from kafkalab.viz.live.render import SECTIONS, STABLE_SECTIONS, render_dashboard
+from kafkalab.viz.live.state import (ApiRate, BrokerState, ClusterState, GroupView, PartitionView, PurgatoryState,
+                                     ReplicaState)
+
+
+def _state(leo=(120, 120, 80)) -> ClusterState:
+    brokers = (BrokerState(0, "up", True, ()), BrokerState(1, "paused", False, ()),
+               BrokerState(2, "isolated", False, (0, 1, "zk")))
+    logs = tuple(ReplicaState(b, e, 80) for b, e in zip((0, 1, 2), leo))
+    partitions = (PartitionView("orders<&>", 0, 0, 3, (0, 1, 2), (0, 1), logs),)
+    requests = (ApiRate("Produce", 42, 1.4, 2048.0, 512.0),)
+    purgatories = (PurgatoryState(0, "Produce", 1, 1),)
+    groups = (GroupView("billing", 0, "Stable", 2, (("m-1", "c-1"),), (("orders<&>", 0, 70, 80, 10),)),)
+    return ClusterState(brokers, 0, partitions, requests, purgatories, groups)
+
+
+def test_same_state_same_bytes():
+    assert render_dashboard(_state()) == render_dashboard(_state())
+    assert render_dashboard(_state()) != render_dashboard(_state(leo=(121, 120, 80)))
+
+
+def test_shows_what_the_state_holds():
+    page = render_dashboard(_state())
+    for text in ("broker 0: up · controller", "broker 1: paused", "broker 2: isolated", "controller: broker 0",
+                 "orders&lt;&amp;&gt;-0", "0 (epoch 3)", "[0, 1, 2]", "[0, 1]", "broker 2 (out of sync)",
+                 "LEO 120", "HW 80", "Produce", "RequestsPerSec", "PurgatorySize", "billing", "Stable",
+                 "orders&lt;&amp;&gt;-0: 10"):
+        assert text in page, text
+    assert "orders<&>" not in page          # names are escaped
+    assert "<script" not in page
+
+
+def test_stable_sections_leave_out_rates_and_purgatories():
+    page = render_dashboard(_state(), STABLE_SECTIONS)
+    assert "RequestsPerSec" not in page and "PurgatorySize" not in page and "LEO 120" in page
+    assert set(STABLE_SECTIONS) < set(SECTIONS)
+
+
+def test_unknown_section_is_refused():
+    with pytest.raises(ValueError, match="unknown dashboard sections"):
+        render_dashboard(_state(), ["brokers", "charts"])
+
+
+def test_bars_scale_to_the_longest_log():
+    page = render_dashboard(_state(leo=(200, 100, 0)), ["partitions"])
+    assert "width:220px;background:#64b5f6" in page and "width:110px;background:#64b5f6" in page
+
+
+def test_empty_cluster_reads_well():
+    page = render_dashboard(ClusterState((), -1, (), (), (), ()))
+    assert "no topics yet" in page and "no groups yet" in page and "election under way" in page
+
+
+class _StoppedCluster:
+    """Duck-typed: what the dashboard asks of a cluster that is not running."""
+    brokers = {0: None, 1: None, 2: None}
+    is_running = False
+
+
+def test_widget_output_stored_in_a_notebook_is_fixed():
+    d = ClusterDashboard(_StoppedCluster())
+    try:
+        assert not d.running                       # nothing to refresh from
+        bundle = d._repr_mimebundle_()
+        assert bundle["text/plain"] == repr(d) == "ClusterDashboard()"
+        assert "live view of 3 broker(s)" in bundle["text/html"]
+        assert "application/vnd.jupyter.widget-view+json" in bundle
+        snap = d.snapshot()
+        assert isinstance(snap, Snapshot) and repr(snap) == "ClusterDashboard snapshot (no state)"
+        d.state = _state()                         # the last state read, as after the cluster stopped
+        assert d.snapshot() == d.snapshot()
+        assert d.snapshot()._repr_html_() == render_dashboard(_state(), STABLE_SECTIONS)
+        assert repr(d.snapshot()).startswith("ClusterDashboard snapshot: 3/3 brokers running, controller 0")
+    finally:
+        d.close()
+
+
+def test_widget_refuses_unknown_sections():
+    with pytest.raises(ValueError):
+        ClusterDashboard(_StoppedCluster(), sections=["nope"])
