@@ -2,8 +2,12 @@
 are read in this process and compared with the brokers' own state."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +16,7 @@ from kafkalab.cluster import Cluster
 from kafkalab.viz import ClusterControls, ClusterDashboard
 from kafkalab.viz.live.refresh import active_refreshers
 
+ROOT = Path(__file__).resolve().parents[2]
 OVERRIDES = {"group.initial.rebalance.delay.ms": 0, "replica.lag.time.max.ms": 1000,
              "replica.fetch.wait.max.ms": 200, "replica.fetch.backoff.ms": 100, "zookeeper.session.timeout.ms": 2000,
              "auto.create.topics.enable": False}
@@ -226,13 +231,49 @@ def test_closing_the_widget_stops_its_thread_and_a_new_dashboard_replaces_the_ol
     assert not dashboard_threads() and not active_refreshers()
 
 
-def test_stopping_the_cluster_stops_the_refresher():
-    with Cluster(brokers=1, overrides={"offsets.topic.replication.factor": 1}) as c:
+def test_a_new_control_panel_replaces_the_old_and_stops_its_consumers(cluster):
+    cluster.create_topic("replaced", 1, 3)
+    first = ClusterControls(cluster)
+    assert first.actions.start_consumer("replacing", "replaced").ok
+    thread = first.actions.consumers["replacing"].thread
+    second = ClusterControls(cluster)                       # a re-run cell
+    try:
+        assert first.comm is None and not thread.is_alive() and not first.actions.consumers
+        assert second.comm is not None
+    finally:
+        second.close()
+
+
+def test_stopping_the_cluster_stops_the_refresher_and_the_consumers():
+    with Cluster(brokers=1, overrides={"offsets.topic.replication.factor": 1,
+                                       "group.initial.rebalance.delay.ms": 0}) as c:
+        c.create_topic("ending", 1, 1)
         d = ClusterDashboard(c, interval_s=0.1)
+        controls = ClusterControls(c)
+        assert controls.actions.start_consumer("enders", "ending").ok
+        consumer_thread = controls.actions.consumers["enders"].thread
         wait_for(lambda: d.refresher.ticks >= 1, what="a frame")
-        assert d.running
+        assert d.running and consumer_thread.is_alive()
     wait_for(lambda: not d.running, timeout=5, what="the refresher's end")
+    wait_for(lambda: not consumer_thread.is_alive(), timeout=10, what="the consumer thread's end")
+    controls.close()
     assert d.refresher.error is None                        # stopped, not failed
     assert not dashboard_threads()
     assert "broker 0:" in d.snapshot()._repr_html_()        # the last state read is still there
     d.close()
+
+
+def test_a_kernel_restart_leaves_nothing_running(tmp_path):
+    """A kernel restart ends the process without closing anything: it must exit at once, not hang on a thread."""
+    script = tmp_path / "kernel.py"
+    script.write_text(
+        "from kafkalab.cluster import Cluster\n"
+        "from kafkalab.viz import ClusterControls, ClusterDashboard\n"
+        "c = Cluster(brokers=1, overrides={'offsets.topic.replication.factor': 1}).start()\n"
+        "d = ClusterDashboard(c, interval_s=0.1)\n"
+        "k = ClusterControls(c)\n"
+        "print('running', d.running, flush=True)\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "running True" in out.stdout

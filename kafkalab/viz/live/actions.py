@@ -17,7 +17,7 @@ button. Everything goes through the machinery the tests use:
   ``min.insync.replicas`` -- not a delivery timeout after two minutes of retries;
 * ``start_consumer``/``stop_consumer`` -- a :class:`~kafkalab.clients.Consumer` in a group, polling on a
   daemon thread of its own and committing as it goes (``enable.auto.commit``), so the dashboard shows the group,
-  its member and its lag;
+  its member and its lag; its thread ends by itself when the cluster stops;
 * ``alter_topic_config`` -- an ``IncrementalAlterConfigs`` SET through :class:`~kafkalab.clients.Admin`.
 
 A failure never escapes as a traceback: it becomes an outcome with ``ok=False`` naming the error (an
@@ -32,6 +32,7 @@ import threading
 from typing import NamedTuple, Optional
 
 from kafkalab.clients import Admin, ConfigResource, Consumer, Producer
+from kafkalab.viz.live.state import cluster_is_running
 
 __all__ = ["Outcome", "ClusterActions", "error_name", "ACKS_CHOICES", "BROKER_ACTIONS"]
 
@@ -59,7 +60,9 @@ def error_name(exc: BaseException) -> str:
 class _GroupConsumer:
     """One consumer of a group polling on its own daemon thread until stopped."""
 
-    def __init__(self, bootstrap: str, group: str, topic: str):
+    def __init__(self, cluster, group: str, topic: str):
+        self.cluster = cluster
+        bootstrap = cluster.bootstrap_servers
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
                                   "auto.offset.reset": "earliest", "client.id": f"kafkalab-controls-{group}"})
         self.consumer.subscribe([topic])
@@ -72,17 +75,24 @@ class _GroupConsumer:
     def _run(self) -> None:
         try:
             while not self._stopping.is_set():
+                if not cluster_is_running(self.cluster):    # the cluster stopped: nothing left to read
+                    self._stopping.set()
+                    self._close(1.0)
+                    return
                 self.records += len(self.consumer.poll(0.2))
         except Exception as exc:          # shown by the control, never printed
             self.error = exc
 
+    def _close(self, timeout: float) -> None:
+        try:
+            self.consumer.close(timeout)
+        except Exception:
+            pass
+
     def stop(self, timeout: float = 10.0) -> None:
         self._stopping.set()
         self.thread.join(timeout)
-        try:
-            self.consumer.close()
-        except Exception:
-            pass
+        self._close(timeout)          # commits (enable.auto.commit) and leaves the group
 
 
 class ClusterActions:
@@ -181,7 +191,7 @@ class ClusterActions:
         if group in self.consumers:
             return Outcome(False, f"a consumer of group {group} is already running; stop it first")
         try:
-            self.consumers[group] = _GroupConsumer(self.cluster.bootstrap_servers, group, topic)
+            self.consumers[group] = _GroupConsumer(self.cluster, group, topic)
         except Exception as exc:
             return Outcome(False, f"consumer failed to start: {error_name(exc)}: {exc}")
         return Outcome(True, f"consumer started in group {group} on topic {topic}")

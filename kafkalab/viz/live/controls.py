@@ -14,23 +14,29 @@ value; set). Clicks run on the kernel's main thread, after the cell that is runn
 delivers front-end messages then), and only there: the control panel's widgets have one writer.
 
 Static rendering: ``snapshot()`` shows the last outcome of each row; ``repr`` is a fixed string.
-``close()`` stops the consumers it started and closes its widgets.
+``close()`` stops the consumers it started and closes its widgets; a new panel on the same cluster (a re-run
+cell) closes the previous one.
 
 Mirrors no Kafka class.
 """
 from __future__ import annotations
 
 import html
+import threading
+import weakref
 
 import ipywidgets
 
 from kafkalab.viz.live.actions import ACKS_CHOICES, BROKER_ACTIONS, ClusterActions, Outcome
+from kafkalab.viz.live.dashboard import _weakrefable
 from kafkalab.viz.live.static import Snapshot
 
 __all__ = ["ClusterControls"]
 
 _OK, _FAILED = "#2e7d32", "#c62828"
 _ROWS = ("broker", "produce", "consumer", "config")
+_panels: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # cluster -> its control panel
+_panels_lock = threading.Lock()
 
 
 def _outcome_html(outcome: Outcome) -> str:
@@ -48,6 +54,12 @@ class ClusterControls(ipywidgets.VBox):
     def __init__(self, cluster, *, topic: str = "", group: str = "dashboard-demo"):
         self.cluster = cluster
         self.actions = ClusterActions(cluster)
+        with _panels_lock:                       # a re-run cell replaces the panel (and stops its consumers)
+            previous = _panels.get(cluster) if _weakrefable(cluster) else None
+            if _weakrefable(cluster):
+                _panels[cluster] = self
+        if previous is not None and previous is not self:
+            previous.close()
         self.outcomes: dict[str, Outcome] = {}
         layout = ipywidgets.Layout(width="auto")
         brokers = sorted(cluster.brokers)
@@ -119,6 +131,10 @@ class ClusterControls(ipywidgets.VBox):
         actions = getattr(self, "actions", None)
         if actions is not None:
             actions.close()
+        with _panels_lock:
+            cluster = getattr(self, "cluster", None)
+            if cluster is not None and _weakrefable(cluster) and _panels.get(cluster) is self:
+                del _panels[cluster]
         for child in list(self.children):
             for widget in getattr(child, "children", ()):
                 widget.close()
