@@ -1,6 +1,8 @@
 """The dashboard's static rendering: a pure function of a ClusterState (no cluster needed here)."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from kafkalab.viz.live import ClusterDashboard, Snapshot
@@ -84,3 +86,37 @@ def test_widget_output_stored_in_a_notebook_is_fixed():
 def test_widget_refuses_unknown_sections():
     with pytest.raises(ValueError):
         ClusterDashboard(_StoppedCluster(), sections=["nope"])
+
+
+class _FlakyCluster:
+    """Running, but its loop cannot be read (as while a broker restarts and holds it): every read fails."""
+    brokers = {0: None}
+    is_running = True
+
+    def __init__(self):
+        self.reads = 0
+
+    def call(self, fn, timeout=None):
+        self.reads += 1
+        raise TimeoutError("the cluster's loop did not answer")
+
+
+def test_a_failed_read_is_shown_in_the_panel_and_retried(capsys):
+    cluster = _FlakyCluster()
+    d = ClusterDashboard(cluster, interval_s=0.1)
+    try:
+        deadline = time.monotonic() + 5
+        while cluster.reads < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert cluster.reads >= 3 and d.running                 # retried, still running
+        assert "could not read the cluster (retrying): TimeoutError" in d.value
+        assert isinstance(d.last_error, TimeoutError)
+        cluster.is_running = False                              # the cluster stops: so does the refresher
+        deadline = time.monotonic() + 5
+        while d.running and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not d.running
+    finally:
+        d.close()
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == ""

@@ -9,8 +9,9 @@ frame. It is the widget's only writer. Cells keep running while it refreshes: th
 cluster's loop in one short call, and the kernel's main thread is never involved.
 
 It stops, leaving no thread behind, when the cluster stops (``cluster.is_running`` false), when the widget is
-closed (``close()``; also when the same cluster gets a new dashboard -- re-running a cell), at interpreter exit
-(a kernel restart), or on an error, which it shows in the panel instead of printing it. Each live frame ends
+closed (``close()``; also when the same cluster gets a new dashboard -- re-running a cell) and at interpreter
+exit (a kernel restart). A read that fails (the cluster's loop busy restarting a broker) shows the error in the
+panel, never printed, and the next tick tries again. Each live frame ends
 with "updated hh:mm:ss", so a view frozen by a dead kernel says how old it is.
 
 Static rendering: ``snapshot()`` returns a :class:`~kafkalab.viz.live.static.Snapshot` of the current state
@@ -61,7 +62,8 @@ class ClusterDashboard(ipywidgets.HTML):
         self.internal_topics = internal_topics
         self.state: Optional[ClusterState] = None
         self._last_frame = ""
-        self.refresher = Refresher(self.refresh, interval_s, stop_when=self._gone, on_error=self._show_error,
+        self.last_error: Optional[BaseException] = None
+        self.refresher = Refresher(self._tick, interval_s, stop_when=self._gone, on_error=self._show_error,
                                    name=f"kafkalab-dashboard-{id(self):x}")
         with _dashboards_lock:
             previous = _dashboards.get(cluster) if _weakrefable(cluster) else None
@@ -78,7 +80,8 @@ class ClusterDashboard(ipywidgets.HTML):
         return read_cluster_state(self.cluster, internal_topics=self.internal_topics)
 
     def refresh(self) -> ClusterState:
-        """Read the state and show it (what the refresher does each tick); returns the state."""
+        """Read the state and show it (what the refresher does each tick); returns the state. While the refresher
+        runs it is the widget's only writer: call this yourself only with ``start=False``."""
         state = self.read_state()
         self.state = state
         frame = render_dashboard(state, self._sections, footer=f"updated {time.strftime('%H:%M:%S')}")
@@ -87,12 +90,26 @@ class ClusterDashboard(ipywidgets.HTML):
             self.value = frame
         return state
 
+    def _tick(self) -> None:
+        """One refresher tick: a frame, or the error in the panel -- and the next tick tries again (a broker
+        restarting can keep the cluster's loop busy for longer than a read may wait)."""
+        try:
+            self.refresh()
+            self.last_error = None
+        except Exception as exc:
+            if self._gone():
+                return                 # the cluster stopped under the read: the refresher ends by itself
+            self.last_error = exc
+            self._show_error(exc, final=False)
+            self._last_frame = ""
+
     def _gone(self) -> bool:
         return self.comm is None or not cluster_is_running(self.cluster)
 
-    def _show_error(self, exc: BaseException) -> None:
+    def _show_error(self, exc: BaseException, final: bool = True) -> None:
         if self.comm is not None:
-            self.value = (f'<div class="kl-dashboard-error" style="color:#c62828">dashboard stopped: '
+            what = "dashboard stopped" if final else "could not read the cluster (retrying)"
+            self.value = (f'<div class="kl-dashboard-error" style="color:#c62828">{what}: '
                           f'{html_module.escape(type(exc).__name__)}: {html_module.escape(str(exc))}</div>')
 
     # ------------------------------------------------------------------------------------------ lifecycle
