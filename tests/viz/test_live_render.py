@@ -49,9 +49,13 @@ def test_unknown_section_is_refused():
         render_dashboard(_state(), ["brokers", "charts"])
 
 
-def test_bars_scale_to_the_longest_log():
-    page = render_dashboard(_state(leo=(200, 100, 0)), ["partitions"])
-    assert "width:220px;background:#64b5f6" in page and "width:110px;background:#64b5f6" in page
+def test_bars_scale_to_the_longest_log_and_split_at_the_high_watermark():
+    page = render_dashboard(_state(leo=(200, 100, 80)), ["partitions"])      # HW 80 everywhere
+    committed = "height:10px;background-color:#1565c0"
+    written = "height:10px;background-color:#90caf9"
+    assert f"width:88px;{committed}" in page and f"width:132px;{written}" in page      # 200: 80 + 120
+    assert f"width:22px;{written}" in page and f"width:0px;{written}" in page           # 100 and 80
+    assert "position:" not in page and "background:" not in page    # what the untrusted sanitiser keeps
 
 
 def test_empty_cluster_reads_well():

@@ -32,6 +32,7 @@ _FONT = "font-family:var(--jp-ui-font-family,sans-serif);font-size:13px;line-hei
 _TABLE = "border-collapse:collapse;margin:2px 0 8px 0"
 _CELL = "padding:2px 8px;border-bottom:1px solid #ddd;text-align:left"
 _BAR_PX = 220
+_BAR_COMMITTED, _BAR_WRITTEN, _BAR_EMPTY = "#1565c0", "#90caf9", "#eeeeee"
 
 
 def _e(value) -> str:
@@ -57,20 +58,23 @@ def _brokers(state: ClusterState) -> str:
         title = f"cut links to {', '.join(map(str, b.cut_links))}" if b.cut_links else label
         chips.append(f'<span class="kl-broker" data-broker="{b.broker_id}" data-status="{_e(b.status)}" '
                      f'title="{_e(title)}" style="display:inline-block;margin:2px 6px 2px 0;padding:2px 8px;'
-                     f'border-radius:10px;color:white;background:{colour}">{_e(label)}</span>')
+                     f'border-radius:10px;color:white;background-color:{colour}">{_e(label)}</span>')
     controller = "none (election under way)" if state.controller < 0 else f"broker {state.controller}"
     return _heading(f"Brokers — controller: {controller}") + "<div>" + "".join(chips) + "</div>"
 
 
 def _bar(leo: int, hw: int, scale: int) -> str:
+    """A bar to the log end offset: dark up to the high watermark (committed), light from there to the LEO.
+    Only ``display``, ``width``, ``height`` and ``background-color``: JupyterLab's sanitiser keeps them in the
+    stored output of an untrusted notebook (``position`` and the ``background`` shorthand it drops)."""
     if leo < 0:
         return '<span style="color:#999">no log</span>'
-    width = 0 if scale <= 0 else round(_BAR_PX * leo / scale)
-    mark = 0 if scale <= 0 else round(_BAR_PX * max(hw, 0) / scale)
-    return (f'<span style="display:inline-block;position:relative;width:{_BAR_PX}px;height:10px;background:#eee;'
-            f'vertical-align:middle"><span style="position:absolute;left:0;top:0;height:10px;width:{width}px;'
-            f'background:#64b5f6"></span><span style="position:absolute;left:{max(mark - 1, 0)}px;top:-2px;'
-            f'height:14px;width:2px;background:#0d47a1" title="high watermark {hw}"></span></span> '
+    committed = 0 if scale <= 0 else round(_BAR_PX * min(max(hw, 0), leo) / scale)
+    written = 0 if scale <= 0 else round(_BAR_PX * leo / scale) - committed
+    return (f'<span style="display:inline-block;width:{_BAR_PX}px;height:10px;background-color:{_BAR_EMPTY};'
+            f'vertical-align:middle"><span style="display:inline-block;width:{committed}px;height:10px;'
+            f'background-color:{_BAR_COMMITTED}"></span><span style="display:inline-block;width:{written}px;'
+            f'height:10px;background-color:{_BAR_WRITTEN}"></span></span> '
             f'<span class="kl-leo">LEO {leo}</span> · HW {hw}')
 
 
@@ -88,7 +92,11 @@ def _partitions(state: ClusterState) -> str:
                          _e(f"{leader} (epoch {p.leader_epoch})") if first else "",
                          _e(list(p.replicas)) if first else "", _e(list(p.isr)) if first else "",
                          _e(f"broker {r.broker_id} ({role})"), _bar(r.log_end_offset, r.high_watermark, scale)])
-    return _heading("Partitions") + _table(
+    legend = (f'<div style="font-size:12px;color:#555">bars: <span style="display:inline-block;width:10px;'
+              f'height:10px;background-color:{_BAR_COMMITTED}"></span> up to the high watermark (committed) '
+              f'<span style="display:inline-block;width:10px;height:10px;background-color:{_BAR_WRITTEN}"></span>'
+              ' written, not yet committed</div>')
+    return _heading("Partitions") + legend + _table(
         ["partition", "leader", "replicas", "ISR", "replica", "log end offset / high watermark"], rows)
 
 
