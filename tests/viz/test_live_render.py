@@ -124,3 +124,23 @@ def test_a_failed_read_is_shown_in_the_panel_and_retried(capsys):
         d.close()
     out = capsys.readouterr()
     assert out.out == "" and out.err == ""
+
+
+class _Obj:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def test_isr_is_the_leaders_own_and_the_metadata_one_when_the_leader_is_down():
+    from kafkalab.server.metadata_cache import PartitionState
+    from kafkalab.viz.live.state import _partitions
+    published = PartitionState("t", 0, 0, 4, (0, 1, 2), (0, 1, 2))    # the metadata has not heard yet
+    cache = _Obj(topics=lambda: ["t"], partitions=lambda topic: [published])
+    log = _Obj(log_end_offset=9, high_watermark=7)
+    shrunk = _Obj(isr=(0, 1), log=log)                                 # the leader dropped broker 2
+    leader = _Obj(metadata_cache=cache, replica_manager=_Obj(get_partition=lambda t, p: shrunk))
+    (view,) = _partitions({0: leader}, {0: leader}, 0, False)
+    assert view.isr == (0, 1) and view.logs[0] == (0, 9, 7) and view.logs[1] == (1, -1, -1)
+    follower = _Obj(metadata_cache=cache, replica_manager=_Obj(get_partition=lambda t, p: None))
+    (view,) = _partitions({0: leader, 1: follower}, {1: follower}, 1, False)     # leader 0 is down
+    assert view.isr == (0, 1, 2)

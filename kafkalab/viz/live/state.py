@@ -9,9 +9,10 @@ invented for display:
 
 * **brokers** -- running or down (``KafkaServer.is_running``), paused (``cluster.paused``), cut links
   (``cluster.links``), and the controller (the ``/controller`` znode's owner that knows it is active);
-* **partitions** -- leader, leader epoch, replicas and ISR from the controller's metadata cache (any running
-  broker's when there is no controller), and each running replica's log end offset and high watermark from
-  its own ``Partition.log``;
+* **partitions** -- leader, leader epoch and replicas from the controller's metadata cache (any running
+  broker's when there is no controller), the ISR as the leader's ``Partition`` holds it (it shrinks and grows
+  there first; the metadata's when the leader is down), and each running replica's log end offset and high
+  watermark from its own ``Partition.log``;
 * **requests** -- each running broker's ``RequestMetrics``: per API ``RequestsPerSec``, ``BytesInPerSec``,
   ``BytesOutPerSec`` (over the broker's sliding window), summed over the brokers;
 * **purgatories** -- ``PurgatorySize`` and ``NumDelayedOperations`` per ``delayedOperation`` per broker;
@@ -155,8 +156,16 @@ def _partitions(brokers: dict, running: dict, controller: int, internal_topics: 
             for replica in p.replicas:
                 logs.append(_replica_state(running.get(replica), replica, topic, p.partition))
             out.append(PartitionView(topic, p.partition, p.leader, p.leader_epoch, tuple(p.replicas),
-                                     tuple(p.isr), tuple(logs)))
+                                     _leader_isr(running.get(p.leader), topic, p.partition, p.isr), tuple(logs)))
     return tuple(out)
+
+
+def _leader_isr(leader, topic: str, partition: int, published: tuple) -> tuple:
+    """The ISR as the leader holds it (what acks=all waits for; it shrinks and grows there first), else the one
+    the metadata publishes."""
+    rm = leader.replica_manager if leader is not None else None
+    p = rm.get_partition(topic, partition) if rm is not None else None
+    return tuple(p.isr) if p is not None and p.isr else tuple(published)
 
 
 def _replica_state(server, broker_id: int, topic: str, partition: int) -> ReplicaState:
