@@ -38,6 +38,13 @@ def test_shows_what_the_state_holds():
     assert "<script" not in page
 
 
+def test_a_replica_on_a_down_broker_says_so():
+    state = _state()._replace(brokers=(BrokerState(0, "up", True, ()), BrokerState(1, "up", False, ()),
+                                       BrokerState(2, "down", False, ())))
+    assert "broker 2 (out of sync, down)" in render_dashboard(state, ["partitions"])
+    assert "down)" not in render_dashboard(_state(), ["partitions"])
+
+
 def test_stable_sections_leave_out_rates_and_purgatories():
     page = render_dashboard(_state(), STABLE_SECTIONS)
     assert "RequestsPerSec" not in page and "PurgatorySize" not in page and "LEO 120" in page

@@ -83,10 +83,12 @@ def _partitions(state: ClusterState) -> str:
         return _heading("Partitions") + "<div>no topics yet</div>"
     scale = max([r.log_end_offset for p in state.partitions for r in p.logs] + [1])
     rows = []
+    down = {b.broker_id for b in state.brokers if b.status == "down"}
     for p in state.partitions:
         leader = "none" if p.leader < 0 else str(p.leader)
         for i, r in enumerate(p.logs):
             role = "leader" if r.broker_id == p.leader else ("in sync" if r.broker_id in p.isr else "out of sync")
+            role += ", down" if r.broker_id in down else ""
             first = i == 0
             rows.append([_e(f"{p.topic}-{p.partition}") if first else "",
                          _e(f"{leader} (epoch {p.leader_epoch})") if first else "",
