@@ -221,6 +221,11 @@ class Cluster:
 
     # ------------------------------------------------------------------------------------------ views
     @property
+    def is_running(self) -> bool:
+        """Whether the cluster is started (between ``start()`` and ``stop()``); live dashboards stop with it."""
+        return self._loop is not None
+
+    @property
     def bootstrap_servers(self) -> str:
         return ",".join(b.bootstrap_servers for _, b in sorted(self.brokers.items()) if b.is_running)
 
