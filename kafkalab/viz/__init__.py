@@ -16,6 +16,8 @@ room turns the annotated decoder's rows (:func:`kafkalab.protocol.annotate_reque
 * :class:`SequenceDiagram` -- who sent what to whom, in order (deterministic SVG), with :data:`API_COLOURS`;
 * :class:`RangeChart`, :class:`CompatGrid`, :class:`ApiFamilies` -- API versions: a client's range against a
   broker's, the versions clients used against two brokers, every API key by family.
+* :class:`LiveRequestLog`, :func:`progress` (:mod:`kafkalab.viz.live`) -- widgets that move while a cluster
+  works: the requests as the brokers complete them, a bar with a count and a rate on long steps.
 
 Three rules hold for everything here, because notebooks are checked by nbval and read on GitHub:
 
@@ -41,9 +43,10 @@ batches); nothing below imports it.
 """
 from kafkalab.viz.diagram import Diagram, GraphvizNotFoundError, find_renderer, frame_layout_diagram, render_svg
 from kafkalab.viz.hexdump import FrameView, field_table, reset_ids, show_frame
+from kafkalab.viz.live import LiveRequestLog, progress
 from kafkalab.viz.sequence import API_COLOURS, SequenceDiagram
 from kafkalab.viz.versions import FAMILIES, ApiFamilies, CompatGrid, RangeChart
 
 __all__ = ["show_frame", "FrameView", "field_table", "reset_ids", "Diagram", "render_svg", "find_renderer",
            "GraphvizNotFoundError", "frame_layout_diagram", "SequenceDiagram", "API_COLOURS", "RangeChart",
-           "CompatGrid", "ApiFamilies", "FAMILIES"]
+           "CompatGrid", "ApiFamilies", "FAMILIES", "LiveRequestLog", "progress"]
