@@ -154,3 +154,17 @@ def test_snapshot_and_stored_text_are_static(cluster):
 def test_rejects_bad_sizes(cluster):
     with pytest.raises(ValueError, match="max_rows"):
         LiveRequestLog(cluster, max_rows=0, start=False)
+
+
+def test_a_new_log_on_the_same_cluster_replaces_the_old_one(cluster):
+    request_log = cluster.broker(0).channel.request_log
+    before = subscribers(request_log)
+    first = LiveRequestLog(cluster, interval_s=0.05)
+    second = LiveRequestLog(cluster, interval_s=0.05)      # the cell run again
+    try:
+        assert not first._refresher.running and first.comm is None
+        assert second._refresher.running
+        assert len(subscribers(request_log)) == len(before) + 1
+    finally:
+        second.close()
+    assert refresher_threads() == [] and subscribers(request_log) == before

@@ -127,10 +127,11 @@ class Progress:
 
     def close(self) -> None:
         """Stop painting and show the final count, rate and time (the widget stays, showing them)."""
-        if self.closed:
-            return
-        self._ended = self._clock()
-        self.closed = True
+        with self._lock:       # the refresher closes a bar that reached its total: once, whoever comes first
+            if self.closed:
+                return
+            self._ended = self._clock()
+            self.closed = True
         self._refresher.stop()
         self._paint()
 

@@ -20,7 +20,9 @@ as they happen.
   rows, newest first; filters apply to the whole history, so narrowing shows earlier requests too. Pause freezes
   the table; records keep being collected and appear on resume.
 * **Closing.** :meth:`LiveRequestLog.close` unsubscribes from every broker, stops the refresher and closes the
-  widgets; the refresher also stops by itself when the widget is closed or the cluster is stopped.
+  widgets; the refresher also stops by itself when the widget is closed or the cluster is stopped. There is
+  one live log per cluster or broker: a new one (a cell run again) closes the one before it, which would
+  otherwise keep its thread and subscriptions with nothing left on the page to show them.
 * **Static rendering.** :meth:`LiveRequestLog.snapshot` returns the current table as HTML, for outputs that
   must stay stable (nbval) or readable without a kernel (nbconvert).
 """
@@ -60,6 +62,8 @@ def _names(text: str) -> set:
 class LiveRequestLog(widgets.VBox):
     """Every request a cluster's brokers (or one broker) handle, live: ``LiveRequestLog(cluster)`` in a cell."""
 
+    _open: dict = {}     # id(source) -> the live log watching it (a cell run again replaces it)
+
     def __init__(self, source, *, max_rows: int = 50, history: int = 2_000, interval_s: float = 0.25,
                  client: str = "", api: str = "", start: bool = True):
         if max_rows < 1 or history < max_rows:
@@ -83,6 +87,10 @@ class LiveRequestLog(widgets.VBox):
                           self.status, self.table])
         self._refresher = Refresher(self.refresh, interval_s, stop_when=self._gone, name="request-log")
         self.refresh()
+        previous = LiveRequestLog._open.get(id(source))
+        if previous is not None and previous.source is source:
+            previous.close()
+        LiveRequestLog._open[id(source)] = self
         if start:
             self._refresher.start()
 
@@ -117,6 +125,8 @@ class LiveRequestLog(widgets.VBox):
         if not hasattr(self, "_refresher"):     # refused in __init__: ipywidgets' __del__ still closes
             return super().close()
         self._refresher.stop()
+        if LiveRequestLog._open.get(id(self.source)) is self:
+            del LiveRequestLog._open[id(self.source)]
         for _, unsubscribe in self._subscriptions.values():
             unsubscribe()
         self._subscriptions.clear()
