@@ -146,6 +146,10 @@ def test_snapshot_and_stored_text_are_static(cluster):
         assert "<table" in snap._repr_html_()
         bundle = log._repr_mimebundle_()
         assert bundle["text/plain"] == "LiveRequestLog(brokers 0)"
+        talk(cluster, "between-two-displays")
+        assert wait_for(lambda: (log.refresh(), "between-two-displays" in log.table.value)[1])
+        assert log._repr_mimebundle_()["text/html"] == bundle["text/html"]
+        assert "<table" not in bundle["text/html"]
         assert "application/vnd.jupyter.widget-view+json" in bundle
     finally:
         log.close()

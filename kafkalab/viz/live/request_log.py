@@ -145,6 +145,9 @@ class LiveRequestLog(widgets.VBox):
     def _repr_mimebundle_(self, **kwargs):
         bundle = super()._repr_mimebundle_(**kwargs)
         bundle["text/plain"] = repr(self)
+        # a stored output's fallback (nbconvert, a notebook opened without its kernel): nothing that varies
+        bundle["text/html"] = (f"<p><b>{html.escape(repr(self))}</b>: the live request log; run the cell to watch "
+                               "requests as the brokers handle them (<code>.snapshot()</code> shows a table).</p>")
         return bundle
 
     # -- the refresher's side -----------------------------------------------------------------------------------
