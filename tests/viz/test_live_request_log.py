@@ -45,7 +45,7 @@ def test_rows_appear_for_real_requests_as_the_refresher_runs(cluster):
         talk(cluster, "live-rows")
         assert wait_for(lambda: any(r.client_id == "live-rows" and r.api_name == "Metadata" for _, r in log.rows()))
         assert wait_for(lambda: "live-rows" in log.table.value)
-        broker_id, first = log.rows()[-1]
+        broker_id, first = [(b, r) for b, r in log.rows() if r.client_id == "live-rows"][-1]
         assert broker_id == 0 and first.listener_name == "PLAINTEXT" and first.api_name == "ApiVersions"
         for column in ("queue ms", "local ms", "remote ms", "send ms", "corr id", "listener"):
             assert column in log.table.value
@@ -58,7 +58,9 @@ def test_filters_by_client_and_api_over_the_whole_history(cluster):
     try:
         talk(cluster, "filter-a")
         talk(cluster, "filter-b")
-        assert wait_for(lambda: (log.refresh(), {"filter-a", "filter-b"} <= {r.client_id for _, r in log.rows()})[1])
+        # a record is logged once the response is on the wire, so the client may have it a moment before
+        assert wait_for(lambda: (log.refresh(), {("filter-a", "Metadata"), ("filter-b", "Metadata")}
+                                 <= {(r.client_id, r.api_name) for _, r in log.rows()})[1])
         log.set_filter(client="filter-a")
         log.refresh()
         assert {r.client_id for _, r in log.rows()} == {"filter-a"}
@@ -80,7 +82,7 @@ def test_pause_freezes_the_table_and_resume_shows_what_came_meanwhile(cluster):
         log.refresh()
         log.pause()
         talk(cluster, "while-paused")
-        time.sleep(0.1)          # the response is sent before the record is logged
+        assert wait_for(lambda: any(r.client_id == "while-paused" for r in cluster.broker(0).channel.request_log.records))
         log.refresh()
         assert "while-paused" not in {r.client_id for _, r in log.rows()}
         assert "paused" in log.status.value and "waiting" in log.status.value
