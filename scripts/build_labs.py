@@ -166,6 +166,7 @@ def execute(nb: nbformat.NotebookNode, name: str, timeout: int) -> float:
         raise BuildError(f"{name}: a cell raised an error:\n{e}") from None
     elapsed = time.monotonic() - started
     nb.metadata = {"kernelspec": dict(KERNELSPEC), "language_info": dict(LANGUAGE_INFO)}
+    drop_widget_views(nb)
     for i, cell in enumerate(nb.cells):
         cell.metadata.pop("execution", None)
         if cell.cell_type != "code":
@@ -178,6 +179,20 @@ def execute(nb: nbformat.NotebookNode, name: str, timeout: int) -> float:
                 raise BuildError(f"{name}: cell {i} wrote to stderr (nbval would compare it):\n{out.text}\n"
                                  f"--- cell source ---\n{cell.source}")
     return elapsed
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def drop_widget_views(nb: nbformat.NotebookNode) -> None:
+    """Stored outputs keep a live widget's fallbacks (``text/plain``, ``text/html``), not its view: the notebook
+    is written without widget state, so a stored view could only show "Error displaying widget: model not found"
+    in a freshly opened (trusted) notebook, where the fallback shows the picture. nbval never compares views."""
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data")
+            if data is not None and WIDGET_VIEW in data and len(data) > 1:
+                del data[WIDGET_VIEW]
 
 
 # -- student versions -------------------------------------------------------------------------------------------------

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import time
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 from kafkalab.labs import CheckResult, Part, check, is_unanswered
 from kafkalab.spark.offsets import rate_limit
+from kafkalab.viz import progress
 
 __all__ = ["EVENT_SCHEMA", "TOPIC", "load_events", "window_start", "window_totals", "plan_batches",
            "checkpoint_offsets", "batch_offsets_table", "check_batch_plan", "check_window_revenue",
@@ -120,6 +122,23 @@ def batch_offsets_table(progress: Sequence[Mapping], topic: str = TOPIC) -> list
             row[f"end p{part}"] = off
         rows.append(row)
     return rows
+
+
+def await_query(query, rows: int, *, timeout_s: float, description: str = "query", poll_s: float = 0.5) -> bool:
+    """Wait for an ``availableNow`` query to end (at most ``timeout_s``), with a progress bar of the rows its
+    micro-batches have read (``numInputRows`` of ``query.recentProgress``) out of the ``rows`` expected; then
+    stop it. Returns whether it ended by itself."""
+    deadline = time.monotonic() + timeout_s
+    ended = False
+    try:
+        with progress(rows, description=description, unit="rows") as bar:
+            while not ended and time.monotonic() < deadline:
+                ended = bool(query.awaitTermination(poll_s))
+                read = sum(p["numInputRows"] for p in query.recentProgress)
+                bar.update(read - bar.count)
+    finally:
+        query.stop()
+    return ended
 
 
 # -- checks ----------------------------------------------------------------------------------------------------------

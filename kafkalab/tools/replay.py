@@ -30,7 +30,9 @@ reordered by retries, so each line is in the topic exactly once, in file order w
 **Pacing.** ``rate`` is events per second: line *i* is sent no earlier than ``i / rate`` seconds after the
 first, measured on an injectable clock (:class:`kafkalab.common.Time`). The replay sleeps through
 ``time.sleep``; a :class:`~kafkalab.common.MockTime` makes pacing instant and deterministic in tests.
-``rate=None`` sends as fast as the producer takes them.
+``rate=None`` sends as fast as the producer takes them. ``on_sent(index, metadata)`` sees each acknowledged
+record: the command feeds it a :class:`TerminalProgress` line on a terminal, a notebook a
+:func:`kafkalab.viz.progress` bar (``on_sent=bar.step``).
 
 Mirrors, loosely, ``kafka-verifiable-producer.sh`` / ``kafka-producer-perf-test.sh`` (``--throughput``) and
 ``kafka-console-producer.sh`` (``--property parse.key``), fed from a file.
@@ -192,6 +194,39 @@ def _parse_event(where: str, line: bytes, key_field: Optional[str], event_time_f
     return key, headers, event_ms
 
 
+class TerminalProgress:
+    """The command's sign of life on a terminal: ``sent 1,200/5,000 events (2,400 events/s)``, rewritten in
+    place (``\\r``) for the first event and then at most every ``interval_s``, and erased at the end (the
+    summary follows). Kafka's ``kafka-producer-perf-test.sh`` prints such a line every few seconds. Pass it as
+    ``on_sent``; notebooks use :func:`kafkalab.viz.progress` instead."""
+
+    def __init__(self, stream, clock: Time = SYSTEM, total: Optional[int] = None, interval_s: float = 0.5):
+        self.stream, self.clock, self.total, self.interval_s = stream, clock, total, interval_s
+        self.count = 0
+        self._start_ns = clock.nanoseconds()
+        self._last_ns: Optional[int] = None
+        self._width = 0
+
+    def __call__(self, index: int, _metadata: Any = None) -> None:
+        self.count = index + 1
+        now = self.clock.nanoseconds()
+        if self._last_ns is not None and now - self._last_ns < self.interval_s * 1e9:
+            return
+        self._last_ns = now
+        elapsed = (now - self._start_ns) / 1e9
+        rate = f"{self.count / elapsed:,.0f} events/s" if elapsed > 0 else "- events/s"
+        of = f"/{self.total:,}" if self.total is not None else ""
+        line = f"sent {self.count:,}{of} events ({rate})"
+        self.stream.write("\r" + line.ljust(self._width))
+        self.stream.flush()
+        self._width = max(self._width, len(line))
+
+    def close(self) -> None:
+        if self._width:
+            self.stream.write("\r" + " " * self._width + "\r")
+            self.stream.flush()
+
+
 # -- the command line ---------------------------------------------------------------------------------------
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", help="a JSON-lines file, one event per line (e.g. data/clickstream/events.jsonl)")
@@ -230,14 +265,19 @@ def run(args, out=None, err=None) -> int:
             print(f"kafkalab replay: --producer-property needs KEY=VALUE, not {prop!r}", file=err)
             return 2
         config[k.strip()] = v.strip()
+    progress = TerminalProgress(err, total=args.limit) if err.isatty() else None
     try:
         summary = replay(args.file, args.topic, args.bootstrap_server, rate=args.rate,
                          key_field=args.key_field or None, timestamp=args.timestamp, limit=args.limit,
                          skip=args.skip,
-                         producer_config=config)
+                         producer_config=config, on_sent=progress)
     except (OSError, ValueError, KafkaProtocolError) as e:
+        if progress is not None:
+            progress.close()
         print(f"kafkalab replay: {e}", file=err)
         return 1
+    if progress is not None:
+        progress.close()
     print(summary, file=out)
     return 0
 

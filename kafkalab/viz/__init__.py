@@ -16,10 +16,7 @@ room turns the annotated decoder's rows (:func:`kafkalab.protocol.annotate_reque
 * :class:`SequenceDiagram` -- who sent what to whom, in order (deterministic SVG), with :data:`API_COLOURS`;
 * :class:`RangeChart`, :class:`CompatGrid`, :class:`ApiFamilies` -- API versions: a client's range against a
   broker's, the versions clients used against two brokers, every API key by family.
-* :mod:`kafkalab.viz.live` -- live ipywidgets on a running cluster: :class:`ClusterDashboard` (brokers,
-  partitions with LEO/HW bars, request rates, purgatories, groups and lag, refreshed several times a second)
-  and :class:`ClusterControls` (kill, pause, isolate, heal, produce, consume, alter a topic config). They take
-  a ``Cluster`` duck-typed, never importing :mod:`kafkalab.cluster`; ``.snapshot()`` gives a static picture.
+from kafkalab.viz.live import ClusterControls, ClusterDashboard, LiveRequestLog, progress
 
 Three rules hold for everything here, because notebooks are checked by nbval and read on GitHub:
 
@@ -45,10 +42,10 @@ batches); nothing below imports it.
 """
 from kafkalab.viz.diagram import Diagram, GraphvizNotFoundError, find_renderer, frame_layout_diagram, render_svg
 from kafkalab.viz.hexdump import FrameView, field_table, reset_ids, show_frame
-from kafkalab.viz.live import ClusterControls, ClusterDashboard
+from kafkalab.viz.live import ClusterControls, ClusterDashboard, LiveRequestLog, progress
 from kafkalab.viz.sequence import API_COLOURS, SequenceDiagram
 from kafkalab.viz.versions import FAMILIES, ApiFamilies, CompatGrid, RangeChart
 
 __all__ = ["show_frame", "FrameView", "field_table", "reset_ids", "Diagram", "render_svg", "find_renderer",
            "GraphvizNotFoundError", "frame_layout_diagram", "SequenceDiagram", "API_COLOURS", "RangeChart",
-           "CompatGrid", "ApiFamilies", "FAMILIES", "ClusterDashboard", "ClusterControls"]
+           "CompatGrid", "ApiFamilies", "FAMILIES", "ClusterDashboard", "ClusterControls", "LiveRequestLog", "progress"]

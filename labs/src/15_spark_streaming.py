@@ -64,6 +64,7 @@ from kafkalab.cluster import BrokerLog
 from kafkalab.clients import Admin, Consumer, OffsetSpec, TopicPartition
 from kafkalab.labs import lab15
 from kafkalab.tools.replay import replay
+from kafkalab.viz import progress
 
 broker_log = BrokerLog().install()          # the brokers' warnings (a killed peer) go to a list, not the page
 loop_log = BrokerLog("asyncio").install()
@@ -98,7 +99,8 @@ cluster.create_topic("click-stats", partitions=1, replication_factor=3, config={
 BOOTSTRAP = cluster.bootstrap_servers
 
 FIRST_PART = 10_000
-sent = replay(EVENTS, lab15.TOPIC, BOOTSTRAP, limit=FIRST_PART)
+with progress(FIRST_PART, description="replay", unit="events") as bar:      # a bar while it runs
+    sent = replay(EVENTS, lab15.TOPIC, BOOTSTRAP, limit=FIRST_PART, on_sent=bar.step)
 print(f"replayed {sent.count} events")
 pd.DataFrame([{"partition": p, "first offset": lo, "last offset": hi, "records": hi - lo + 1}
               for p, (lo, hi) in sorted(sent.partitions.items())]).set_index("partition")
@@ -214,10 +216,7 @@ stream = (spark.readStream.format("kafkalab")
 q = (stream.writeStream.foreachBatch(count_batch)
      .option("checkpointLocation", str(work / "ckpt-count"))
      .trigger(availableNow=True).start())
-try:
-    q.awaitTermination(180)
-finally:
-    q.stop()
+lab15.await_query(q, FIRST_PART, timeout_s=180, description="count per batch")
 table = pd.DataFrame(lab15.batch_offsets_table(q.recentProgress)).set_index("batch")
 table
 
@@ -264,10 +263,7 @@ def write_windows(df, batch_id):
 q = (windowed.writeStream.outputMode("append").foreachBatch(write_windows)
      .option("checkpointLocation", str(work / "ckpt-windows"))
      .trigger(availableNow=True).start())
-try:
-    q.awaitTermination(300)
-finally:
-    q.stop()
+lab15.await_query(q, FIRST_PART, timeout_s=300, description="windows")
 spark_windows = pd.read_parquet(work / "windows")
 page_views = spark_windows[spark_windows.event_type == "page_view"].sort_values("window").set_index("window")
 page_views["events"].to_dict()
@@ -400,10 +396,7 @@ def pipeline(trigger):
 
 
 q = pipeline({"availableNow": True})
-try:
-    q.awaitTermination(180)
-finally:
-    q.stop()
+lab15.await_query(q, FIRST_PART, timeout_s=180, description="pipeline, first run")
 print("rows written:", spark.read.parquet(str(OUT)).count())
 
 # %% [markdown]

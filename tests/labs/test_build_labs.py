@@ -138,3 +138,15 @@ def test_write_participant_keeps_what_the_learner_changed(tmp_path, monkeypatch)
     nbformat.write(nb, labs / "99_demo.ipynb")
     assert build.write_participant(target, [labs / "99_demo.ipynb"])[0].startswith("kept 99_demo.ipynb")
     assert "answer = 41" in written.read_text(encoding="utf-8")                         # the learner's work stays
+
+
+def test_stored_outputs_keep_a_widgets_fallbacks_not_its_view():
+    view = {"version_major": 2, "version_minor": 0, "model_id": "0123abcd"}
+    widget = nbformat.v4.new_output("display_data", data={"text/plain": "replay: 5,000 events", build.WIDGET_VIEW: view,
+                                                          "text/html": "<div>replay: 5,000 events</div>"})
+    bare = nbformat.v4.new_output("display_data", data={build.WIDGET_VIEW: view})      # nothing else to show
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x", outputs=[widget, bare])])
+    build.drop_widget_views(nb)
+    assert dict(nb.cells[0].outputs[0].data) == {"text/plain": "replay: 5,000 events",
+                                                "text/html": "<div>replay: 5,000 events</div>"}
+    assert build.WIDGET_VIEW in nb.cells[0].outputs[1].data

@@ -59,3 +59,40 @@ def test_the_dataset_loads_in_arrival_order():
     first = lab15.load_events(EVENTS, limit=3)
     assert len(first) == 3 and all(e["event_id"] for e in first)
     assert lab15.window_start("2026-03-14T19:07:00.000Z", 10) == "19:00"
+
+
+class FakeQuery:
+    """What await_query uses of a pyspark StreamingQuery: awaitTermination(s), recentProgress, stop()."""
+
+    def __init__(self, batches, ends=True):
+        self._batches, self._ends = list(batches), ends
+        self.recentProgress = []
+        self.stopped = False
+
+    def awaitTermination(self, timeout):
+        if self._batches:
+            self.recentProgress.append({"batchId": len(self.recentProgress), "numInputRows": self._batches.pop(0)})
+        return self._ends and not self._batches
+
+    def stop(self):
+        self.stopped = True
+
+
+def test_await_query_counts_the_rows_read_and_stops_the_query(monkeypatch):
+    bars = []
+
+    def progress(*args, **kwargs):
+        bars.append(real(*args, **kwargs))
+        return bars[-1]
+    real = lab15.progress
+    monkeypatch.setattr(lab15, "progress", progress)
+    q = FakeQuery([400, 350, 250])
+    assert lab15.await_query(q, 1000, timeout_s=30, description="windows", poll_s=0.01) is True
+    assert q.stopped and len(q.recentProgress) == 3
+    assert bars[0].count == 1000 and bars[0].closed and bars[0].static_text == "windows: 1,000 rows"
+
+
+def test_await_query_gives_up_at_its_timeout_and_still_stops_the_query():
+    q = FakeQuery([10], ends=False)
+    assert lab15.await_query(q, 1000, timeout_s=0.2, poll_s=0.01) is False
+    assert q.stopped

@@ -2,8 +2,10 @@
 every event once, keys, event times and per-user order kept, paced by an injectable clock."""
 from __future__ import annotations
 
+import argparse
 import collections
 import importlib.util
+import io
 import json
 import subprocess
 import sys
@@ -16,7 +18,7 @@ import pytest
 from kafkalab.clients import Consumer, TopicPartition
 from kafkalab.common import MockTime
 from kafkalab.cluster import Cluster
-from kafkalab.tools.replay import ReplaySummary, parse_event_time, replay
+from kafkalab.tools.replay import ReplaySummary, TerminalProgress, parse_event_time, replay
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data" / "clickstream"
@@ -228,3 +230,34 @@ def test_cli_reports_a_missing_file(tmp_path):
                         "--bootstrap-server", "127.0.0.1:1", "--topic", "t"], capture_output=True, text=True,
                        timeout=60, cwd=ROOT)
     assert r.returncode == 1 and "nope.jsonl" in r.stderr
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_terminal_progress_rewrites_one_line_at_most_every_interval_and_erases_it():
+    clock = MockTime()
+    term = Terminal()
+    progress = TerminalProgress(term, clock, total=100, interval_s=0.5)
+    progress(0)                         # the first event is shown at once
+    clock.sleep(100)
+    progress(1)                         # 0.1 s later: not yet
+    clock.sleep(400)
+    progress(2)
+    assert term.getvalue() == "\rsent 1/100 events (- events/s)\rsent 3/100 events (6 events/s)"
+    progress.close()
+    assert term.getvalue().endswith("\r" + " " * len("sent 3/100 events (6 events/s)") + "\r")
+
+
+def test_cli_shows_progress_on_a_terminal_only(cluster):
+    from kafkalab.tools import replay as tool
+    args = argparse.Namespace(file=str(EVENTS), topic=new_topic(cluster), bootstrap_server=cluster.bootstrap_servers,
+                              rate=None, key_field="user_id", timestamp="event-time", limit=20, skip=0,
+                              producer_property=[])
+    out, term, pipe = io.StringIO(), Terminal(), io.StringIO()
+    assert tool.run(args, out, term) == 0
+    assert term.getvalue().startswith("\rsent 1/20 events (") and term.getvalue().endswith("\r")
+    assert tool.run(args, io.StringIO(), pipe) == 0
+    assert pipe.getvalue() == "" and "replayed 20 events" in out.getvalue()

@@ -14,7 +14,7 @@ import pytest
 from kafkalab.clients import Producer
 from kafkalab.cluster import Cluster
 from kafkalab.viz import ClusterControls, ClusterDashboard
-from kafkalab.viz.live.refresh import active_refreshers
+from kafkalab.viz.live.refresh import THREAD_NAME_PREFIX, active_refreshers
 
 ROOT = Path(__file__).resolve().parents[2]
 OVERRIDES = {"group.initial.rebalance.delay.ms": 0, "replica.lag.time.max.ms": 1000,
@@ -32,7 +32,7 @@ def wait_for(condition, timeout=15.0, what="condition"):
 
 
 def dashboard_threads():
-    return [t for t in threading.enumerate() if t.name.startswith("kafkalab-dashboard-")]
+    return [t for t in threading.enumerate() if t.name.startswith(THREAD_NAME_PREFIX) and "-dashboard-" in t.name]
 
 
 @pytest.fixture(scope="module")
@@ -223,7 +223,7 @@ def test_a_trivial_operation_is_not_blocked_while_it_refreshes(cluster):
 
 def test_closing_the_widget_stops_its_thread_and_a_new_dashboard_replaces_the_old(cluster):
     first = ClusterDashboard(cluster, interval_s=0.1)
-    assert first.running
+    assert first.running and len(dashboard_threads()) == 1
     second = ClusterDashboard(cluster, interval_s=0.1)      # a re-run cell: the old one is closed
     assert not first.running and first.comm is None and second.running
     second.close()

@@ -6,7 +6,9 @@ Everything here is ipywidgets 8 in JupyterLab 4, driven from a background thread
 cell blocks: :mod:`.refresh` (the :class:`Refresher` every live widget uses), :mod:`.state` (the brokers' state
 read in one pass on the cluster's loop), :mod:`.render` (deterministic HTML of that state), :mod:`.dashboard`
 (:class:`ClusterDashboard`), :mod:`.actions` (what the controls do, no widgets) and :mod:`.controls`
-(:class:`ClusterControls`). Every live widget implements the static-rendering protocol of :mod:`.static`:
+(:class:`ClusterControls`), :mod:`.request_log` (:class:`LiveRequestLog`: each request as the brokers
+complete it, with filters and a pause button) and :mod:`.progress` (:func:`progress`: a bar with a count and a rate
+for long steps). Every live widget implements the static-rendering protocol of :mod:`.static`:
 ``snapshot()`` returns a frozen HTML picture, and its own stored ``text/html``/``text/plain`` are fixed strings,
 so nbval and nbconvert see stable outputs.
 
@@ -24,10 +26,13 @@ Usage::
 from kafkalab.viz.live.actions import ClusterActions, Outcome
 from kafkalab.viz.live.controls import ClusterControls
 from kafkalab.viz.live.dashboard import ClusterDashboard
+from kafkalab.viz.live.progress import Progress, progress
 from kafkalab.viz.live.refresh import Refresher, active_refreshers
+from kafkalab.viz.live.request_log import LiveRequestLog
 from kafkalab.viz.live.render import SECTIONS, STABLE_SECTIONS, render_dashboard
 from kafkalab.viz.live.state import ClusterState, read_cluster_state
 from kafkalab.viz.live.static import Snapshot
 
 __all__ = ["ClusterDashboard", "ClusterControls", "ClusterActions", "Outcome", "Refresher", "active_refreshers",
-           "render_dashboard", "SECTIONS", "STABLE_SECTIONS", "ClusterState", "read_cluster_state", "Snapshot"]
+           "render_dashboard", "SECTIONS", "STABLE_SECTIONS", "ClusterState", "read_cluster_state", "Snapshot",
+           "LiveRequestLog", "Progress", "progress"]

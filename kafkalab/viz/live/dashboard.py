@@ -64,7 +64,7 @@ class ClusterDashboard(ipywidgets.HTML):
         self._last_frame = ""
         self.last_error: Optional[BaseException] = None
         self.refresher = Refresher(self._tick, interval_s, stop_when=self._gone, on_error=self._show_error,
-                                   name=f"kafkalab-dashboard-{id(self):x}")
+                                   name=f"dashboard-{id(self):x}")
         with _dashboards_lock:
             previous = _dashboards.get(cluster) if _weakrefable(cluster) else None
             if _weakrefable(cluster):

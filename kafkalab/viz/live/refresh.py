@@ -15,28 +15,36 @@ It stops, and its thread ends, when
 * ``stop()`` is called (a widget's ``close()`` calls it) -- at once: the thread waits on an ``Event``, not in
   ``time.sleep``;
 * ``stop_when()`` returns true (the cluster stopped, the widget was closed: ``comm is None``);
-* the callback raises: ``on_error(exc)`` is told (a widget shows it in its panel) and the thread ends.
-  Nothing is printed: output from a background thread lands in whatever cell is running and breaks nbval;
+* the callback raises and ``stop_on_error`` is true (the default): ``on_error(exc)`` is told (a widget shows it
+  in its panel) and the thread ends. With ``stop_on_error=False`` the error is kept (``error``, counted in
+  ``errors``) and the next tick tries again. Nothing is printed either way: output from a background thread
+  lands in whatever cell is running and breaks nbval;
 * the interpreter exits (a kernel restart): the thread is a daemon, and :func:`stop_all` runs at exit.
 
-``active_refreshers()`` lists the running ones (tests check that none is left behind).
+``active_refreshers()`` lists the running ones, and every refresher thread's name starts with
+:data:`THREAD_NAME_PREFIX` (tests check that none is left behind).
 
 Mirrors no Kafka class: it is the notebook-side counterpart of a JMX console's polling interval.
 """
 from __future__ import annotations
 
 import atexit
+import itertools
 import threading
 import weakref
 from typing import Callable, Optional
 
-__all__ = ["Refresher", "active_refreshers", "stop_all", "MIN_INTERVAL_S"]
+__all__ = ["Refresher", "active_refreshers", "stop_all", "MIN_INTERVAL_S", "THREAD_NAME_PREFIX"]
+
+#: every refresher thread is named ``kafkalab-refresh-<n>[-<name>]``
+THREAD_NAME_PREFIX = "kafkalab-refresh"
 
 #: the fastest refresh allowed (10 Hz): more only costs the kernel and the browser and shows nothing new
 MIN_INTERVAL_S = 0.1
 
 _active: "weakref.WeakSet[Refresher]" = weakref.WeakSet()
 _active_lock = threading.Lock()
+_ids = itertools.count(1)
 
 
 class Refresher:
@@ -44,7 +52,8 @@ class Refresher:
 
     def __init__(self, callback: Callable[[], None], interval_s: float = 0.25, *,
                  stop_when: Optional[Callable[[], bool]] = None,
-                 on_error: Optional[Callable[[BaseException], None]] = None, name: str = "kafkalab-refresher"):
+                 on_error: Optional[Callable[[BaseException], None]] = None, stop_on_error: bool = True,
+                 name: str = ""):
         if not callable(callback):
             raise TypeError("callback must be callable")
         if not isinstance(interval_s, (int, float)) or interval_s != interval_s or interval_s <= 0:
@@ -53,8 +62,10 @@ class Refresher:
         self.interval_s = max(float(interval_s), MIN_INTERVAL_S)
         self.stop_when = stop_when
         self.on_error = on_error
-        self.name = name
+        self.stop_on_error = stop_on_error
+        self.name = f"{THREAD_NAME_PREFIX}-{next(_ids)}" + (f"-{name}" if name else "")
         self.ticks = 0                   # callbacks completed
+        self.errors = 0                  # callbacks that raised
         self.error: Optional[BaseException] = None
         self._stopping = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -100,14 +111,16 @@ class Refresher:
                 try:
                     self.callback()
                     self.ticks += 1
-                except Exception as exc:      # never print from here: tell the owner and end
+                except Exception as exc:      # never print from here: tell the owner
                     self.error = exc
+                    self.errors += 1
                     if self.on_error is not None and not self._should_stop():
                         try:
                             self.on_error(exc)
                         except Exception:
                             pass
-                    break
+                    if self.stop_on_error:
+                        break
                 if self._stopping.wait(self.interval_s):
                     break
         finally:
