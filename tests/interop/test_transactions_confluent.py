@@ -221,3 +221,23 @@ def test_read_committed_waits_at_the_lso_until_commit_or_timeout(txn_cluster):
         assert_fenced(excinfo)
     finally:
         reader.close()
+
+
+def test_a_fenced_producer_s_add_offsets_to_txn_is_fatal(txn_cluster):
+    """librdkafka treats only INVALID_PRODUCER_EPOCH (47) from AddOffsetsToTxn (v0) as fenced; a PRODUCER_FENCED
+    (90) there would merely be abortable (transactions.md §3.1, pitfall 3): the broker must down-convert."""
+    topic = new_topic(txn_cluster, "ck-fence-offsets", 1)
+    tid = unique("ck-fence-offsets-tid")
+    client_id = unique("ck-zombie")
+    first = txn_producer(txn_cluster, tid, **{"client.id": client_id})
+    first.begin_transaction()                          # nothing sent yet: the coordinator knows no transaction
+    txn_producer(txn_cluster, tid)                     # bumps the epoch
+    reader = consumer(txn_cluster, "read_committed", **{"group.id": unique("ck-fence-group")})
+    try:
+        with pytest.raises(ck.KafkaException) as excinfo:
+            first.send_offsets_to_transaction([ck.TopicPartition(topic, 0, 1)], reader.consumer_group_metadata(),
+                                              PHASE_S)
+    finally:
+        reader.close()
+    assert_fenced(excinfo)
+    assert txn_api_versions(txn_cluster, client_id)["AddOffsetsToTxn"] == [0]
