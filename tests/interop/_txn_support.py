@@ -34,10 +34,11 @@ from ._broker_support import PHASE_S, unique
 ABORT_SCAN_MS = 100
 
 #: A single broker: ``__transaction_state`` and ``__consumer_offsets`` with one replica and few partitions (they
-#: load faster), groups without the initial rebalance delay, and a quick timed-out-transaction scan.
+#: load faster), groups without the initial rebalance delay and with short sessions (a crashed member leaves
+#: soon), and a quick timed-out-transaction scan.
 TXN_OVERRIDES = {"transaction.state.log.replication.factor": 1, "transaction.state.log.min.isr": 1,
                  "transaction.state.log.num.partitions": 5, "offsets.topic.num.partitions": 5,
-                 "group.initial.rebalance.delay.ms": 0,
+                 "group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 1000,
                  "transaction.abort.timed.out.transaction.cleanup.interval.ms": ABORT_SCAN_MS}
 
 #: The transaction timeout (ms) of the producer the coordinator aborts; librdkafka's minimum is 1000.

@@ -160,6 +160,8 @@ def test_consume_process_produce_survives_a_crash(txn_cluster):
 
     committed, everything = run_async(main())
     assert_exactly_once(committed, everything, inputs)
+    # its first InitProducerId met the open transaction: CONCURRENT_TRANSACTIONS while the broker aborts it
+    assert count_requests(txn_cluster, restarted, "InitProducerId") >= 2
     assert txn_api_versions(txn_cluster, restarted) == {**V0, "AddOffsetsToTxn": [0], "TxnOffsetCommit": [0]}
 
 
@@ -207,15 +209,19 @@ def test_read_committed_waits_at_the_lso_until_commit_or_timeout(txn_cluster):
             open_txn = await txn_producer(txn_cluster, unique("aio-lso-open"))
             later = await txn_producer(txn_cluster, unique("aio-lso-later"))
             producers += [open_txn, later]
+            await later.begin_transaction()                      # first a committed record: the reader is fetching
+            await later.send(topic, b"start", partition=0)
+            await later.commit_transaction()
+            assert await read_until(reader, {tp: 2}) == [Sent(topic, 0, b"start")]
             await open_txn.begin_transaction()
             await (await open_txn.send(topic, b"open", partition=0))
             await later.begin_transaction()
             await later.send(topic, b"later", partition=0)
             await later.commit_transaction()
-            wait_lso(txn_cluster, topic, (0, 3))
-            assert await records_within(reader, 0.5) == [] and await reader.position(tp) == 0
+            wait_lso(txn_cluster, topic, (2, 5))
+            assert await records_within(reader, 0.5) == [] and await reader.position(tp) == 2
             await open_txn.commit_transaction()
-            assert await read_until(reader, {tp: 4}) == [Sent(topic, 0, b"open"), Sent(topic, 0, b"later")]
+            assert await read_until(reader, {tp: 6}) == [Sent(topic, 0, b"open"), Sent(topic, 0, b"later")]
 
             expiring = await txn_producer(txn_cluster, unique("aio-lso-expiring"),
                                           transaction_timeout_ms=SHORT_TXN_TIMEOUT_MS)
@@ -225,9 +231,9 @@ def test_read_committed_waits_at_the_lso_until_commit_or_timeout(txn_cluster):
             await later.begin_transaction()
             await later.send(topic, b"after-expiry", partition=0)
             await later.commit_transaction()
-            wait_lso(txn_cluster, topic, (4, 7))
+            wait_lso(txn_cluster, topic, (6, 9))
             started = time.monotonic()
-            assert await read_until(reader, {tp: 8}) == [Sent(topic, 0, b"after-expiry")]
+            assert await read_until(reader, {tp: 10}) == [Sent(topic, 0, b"after-expiry")]
             assert time.monotonic() - started < SHORT_TXN_TIMEOUT_MS / 1000 + 5
             with pytest.raises(ProducerFenced):        # the abort bumped its epoch: EndTxn v0 gets 47
                 await expiring.commit_transaction()

@@ -158,6 +158,8 @@ def test_consume_process_produce_survives_a_crash(txn_cluster):
     everything = [s.value for s in read_to_end(txn_cluster, [(sink, 0)], "read_uncommitted",
                                                INPUT_COUNT + ABANDONED)]
     assert_exactly_once(committed, everything, inputs)
+    # its first InitProducerId met the open transaction: CONCURRENT_TRANSACTIONS while the broker aborts it
+    assert count_requests(txn_cluster, restarted, "InitProducerId") >= 2
     assert txn_api_versions(txn_cluster, restarted) == {
         "AddOffsetsToTxn": [0], "AddPartitionsToTxn": [0], "EndTxn": [1], "FindCoordinator": [2],
         "InitProducerId": [4], "TxnOffsetCommit": [3]}
@@ -189,17 +191,21 @@ def test_read_committed_waits_at_the_lso_until_commit_or_timeout(txn_cluster):
     reader = consumer(txn_cluster, "read_committed")
     reader.assign([ck.TopicPartition(topic, 0, ck.OFFSET_BEGINNING)])
     try:
+        later = txn_producer(txn_cluster, unique("ck-lso-later"))
+        later.begin_transaction()                      # first a committed record: the reader is fetching
+        later.produce(topic, b"start", partition=0)
+        later.commit_transaction(PHASE_S)
+        assert collect(reader, [(topic, 0)], 1) == [Sent(topic, 0, b"start")]
         # an open transaction, then a committed one after it on the same partition
         open_txn = txn_producer(txn_cluster, unique("ck-lso-open"))
         open_txn.begin_transaction()
         open_txn.produce(topic, b"open", partition=0)
         assert open_txn.flush(PHASE_S) == 0
-        later = txn_producer(txn_cluster, unique("ck-lso-later"))
         later.begin_transaction()
         later.produce(topic, b"later", partition=0)
         later.commit_transaction(PHASE_S)
-        wait_lso(txn_cluster, topic, (0, 3))            # "later" and its marker are written, "open" is not decided
-        assert poll_for(reader, 0.5) == []             # blocked at offset 0 although "later" is committed
+        wait_lso(txn_cluster, topic, (2, 5))            # "later" and its marker are written, "open" is not decided
+        assert poll_for(reader, 0.5) == []             # blocked at offset 2 although "later" is committed
         open_txn.commit_transaction(PHASE_S)
         assert collect(reader, [(topic, 0)], 2) == [Sent(topic, 0, b"open"), Sent(topic, 0, b"later")]
 
@@ -213,7 +219,7 @@ def test_read_committed_waits_at_the_lso_until_commit_or_timeout(txn_cluster):
         later.produce(topic, b"after-expiry", partition=0)
         later.commit_transaction(PHASE_S)
         started = time.monotonic()
-        wait_lso(txn_cluster, topic, (4, 7))
+        wait_lso(txn_cluster, topic, (6, 9))
         assert collect(reader, [(topic, 0)], 1) == [Sent(topic, 0, b"after-expiry")]
         assert time.monotonic() - started < SHORT_TXN_TIMEOUT_MS / 1000 + 5
         with pytest.raises(ck.KafkaException) as excinfo:   # the abort bumped its epoch: it is fenced now

@@ -151,6 +151,8 @@ def test_consume_process_produce_survives_a_crash(txn_cluster):
     committed = [s.value for s in read_to_end(txn_cluster, [(sink, 0)], "read_committed")]
     everything = [s.value for s in read_to_end(txn_cluster, [(sink, 0)], "read_uncommitted")]
     assert_exactly_once(committed, everything, inputs)
+    # its first InitProducerId met the open transaction: CONCURRENT_TRANSACTIONS while the broker aborts it
+    assert count_requests(txn_cluster, restarted, "InitProducerId") >= 2
     assert txn_api_versions(txn_cluster, restarted) == {
         "AddOffsetsToTxn": [3], "AddPartitionsToTxn": [3], "EndTxn": [3], "FindCoordinator": [6],
         "InitProducerId": [4], "TxnOffsetCommit": [3]}
@@ -216,15 +218,19 @@ def test_read_committed_waits_at_the_lso_until_commit_or_timeout(txn_cluster):
         open_txn = txn_producer(txn_cluster, unique("kp-lso-open"))
         later = txn_producer(txn_cluster, unique("kp-lso-later"))
         producers += [open_txn, later]
+        later.begin_transaction()                      # first a committed record: the reader is fetching
+        later.send(topic, b"start", partition=0)
+        later.commit_transaction()
+        assert read_until(reader, {tp: 2}) == [Sent(topic, 0, b"start")]
         open_txn.begin_transaction()
         open_txn.send(topic, b"open", partition=0).get(PHASE_S)
         later.begin_transaction()
         later.send(topic, b"later", partition=0)
         later.commit_transaction()
-        wait_lso(txn_cluster, topic, (0, 3))
-        assert poll_records(reader, 0.5) == [] and reader.position(tp) == 0
+        wait_lso(txn_cluster, topic, (2, 5))
+        assert poll_records(reader, 0.5) == [] and reader.position(tp) == 2
         open_txn.commit_transaction()
-        assert read_until(reader, {tp: 4}) == [Sent(topic, 0, b"open"), Sent(topic, 0, b"later")]
+        assert read_until(reader, {tp: 6}) == [Sent(topic, 0, b"open"), Sent(topic, 0, b"later")]
 
         expiring = txn_producer(txn_cluster, unique("kp-lso-expiring"),
                                 transaction_timeout_ms=SHORT_TXN_TIMEOUT_MS)
@@ -234,9 +240,9 @@ def test_read_committed_waits_at_the_lso_until_commit_or_timeout(txn_cluster):
         later.begin_transaction()
         later.send(topic, b"after-expiry", partition=0)
         later.commit_transaction()
-        wait_lso(txn_cluster, topic, (4, 7))
+        wait_lso(txn_cluster, topic, (6, 9))
         started = time.monotonic()
-        assert read_until(reader, {tp: 8}) == [Sent(topic, 0, b"after-expiry")]
+        assert read_until(reader, {tp: 10}) == [Sent(topic, 0, b"after-expiry")]
         assert time.monotonic() - started < SHORT_TXN_TIMEOUT_MS / 1000 + 5
         with pytest.raises(ProducerFencedError):       # the abort bumped its epoch: it is fenced now
             expiring.commit_transaction()
