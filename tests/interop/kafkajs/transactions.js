@@ -264,6 +264,7 @@ async function main () {
   }
   body.logs = logs
   report(body, code)
+  process.exit(code) // a consumer left running after an error would keep node alive
 }
 
 main()
