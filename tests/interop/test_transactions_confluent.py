@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from ._broker_support import PHASE_S, TIMEOUT_MS, unique
+from ._broker_support import PHASE_S, TIMEOUT_MS, stored_batches, unique
 from ._txn_support import (ABANDONED, FIRST_COMMIT, INPUT_COUNT, SHORT_TXN_TIMEOUT_MS, Sent, assert_exactly_once,
                            commit_abort_plan, count_requests, expected_reads, input_values, lso, new_topic,
                            ordered, output_of, plan_partitions, produce_inputs, txn_api_versions, wait_lso,
@@ -247,3 +247,33 @@ def test_a_fenced_producer_s_add_offsets_to_txn_is_fatal(txn_cluster):
         reader.close()
     assert_fenced(excinfo)
     assert txn_api_versions(txn_cluster, client_id)["AddOffsetsToTxn"] == [0]
+
+
+def test_an_abortable_produce_error_ends_in_an_epoch_bump(txn_cluster):
+    """A batch the broker refuses (MESSAGE_TOO_LARGE) is abortable; its sequence numbers are then skipped, so the
+    next transaction's Produce gets OUT_OF_ORDER_SEQUENCE_NUMBER (the marker left the producer at epoch 0 with no
+    sequence), which librdkafka answers, after EndTxn(abort), with the KIP-360 bump: InitProducerId v4 with its
+    producer id and epoch, which the coordinator bumps (transactions.md §2.4, §6). The third transaction commits."""
+    topic = unique("ck-bump")
+    txn_cluster.create_topic(topic, 1, config={"max.message.bytes": 2000})
+    client_id = unique("ck-bump")
+    producer = txn_producer(txn_cluster, unique("ck-bump-tid"), **{"client.id": client_id, "linger.ms": 0})
+    errors = []
+    for value in (b"x" * 5000, b"second", b"third"):
+        producer.begin_transaction()
+        producer.produce(topic, value, partition=0)
+        try:
+            producer.commit_transaction(PHASE_S)
+        except ck.KafkaException as e:
+            err = e.args[0]
+            errors.append((err.code(), err.txn_requires_abort(), err.fatal()))
+            producer.abort_transaction(PHASE_S)
+    assert errors == [(ck.KafkaError.MSG_SIZE_TOO_LARGE, True, False),
+                      (ck.KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER, True, False)]
+    assert [r.api_version for r in txn_cluster.broker(0).channel.request_log.records
+            if r.client_id == client_id and r.api_name == "InitProducerId"] == [4, 4]
+    wait_stable(txn_cluster, [(topic, 0)])
+    data = [(b.producer_epoch, b.base_sequence) for b in stored_batches(txn_cluster, topic, 0)
+            if not b.is_control_batch]
+    assert data == [(1, 0)]                            # "third", at the bumped epoch, sequence 0
+    assert read_to_end(txn_cluster, [(topic, 0)], "read_uncommitted", 1) == [Sent(topic, 0, b"third")]

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from ._broker_support import PHASE_S, TIMEOUT_MS, unique
+from ._broker_support import PHASE_S, TIMEOUT_MS, stored_batches, unique
 from ._txn_support import (ABANDONED, FIRST_COMMIT, INPUT_COUNT, SHORT_TXN_TIMEOUT_MS, Sent, assert_exactly_once,
                            commit_abort_plan, count_requests, expected_reads, input_values, lso, new_topic,
                            ordered, output_of, plan_partitions, produce_inputs, txn_api_versions, wait_lso,
@@ -21,7 +21,8 @@ from ._txn_support import (ABANDONED, FIRST_COMMIT, INPUT_COUNT, SHORT_TXN_TIMEO
 
 kafka = pytest.importorskip("kafka")
 from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition  # noqa: E402
-from kafka.errors import InvalidProducerEpochError, KafkaError, ProducerFencedError  # noqa: E402
+from kafka.errors import (InvalidProducerEpochError, KafkaError, MessageSizeTooLargeError,  # noqa: E402
+                          OutOfOrderSequenceNumberError, ProducerFencedError)
 
 pytestmark = pytest.mark.interop
 
@@ -158,12 +159,12 @@ def test_consume_process_produce_survives_a_crash(txn_cluster):
         "InitProducerId": [4], "TxnOffsetCommit": [3]}
 
 
-def commit_error_after_bump(cluster, producer, client_id: str):
-    """What commit_transaction() raises once the producer's epoch bump (its second InitProducerId) is
-    answered. Until the client has handled that answer it refuses the commit for being in
+def commit_error_after_bump(cluster, producer, client_id: str, init_requests: int = 2):
+    """What commit_transaction() raises once the producer's epoch bump (its ``init_requests``-th InitProducerId)
+    is answered. Until the client has handled that answer it refuses the commit for being in
     BUMPING_PRODUCER_EPOCH, a plain KafkaError: that is retried for a moment."""
     end = time.monotonic() + PHASE_S
-    while count_requests(cluster, client_id, "InitProducerId") < 2:
+    while count_requests(cluster, client_id, "InitProducerId") < init_requests:
         assert time.monotonic() < end, f"{client_id} never bumped its epoch"
     while True:
         try:
@@ -250,3 +251,33 @@ def test_read_committed_waits_at_the_lso_until_commit_or_timeout(txn_cluster):
         reader.close()
         for p in producers:
             p.close(timeout=0)
+
+
+def test_a_bump_in_the_middle_of_a_transaction_is_fenced(txn_cluster):
+    """kafka-python's KIP-360 trap (transactions.md §6): a batch the broker refuses (MESSAGE_TOO_LARGE) is
+    abortable, and the aborted transaction leaves a gap in the producer's sequence numbers, so the next
+    transaction's Produce gets OUT_OF_ORDER_SEQUENCE_NUMBER (45). kafka-python answers with an epoch bump at once,
+    without aborting first: InitProducerId v4 with (pid, epoch) for an Ongoing transaction, which the coordinator
+    fences and aborts (epoch + 1, answer CONCURRENT_TRANSACTIONS); the retry, still with the old epoch, is
+    PRODUCER_FENCED (90): fatal. Kafka's own rules (§2.4) give the same; the log holds two abort markers."""
+    topic = unique("kp-bump")
+    txn_cluster.create_topic(topic, 1, config={"max.message.bytes": 2000})
+    client_id = unique("kp-bump")
+    producer = txn_producer(txn_cluster, unique("kp-bump-tid"), client_id=client_id, linger_ms=0)
+    try:
+        producer.begin_transaction()
+        with pytest.raises(MessageSizeTooLargeError):
+            producer.send(topic, b"x" * 5000, partition=0).get(PHASE_S)
+        producer.abort_transaction()
+        producer.begin_transaction()
+        with pytest.raises(OutOfOrderSequenceNumberError):
+            producer.send(topic, b"second", partition=0).get(PHASE_S)
+        error = commit_error_after_bump(txn_cluster, producer, client_id, init_requests=3)
+        assert "in an error state: [Error 90] ProducerFencedError" in str(error), error
+    finally:
+        producer.close(timeout=0)
+    assert txn_api_versions(txn_cluster, client_id)["InitProducerId"] == [4]
+    assert count_requests(txn_cluster, client_id, "InitProducerId") == 3
+    wait_stable(txn_cluster, [(topic, 0)])
+    assert [(b.is_control_batch, b.producer_epoch) for b in stored_batches(txn_cluster, topic, 0)] == \
+        [(True, 0), (True, 1)]                         # the application's abort, then the fence's
