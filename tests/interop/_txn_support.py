@@ -165,3 +165,29 @@ def wait_lso(cluster, topic: str, expected: tuple[int, int], partition: int = 0,
         assert time.monotonic() < end, f"(LSO, HW) of {topic}-{partition} is {lso(cluster, topic, partition)}, " \
                                        f"expected {expected}"
         time.sleep(0.02)
+
+
+# -- fetches that start inside an aborted transaction -----------------------------------------------------------------
+def interleaved_transactions(cluster, topic: str, tag: str, pairs: int = 5) -> tuple[list[Sent], list[Sent]]:
+    """Two transactions on partition 0 of ``topic``, one batch per record, alternating: ``a0 c0 a1 c1 ...``; the
+    ``a`` one aborts and the ``c`` one commits. A reader that fetches one batch at a time starts most fetches
+    inside the aborted transaction, which the broker must still list in ``aborted_transactions`` (it began before
+    the fetch offset; transactions.md pitfall 11). Returns (read_committed, read_uncommitted) as they must read."""
+    import confluent_kafka as ck
+
+    aborting, committing = (ck.Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 0,
+                                         "transactional.id": unique(f"{tag}-{kind}")}) for kind in "ac")
+    for p in (aborting, committing):
+        p.init_transactions(PHASE_S)
+        p.begin_transaction()
+    everything = []
+    for i in range(pairs):
+        for p, kind in ((aborting, "a"), (committing, "c")):
+            value = f"{tag}-{kind}{i}".encode()
+            p.produce(topic, value, partition=0)
+            assert p.flush(PHASE_S) == 0           # one batch per record
+            everything.append(Sent(topic, 0, value))
+    aborting.abort_transaction(PHASE_S)
+    committing.commit_transaction(PHASE_S)
+    wait_stable(cluster, [(topic, 0)])
+    return [s for s in everything if b"-c" in s.value], everything

@@ -16,7 +16,8 @@ import pytest
 
 from ._broker_support import PHASE_S, TIMEOUT_MS, run_async, unique
 from ._txn_support import (ABANDONED, FIRST_COMMIT, INPUT_COUNT, SHORT_TXN_TIMEOUT_MS, Sent, assert_exactly_once,
-                           commit_abort_plan, count_requests, expected_reads, input_values, lso, new_topic,
+                           commit_abort_plan, count_requests, expected_reads, input_values, interleaved_transactions,
+                           lso, new_topic,
                            ordered, output_of, plan_partitions, produce_inputs, txn_api_versions, wait_lso,
                            wait_stable)
 
@@ -62,8 +63,8 @@ async def read_until(c, ends: dict, timeout: float = PHASE_S) -> list[Sent]:
             got.extend(Sent(m.topic, m.partition, m.value) for m in messages)
 
 
-async def read_to_end(cluster, partitions, isolation: str) -> list[Sent]:
-    c = await consumer(cluster, isolation)
+async def read_to_end(cluster, partitions, isolation: str, **conf) -> list[Sent]:
+    c = await consumer(cluster, isolation, **conf)
     try:
         tps = [TopicPartition(t, p) for t, p in partitions]
         c.assign(tps)
@@ -243,3 +244,15 @@ def test_read_committed_waits_at_the_lso_until_commit_or_timeout(txn_cluster):
                 await p.stop()
 
     run_async(main())
+
+
+def test_fetches_inside_an_aborted_transaction(txn_cluster):
+    topic = new_topic(txn_cluster, "aio-interleaved", 1)
+    committed, everything = interleaved_transactions(txn_cluster, topic, "aio")
+    one_batch = dict(max_partition_fetch_bytes=1, fetch_max_bytes=1)
+
+    async def main():
+        return (await read_to_end(txn_cluster, [(topic, 0)], "read_committed", **one_batch),
+                await read_to_end(txn_cluster, [(topic, 0)], "read_uncommitted", **one_batch))
+
+    assert run_async(main()) == (committed, everything)

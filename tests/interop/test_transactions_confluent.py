@@ -15,7 +15,8 @@ import pytest
 
 from ._broker_support import PHASE_S, TIMEOUT_MS, stored_batches, unique
 from ._txn_support import (ABANDONED, FIRST_COMMIT, INPUT_COUNT, SHORT_TXN_TIMEOUT_MS, Sent, assert_exactly_once,
-                           commit_abort_plan, count_requests, expected_reads, input_values, lso, new_topic,
+                           commit_abort_plan, count_requests, expected_reads, input_values, interleaved_transactions,
+                           lso, new_topic,
                            ordered, output_of, plan_partitions, produce_inputs, txn_api_versions, wait_lso,
                            wait_stable)
 
@@ -60,8 +61,8 @@ def collect(c, partitions, count: int, timeout: float = PHASE_S) -> list[Sent]:
     return got
 
 
-def read_to_end(cluster, partitions, isolation: str, count: int) -> list[Sent]:
-    c = consumer(cluster, isolation)
+def read_to_end(cluster, partitions, isolation: str, count: int, **conf) -> list[Sent]:
+    c = consumer(cluster, isolation, **conf)
     try:
         c.assign([ck.TopicPartition(t, p, ck.OFFSET_BEGINNING) for t, p in partitions])
         return ordered(collect(c, partitions, count))
@@ -277,3 +278,11 @@ def test_an_abortable_produce_error_ends_in_an_epoch_bump(txn_cluster):
             if not b.is_control_batch]
     assert data == [(1, 0)]                            # "third", at the bumped epoch, sequence 0
     assert read_to_end(txn_cluster, [(topic, 0)], "read_uncommitted", 1) == [Sent(topic, 0, b"third")]
+
+
+def test_fetches_inside_an_aborted_transaction(txn_cluster):
+    topic = new_topic(txn_cluster, "ck-interleaved", 1)
+    committed, everything = interleaved_transactions(txn_cluster, topic, "ck")
+    one_batch = {"max.partition.fetch.bytes": 1, "fetch.max.bytes": 1000, "message.max.bytes": 1000}
+    assert read_to_end(txn_cluster, [(topic, 0)], "read_committed", len(committed), **one_batch) == committed
+    assert read_to_end(txn_cluster, [(topic, 0)], "read_uncommitted", len(everything), **one_batch) == everything

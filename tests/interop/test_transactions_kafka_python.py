@@ -15,7 +15,8 @@ import pytest
 
 from ._broker_support import PHASE_S, TIMEOUT_MS, stored_batches, unique
 from ._txn_support import (ABANDONED, FIRST_COMMIT, INPUT_COUNT, SHORT_TXN_TIMEOUT_MS, Sent, assert_exactly_once,
-                           commit_abort_plan, count_requests, expected_reads, input_values, lso, new_topic,
+                           commit_abort_plan, count_requests, expected_reads, input_values, interleaved_transactions,
+                           lso, new_topic,
                            ordered, output_of, plan_partitions, produce_inputs, txn_api_versions, wait_lso,
                            wait_stable)
 
@@ -65,8 +66,8 @@ def read_until(c, ends: dict, timeout: float = PHASE_S) -> list[Sent]:
     return got
 
 
-def read_to_end(cluster, partitions, isolation: str) -> list[Sent]:
-    c = consumer(cluster, isolation)
+def read_to_end(cluster, partitions, isolation: str, **conf) -> list[Sent]:
+    c = consumer(cluster, isolation, **conf)
     try:
         tps = [TopicPartition(t, p) for t, p in partitions]
         c.assign(tps)
@@ -281,3 +282,11 @@ def test_a_bump_in_the_middle_of_a_transaction_is_fenced(txn_cluster):
     wait_stable(txn_cluster, [(topic, 0)])
     assert [(b.is_control_batch, b.producer_epoch) for b in stored_batches(txn_cluster, topic, 0)] == \
         [(True, 0), (True, 1)]                         # the application's abort, then the fence's
+
+
+def test_fetches_inside_an_aborted_transaction(txn_cluster):
+    topic = new_topic(txn_cluster, "kp-interleaved", 1)
+    committed, everything = interleaved_transactions(txn_cluster, topic, "kp")
+    one_batch = dict(max_partition_fetch_bytes=1, fetch_max_bytes=1)
+    assert read_to_end(txn_cluster, [(topic, 0)], "read_committed", **one_batch) == committed
+    assert read_to_end(txn_cluster, [(topic, 0)], "read_uncommitted", **one_batch) == everything
