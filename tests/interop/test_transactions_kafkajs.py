@@ -16,7 +16,8 @@ import pytest
 
 from ._broker_support import PHASE_S, kafkajs, unique
 from ._txn_support import (ABANDONED, FIRST_COMMIT, INPUT_COUNT, SHORT_TXN_TIMEOUT_MS, Sent, assert_exactly_once,
-                           commit_abort_plan, count_requests, expected_reads, input_values, lso, new_topic,
+                           commit_abort_plan, count_requests, expected_reads, input_values, interleaved_transactions,
+                           lso, new_topic,
                            ordered, plan_partitions, produce_inputs, txn_api_versions, wait_stable)
 
 pytestmark = pytest.mark.interop
@@ -29,10 +30,10 @@ def run(cluster, action: str, timeout: float = PHASE_S, **spec) -> dict:
                    script=SCRIPT)
 
 
-def read(cluster, topics, count: int, uncommitted: bool = False) -> list[Sent]:
+def read(cluster, topics, count: int, uncommitted: bool = False, **options) -> list[Sent]:
     """Every record a kafkajs consumer reads from the beginning of ``topics``: ``count`` of them and whatever
     else arrives within the next 300 ms."""
-    report = run(cluster, "read", topics=topics, read_uncommitted=uncommitted, count=count, settle_ms=300)
+    report = run(cluster, "read", topics=topics, read_uncommitted=uncommitted, count=count, settle_ms=300, **options)
     return ordered(Sent(t, p, v.encode()) for t, p, v in report["records"])
 
 
@@ -103,3 +104,10 @@ def test_read_committed_waits_at_the_lso_until_commit_or_timeout(txn_cluster):
     assert report["waited_ms"] < SHORT_TXN_TIMEOUT_MS + 5000
     assert report["expired_commit"]["type"] == "INVALID_PRODUCER_EPOCH", report   # the abort bumped its epoch
     assert lso(txn_cluster, topic, 0) == (10, 10)
+
+
+def test_fetches_inside_an_aborted_transaction(txn_cluster):
+    topic = new_topic(txn_cluster, "js-interleaved", 1)
+    committed, everything = interleaved_transactions(txn_cluster, topic, "js")
+    assert read(txn_cluster, [topic], len(committed), max_bytes_per_partition=1) == committed
+    assert read(txn_cluster, [topic], len(everything), uncommitted=True, max_bytes_per_partition=1) == everything

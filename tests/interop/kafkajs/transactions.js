@@ -7,7 +7,7 @@
 //
 //   "plan":    {"transactional_id": t, "plan": [["commit" | "abort", [[topic, partition, value], ...]], ...]}
 //              runs the transactions in order (an aborted one is sent first, then aborted).
-//   "read":    {"topics": [t, ...], "read_uncommitted": bool, "count": n, "settle_ms": ms}
+//   "read":    {"topics": [t, ...], "read_uncommitted": bool, "count": n, "settle_ms": ms, "max_bytes_per_partition": b}
 //              a consumer (kafkajs has none without a group) reads from the beginning until "count" records
 //              arrived, then "settle_ms" longer; reports every record read: [[topic, partition, value], ...].
 //   "process": {"input": t, "output": t, "group": g, "transactional_id": t, "steps": [[n, "commit" | "leave"], ...]}
@@ -76,6 +76,8 @@ async function startReader (kafka, spec, topics, readUncommitted) {
   const consumer = kafka.consumer({
     groupId: spec.group || `kafkajs-reader-${process.pid}-${Date.now()}`,
     readUncommitted,
+    maxBytesPerPartition: spec.max_bytes_per_partition || undefined,
+    maxBytes: spec.max_bytes_per_partition || undefined,
     sessionTimeout: 6000,
     heartbeatInterval: 500,
     maxWaitTimeInMs: 50
