@@ -117,8 +117,9 @@ def test_consume_process_produce_survives_a_crash(txn_cluster):
 
     def instance(client_id):
         producer = txn_producer(txn_cluster, tid, **{"client.id": client_id})
-        c = consumer(txn_cluster, "read_committed", **{"group.id": group, "enable.partition.eof": False})
-        c.assign([ck.TopicPartition(source, 0)])        # from the group's committed offset
+        c = consumer(txn_cluster, "read_committed", **{"group.id": group, "enable.partition.eof": False,
+                                                       "session.timeout.ms": 6000, "heartbeat.interval.ms": 200})
+        c.subscribe([source])   # a group member: TxnOffsetCommit v3 carries its generation and member id (KIP-447)
         return producer, c
 
     def process(producer, c, n: int, commit: bool) -> None:
@@ -144,7 +145,7 @@ def test_consume_process_produce_survives_a_crash(txn_cluster):
     producer, c = instance(crashed)
     process(producer, c, FIRST_COMMIT, commit=True)
     process(producer, c, ABANDONED, commit=False)
-    c.close()
+    c.close()                                          # leaves the group, so the restarted one joins at once
     del producer                                       # rd_kafka_destroy(): no EndTxn, the transaction stays open
     gc.collect()
     assert count_requests(txn_cluster, crashed, "EndTxn") == 1

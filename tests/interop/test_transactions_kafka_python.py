@@ -112,8 +112,8 @@ def test_consume_process_produce_survives_a_crash(txn_cluster):
 
     def instance(client_id):
         producer = txn_producer(txn_cluster, tid, client_id=client_id)
-        c = consumer(txn_cluster, "read_committed", group_id=group, max_poll_records=1)
-        c.assign([source_tp])                          # from the group's committed offset
+        c = consumer(txn_cluster, "read_committed", group_id=group, heartbeat_interval_ms=200)
+        c.subscribe([source])   # a group member: TxnOffsetCommit v3 carries its generation and member id (KIP-447)
         return producer, c
 
     def process(producer, c, n: int, commit: bool) -> None:
