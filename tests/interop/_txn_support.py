@@ -106,6 +106,8 @@ INPUT_COUNT = 8
 #: ABANDONED ones; the restarted instance must produce outputs for all of the rest, each once.
 FIRST_COMMIT = 3
 ABANDONED = 3
+#: (LSO, high watermark) of the output after the crash: the first transaction and its marker, then the open one
+CRASHED_LSO = (FIRST_COMMIT + 1, FIRST_COMMIT + 1 + ABANDONED)
 
 
 def input_values(tag: str) -> list[bytes]:

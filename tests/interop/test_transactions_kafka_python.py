@@ -14,11 +14,10 @@ import time
 import pytest
 
 from ._broker_support import PHASE_S, TIMEOUT_MS, stored_batches, unique
-from ._txn_support import (ABANDONED, FIRST_COMMIT, INPUT_COUNT, SHORT_TXN_TIMEOUT_MS, Sent, assert_exactly_once,
-                           commit_abort_plan, count_requests, expected_reads, input_values, interleaved_transactions,
-                           lso, new_topic,
-                           ordered, output_of, plan_partitions, produce_inputs, txn_api_versions, wait_lso,
-                           wait_stable)
+from ._txn_support import (ABANDONED, CRASHED_LSO, FIRST_COMMIT, INPUT_COUNT, SHORT_TXN_TIMEOUT_MS, Sent,
+                           assert_exactly_once, commit_abort_plan, count_requests, expected_reads, input_values,
+                           interleaved_transactions, new_topic, ordered, output_of, plan_partitions, produce_inputs,
+                           txn_api_versions, wait_lso, wait_stable)
 
 kafka = pytest.importorskip("kafka")
 from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition  # noqa: E402
@@ -140,7 +139,7 @@ def test_consume_process_produce_survives_a_crash(txn_cluster):
     c.close()
     producer.close(timeout=0)                          # no EndTxn: the transaction stays open
     assert count_requests(txn_cluster, crashed, "EndTxn") == 1
-    assert lso(txn_cluster, sink, 0)[0] == FIRST_COMMIT + 1
+    wait_lso(txn_cluster, sink, CRASHED_LSO)        # the open transaction holds the LSO
 
     restarted = unique("kp-eos-2")
     producer, c = instance(restarted)                  # init_transactions() fences the crashed one and aborts
@@ -237,15 +236,15 @@ def test_read_committed_waits_at_the_lso_until_commit_or_timeout(txn_cluster):
         expiring = txn_producer(txn_cluster, unique("kp-lso-expiring"),
                                 transaction_timeout_ms=SHORT_TXN_TIMEOUT_MS)
         producers.append(expiring)
+        started = time.monotonic()
         expiring.begin_transaction()
         expiring.send(topic, b"expired", partition=0).get(PHASE_S)
         later.begin_transaction()
         later.send(topic, b"after-expiry", partition=0)
         later.commit_transaction()
-        wait_lso(txn_cluster, topic, (6, 9))
-        started = time.monotonic()
         assert read_until(reader, {tp: 10}) == [Sent(topic, 0, b"after-expiry")]
-        assert time.monotonic() - started < SHORT_TXN_TIMEOUT_MS / 1000 + 5
+        # not before the coordinator aborted it (its clock starts at AddPartitionsToTxn, after started)
+        assert SHORT_TXN_TIMEOUT_MS / 1000 <= time.monotonic() - started < SHORT_TXN_TIMEOUT_MS / 1000 + 5
         with pytest.raises(ProducerFencedError):       # the abort bumped its epoch: it is fenced now
             expiring.commit_transaction()
     finally:
@@ -278,7 +277,7 @@ def test_a_bump_in_the_middle_of_a_transaction_is_fenced(txn_cluster):
     finally:
         producer.close(timeout=0)
     assert txn_api_versions(txn_cluster, client_id)["InitProducerId"] == [4]
-    assert count_requests(txn_cluster, client_id, "InitProducerId") == 3
+    assert count_requests(txn_cluster, client_id, "InitProducerId") >= 3   # 51 may come twice
     wait_stable(txn_cluster, [(topic, 0)])
     assert [(b.is_control_batch, b.producer_epoch) for b in stored_batches(txn_cluster, topic, 0)] == \
         [(True, 0), (True, 1)]                         # the application's abort, then the fence's

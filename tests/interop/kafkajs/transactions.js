@@ -223,11 +223,11 @@ async function lso (kafka, spec) {
     producers.push(expiringProducer)
     await expiringProducer.connect()
     const expiring = await expiringProducer.transaction()
+    const started = Date.now() // before AddPartitionsToTxn, where the coordinator's clock for it starts
     await sendOne(expiring, spec.topic, 0, 'expired')
     later = await laterProducer.transaction()
     await sendOne(later, spec.topic, 0, 'after-expiry')
     await later.commit()
-    const started = Date.now()
     await reader.waitFor(1, spec.timeout * 3)
     const waitedMs = Date.now() - started
     await sleep(200) // anything more would show up here
