@@ -117,7 +117,7 @@ def test_consume_process_produce_survives_a_crash(txn_cluster):
     def instance(client_id):
         producer = txn_producer(txn_cluster, tid, **{"client.id": client_id})
         c = consumer(txn_cluster, "read_committed", **{"group.id": group, "enable.partition.eof": False,
-                                                       "session.timeout.ms": 6000, "heartbeat.interval.ms": 200})
+                                                       "session.timeout.ms": 3000, "heartbeat.interval.ms": 200})
         c.subscribe([source])   # a group member: TxnOffsetCommit v3 carries its generation and member id (KIP-447)
         return producer, c
 

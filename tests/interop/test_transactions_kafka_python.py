@@ -111,7 +111,7 @@ def test_consume_process_produce_survives_a_crash(txn_cluster):
 
     def instance(client_id):
         producer = txn_producer(txn_cluster, tid, client_id=client_id)
-        c = consumer(txn_cluster, "read_committed", group_id=group, heartbeat_interval_ms=200)
+        c = consumer(txn_cluster, "read_committed", group_id=group, session_timeout_ms=3000, heartbeat_interval_ms=200)
         c.subscribe([source])   # a group member: TxnOffsetCommit v3 carries its generation and member id (KIP-447)
         return producer, c
 
