@@ -1,11 +1,11 @@
 """Shared pieces of the real-client transaction tests (``test_transactions_<client>.py``).
 
-Each client file runs the same five scenarios of issue 17 against a kafkalab broker, with that client's own
-transactional producer and its own consumer:
+Each client file runs the same scenarios of issue 17 against a kafkalab broker, with that client's own
+transactional producer and its own consumer, and checks the API versions it sent against transactions.md §6:
 
 * **commit and abort**: one transaction across two topics is committed, a second one aborted, a third committed;
   a read_committed consumer reads exactly the committed values, a read_uncommitted one every value, in offset
-  order (:data:`COMMIT_ABORT_PLAN`);
+  order (:func:`commit_abort_plan`);
 * **consume-process-produce after a crash**: a processor reads ``input``, writes ``out-<value>`` and sends its
   offsets inside each transaction; the first instance commits one transaction, writes a second and dies without
   deciding it; a new instance with the same ``transactional.id`` fences it, the broker aborts the open
@@ -16,7 +16,11 @@ transactional producer and its own consumer:
 * **the LSO**: a read_committed consumer stops at an open transaction's first offset even when a later
   transaction on the same partition has committed, and goes on once the open one commits, or once the
   coordinator aborts it at ``transaction.timeout.ms`` (a short one here, with a broker that looks for timed-out
-  transactions every :data:`ABORT_SCAN_MS`).
+  transactions every :data:`ABORT_SCAN_MS`);
+* **fetches inside an aborted transaction** (:func:`interleaved_transactions`): one batch per fetch, so most
+  fetches start after the aborted transaction's first offset.
+
+Client-specific traps (the fenced error's code, KIP-360 epoch bumps) are in the client's own file.
 
 Readers read to the end of each partition and the tests compare exact lists, so a missing or extra record fails.
 Before reading committed data, :func:`wait_stable` waits until every marker is written (the last stable offset
