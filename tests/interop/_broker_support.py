@@ -392,13 +392,14 @@ def require_kafkajs() -> None:
         pytest.skip(missing)
 
 
-def kafkajs(spec: dict, timeout: float = PHASE_S) -> dict:
-    """Run the kafkajs driver with ``spec``; returns its report (fails the test on an error)."""
+def kafkajs(spec: dict, timeout: float = PHASE_S, script: Path = KAFKAJS_DRIVER) -> dict:
+    """Run a kafkajs driver (``kafkajs/driver.js`` unless told) with ``spec``; returns its report (fails the
+    test on an error)."""
     require_kafkajs()
     spec = dict(spec)
     spec.setdefault("timeout", TIMEOUT_MS)
     env = dict(os.environ, KAFKAJS_NO_PARTITIONER_WARNING="1")
-    res = subprocess.run(["node", str(KAFKAJS_DRIVER)], input=json.dumps(spec).encode(), capture_output=True,
+    res = subprocess.run(["node", str(script)], input=json.dumps(spec).encode(), capture_output=True,
                          timeout=timeout, cwd=REPO, env=env)
     lines = [line for line in res.stdout.decode().splitlines() if line.startswith(REPORT_PREFIX)]
     assert lines, f"kafkajs driver printed no report (exit {res.returncode}):\n{res.stderr.decode()}"

@@ -21,3 +21,13 @@ def topic(cluster, request):
     name = unique(request.node.name.replace("[", "-").replace("]", "").replace("_", "-")[:60])
     cluster.create_topic(name, 2)
     return name
+
+
+@pytest.fixture(scope="module")
+def txn_cluster():
+    """One broker per transaction test module (``test_transactions_*.py``): ``__transaction_state`` with one
+    replica, and a short scan for timed-out transactions (:data:`._txn_support.TXN_OVERRIDES`)."""
+    from ._txn_support import TXN_OVERRIDES
+
+    with Cluster(brokers=1, overrides=TXN_OVERRIDES) as c:
+        yield c
