@@ -28,10 +28,13 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import Optional
 
-__all__ = ["SVG_FONT_FAMILY", "MIN_TEXT_PX", "text_width", "wrap_text", "stack_rows", "check_svg", "svgs_in", "TextBox"]
+__all__ = ["SVG_FONT_FAMILY", "GRAPHVIZ_FONT", "MIN_TEXT_PX", "text_width", "wrap_text", "stack_rows", "check_svg", "svgs_in", "TextBox"]
 
 #: The ``font-family`` of every SVG picture (an attribute value: no quotes needed).
 SVG_FONT_FAMILY = "DejaVu Sans,Verdana,Geneva,sans-serif"
+#: The ``fontname`` of Graphviz diagrams: Graphviz knows this face's widths and sizes its boxes with them;
+#: :func:`kafkalab.viz.render_svg` widens the ``font-family`` it writes to :data:`SVG_FONT_FAMILY`.
+GRAPHVIZ_FONT = "DejaVu Sans"
 #: Nothing a learner must read is smaller than this (px).
 MIN_TEXT_PX = 11.0
 #: Monospace faces (DejaVu Sans Mono, Menlo, Consolas) advance 0.602 em per character.
@@ -120,9 +123,13 @@ def _tag(el: ET.Element) -> str:
     return el.tag.rsplit("}", 1)[-1]
 
 
-def _translate(el: ET.Element) -> tuple[float, float]:
-    m = re.search(r"translate\(\s*(-?[\d.]+)[\s,]+(-?[\d.]+)\s*\)", el.get("transform", ""))
-    return (float(m.group(1)), float(m.group(2))) if m else (0.0, 0.0)
+def _transform(el: ET.Element) -> tuple[float, float, float]:
+    """``(scale, dx, dy)`` of an element's ``transform`` (Graphviz writes ``scale(s s) rotate(0) translate(x y)``:
+    the translation is in the scaled units)."""
+    spec = el.get("transform", "")
+    m = re.search(r"scale\(\s*(-?[\d.]+)", spec)
+    t = re.search(r"translate\(\s*(-?[\d.]+)[\s,]+(-?[\d.]+)\s*\)", spec)
+    return (float(m.group(1)) if m else 1.0, float(t.group(1)) if t else 0.0, float(t.group(2)) if t else 0.0)
 
 
 def _style(el: ET.Element, inherited: dict) -> dict:
@@ -138,8 +145,8 @@ def _style(el: ET.Element, inherited: dict) -> dict:
     return out
 
 
-def _box(text: str, x: float, y: float, style: dict) -> TextBox:
-    size = _num(style.get("font-size"), 16.0)
+def _box(text: str, x: float, y: float, style: dict, k: float = 1.0) -> TextBox:
+    size = k * _num(style.get("font-size"), 16.0)
     bold = style.get("font-weight", "normal") in ("bold", "bolder", "600", "650", "700", "800", "900")
     mono = any(n in style.get("font-family", "").lower() for n in _MONO_NAMES)
     width = text_width(text, size, bold=bold, mono=mono) - 0.5    # undo text_width's rounding up
@@ -149,35 +156,36 @@ def _box(text: str, x: float, y: float, style: dict) -> TextBox:
     return TextBox(text, size, x0, y - 0.73 * size, x0 + width, y + 0.24 * size, x)
 
 
-def _collect(el: ET.Element, style: dict, dx: float, dy: float, texts: list, rects: list) -> None:
+def _collect(el: ET.Element, style: dict, dx: float, dy: float, texts: list, rects: list, k: float = 1.0) -> None:
+    """Text boxes and rectangles in the root's user units: a point (x, y) of ``el`` is at ``(dx + k x, dy + k y)``."""
     style = _style(el, style)
-    tx, ty = _translate(el)
-    dx, dy = dx + tx, dy + ty
+    s, tx, ty = _transform(el)
+    dx, dy, k = dx + k * s * tx, dy + k * s * ty, k * s
     tag = _tag(el)
     if tag in ("title", "desc", "defs", "marker", "clipPath"):
         return
     if tag == "rect" and el.get("fill", "").lower() not in ("none", "transparent", "") \
             and _num(el.get("fill-opacity"), 1.0) > 0 and el.get("data-textbox") != "no":
-        rects.append((dx + _num(el.get("x")), dy + _num(el.get("y")),
-                      dx + _num(el.get("x")) + _num(el.get("width")), dy + _num(el.get("y")) + _num(el.get("height"))))
+        x, y = dx + k * _num(el.get("x")), dy + k * _num(el.get("y"))
+        rects.append((x, y, x + k * _num(el.get("width")), y + k * _num(el.get("height"))))
     if tag == "text":
-        x, y = dx + _num(el.get("x")), dy + _num(el.get("y"))
+        x, y = dx + k * _num(el.get("x")), dy + k * _num(el.get("y"))
         lead = (el.text or "").strip()
         if lead:
-            texts.append(_box(lead, x, y, style))
+            texts.append(_box(lead, x, y, style, k))
         for span in el:
             if _tag(span) != "tspan":
                 continue
             sstyle = _style(span, style)
             if span.get("x") is not None:
-                x = dx + _num(span.get("x"))
-            y = (dy + _num(span.get("y"))) if span.get("y") is not None else y + _num(span.get("dy"))
+                x = dx + k * _num(span.get("x"))
+            y = (dy + k * _num(span.get("y"))) if span.get("y") is not None else y + k * _num(span.get("dy"))
             words = "".join(span.itertext()).strip()
             if words:
-                texts.append(_box(words, x, y, sstyle))
+                texts.append(_box(words, x, y, sstyle, k))
         return
     for child in el:
-        _collect(child, style, dx, dy, texts, rects)
+        _collect(child, style, dx, dy, texts, rects, k)
 
 
 def text_boxes(svg: str) -> tuple[list[TextBox], list[tuple], float, float]:
@@ -185,14 +193,24 @@ def text_boxes(svg: str) -> tuple[list[TextBox], list[tuple], float, float]:
     for name, ref in _ENTITIES.items():
         svg = svg.replace(name, ref)
     root = ET.fromstring(svg)
+    width, height = _px(root.get("width")), _px(root.get("height"))
+    view = root.get("viewBox")
+    k = 1.0
+    if view:
+        vw, vh = (float(v) for v in view.replace(",", " ").split()[2:4])
+        k = width / vw if width and vw else 1.0
+        width, height = width or vw * k, height or vh * k
     texts: list[TextBox] = []
     rects: list[tuple] = []
-    _collect(root, {}, 0.0, 0.0, texts, rects)
-    width, height = _num(root.get("width")), _num(root.get("height"))
-    view = root.get("viewBox")
-    if view and not (width and height):
-        width, height = (float(v) for v in view.split()[2:4])
+    _collect(root, {}, 0.0, 0.0, texts, rects, k)       # everything in px as the browser draws it
     return texts, rects, width, height
+
+
+def _px(length: Optional[str]) -> float:
+    """A length attribute in CSS px (Graphviz writes ``pt``: 4/3 px)."""
+    if not length:
+        return 0.0
+    return _num(length) * (4 / 3 if length.strip().endswith("pt") else 1.0)
 
 
 def check_svg(svg: str, *, min_px: float = MIN_TEXT_PX) -> list[str]:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab.labs import lab06, lab08, lab13, lab15
+from kafkalab.labs import lab06, lab08, lab11, lab13, lab15
 from kafkalab.viz.textfit import MIN_TEXT_PX, check_svg, stack_rows, svgs_in, text_width, wrap_text
 
 LABS = Path(__file__).resolve().parents[2] / "labs"
@@ -90,6 +90,9 @@ PICTURES = {
     "lab 13 timeline: fault labels, leader bands, the lost-write legend": lambda: _run_timeline().svg(),
     "lab 08 replica timeline: step labels on the x-axis": lambda: _replica_timeline().svg(),
     "lab 06 segment map: index labels stacked, nothing below 11 px": lambda: _segment_map().svg(),
+    "lab 11 log strip: offsets and cell labels at 11 px, measured legend": lambda: lab11.LogStrip(
+        [(7, "data"), (None, "data"), (7, "data"), (8, "data"), (7, "COMMIT"), (9, "data"), (8, "ABORT")] * 2, 14,
+        title="orders-0").svg(),
     "lab 15 batch plan: end offsets at the right edge": lambda: lab15.batch_slices_svg(
         [{"0": 1125, "1": 1100, "2": 1108}] * 3),
     "lab 15 batch plan, many batches: the legend wraps": lambda: lab15.batch_slices_svg([{"0": 10, "1": 12}] * 14),
