@@ -104,8 +104,8 @@ def listeners_diagram(cluster, *, title: str = "Listeners"):
 
     from kafkalab.viz import Diagram
 
-    g = graphviz.Digraph(graph_attr={"rankdir": "LR", "label": title, "labelloc": "t", "fontsize": "13", "fontname": GRAPHVIZ_FONT,
-                                     "nodesep": "0.25"}, node_attr={"fontsize": "11", "fontname": GRAPHVIZ_FONT},
+    g = graphviz.Digraph(graph_attr={"rankdir": "LR", "label": title, "labelloc": "t", "fontsize": "13",
+                                     "fontname": GRAPHVIZ_FONT, "nodesep": "0.25"}, node_attr={"fontsize": "11", "fontname": GRAPHVIZ_FONT},
                          edge_attr={"fontsize": "9", "fontname": GRAPHVIZ_FONT})
     controller = cluster.controller_id
     g.node("client", "client\n(User:alice)", shape="box", style="rounded,filled", fillcolor="#e7f5ff")

@@ -5,20 +5,21 @@ Theory of operation
 An SVG ``<text>`` never wraps and never grows its box: a picture sized by guessing (``7 px per character``)
 clips its legend or runs its axis labels into each other as soon as a label is longer than the guess. So every
 SVG picture in kafkalab names one font, :data:`SVG_FONT_FAMILY` (DejaVu Sans first: it is what Debian's
-Chromium draws for ``system-ui`` and ``sans-serif``, and the widest of the common sans faces, so a picture that
-fits in it fits in the fallbacks too), and measures its text with that font's own advance widths:
+Chromium draws for ``system-ui`` and ``sans-serif``, and among the widest of the common sans faces, so a picture
+that fits in it fits in the narrower fallbacks too), and measures its text with that font's own advance widths:
 :func:`text_width` adds them up from a table read out of ``DejaVuSans.ttf`` and ``DejaVuSans-Bold.ttf``
 (``scripts/generate_font_metrics.py`` prints it; no font library is needed at run time, and the result is the
 same on every machine, so stored notebook outputs stay byte-for-byte stable). Kerning is ignored: it only ever
 makes a line narrower.
 
-:func:`wrap_text` breaks a label into lines no wider than a width; :func:`check_svg` reads a finished SVG back
-and lists what a reader would trip over: text smaller than :data:`MIN_TEXT_PX`, text that leaves the picture,
-text that runs past the filled box it sits in (boxes at
-least 12 px wide: narrower ones are swatches and bars), and two pieces of text that overlap. The lab tests run it on
-every picture the notebooks store.
+:func:`wrap_text` breaks a label into lines no wider than a width and :func:`stack_rows` moves a label down a
+row when it would touch its neighbour. :func:`check_svg` reads a finished SVG back (following ``transform``
+scales and translations, Graphviz's ``pt`` sizes and inherited font attributes) and lists what a reader would
+trip over: text smaller than :data:`MIN_TEXT_PX`, text that leaves the picture, text that runs past the filled
+box it sits in (boxes at least 12 px wide: narrower ones are swatches and bars) and two pieces of text that
+overlap. ``tests/viz/test_textfit.py`` runs it on every picture the notebooks store.
 
-This plays the part of the measuring a browser does for Kafka's web consoles; Kafka itself draws no pictures.
+No Kafka class corresponds to this module: Kafka draws no pictures.
 """
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import Optional
 
-__all__ = ["SVG_FONT_FAMILY", "GRAPHVIZ_FONT", "MIN_TEXT_PX", "text_width", "wrap_text", "stack_rows", "check_svg", "svgs_in", "TextBox"]
+__all__ = ["SVG_FONT_FAMILY", "GRAPHVIZ_FONT", "MIN_TEXT_PX", "text_width", "wrap_text", "stack_rows", "check_svg",
+           "svgs_in", "text_boxes", "TextBox"]
 
 #: The ``font-family`` of every SVG picture (an attribute value: no quotes needed).
 SVG_FONT_FAMILY = "DejaVu Sans,Verdana,Geneva,sans-serif"
@@ -42,9 +44,24 @@ MONO_ADVANCE = 0.602
 _MONO_NAMES = ("mono", "menlo", "consolas", "courier", "monaco")
 
 # Advance widths in 1/1000 em, printed by scripts/generate_font_metrics.py from DejaVu Sans 2.37.
-_REGULAR_CHARS = ' !"#$%&\'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~→←✕✗✓·–—…▾▸×≤≥'
-_REGULAR_WIDTHS = (318, 401, 460, 838, 636, 950, 780, 275, 390, 390, 500, 838, 318, 361, 318, 337, 636, 636, 636, 636, 636, 636, 636, 636, 636, 636, 337, 337, 838, 838, 838, 531, 1000, 684, 686, 698, 770, 632, 575, 775, 752, 295, 295, 656, 557, 863, 748, 787, 603, 787, 695, 635, 611, 732, 684, 989, 685, 611, 685, 390, 337, 390, 838, 500, 500, 613, 635, 550, 635, 615, 352, 635, 634, 278, 278, 579, 278, 974, 634, 612, 635, 635, 411, 521, 392, 634, 592, 818, 592, 592, 525, 636, 337, 636, 838, 838, 838, 838, 838, 838, 318, 500, 1000, 1000, 502, 502, 838, 838, 838)
-_BOLD_WIDTHS = (348, 456, 521, 838, 696, 1002, 872, 306, 457, 457, 523, 838, 380, 415, 380, 365, 696, 696, 696, 696, 696, 696, 696, 696, 696, 696, 400, 400, 838, 838, 838, 580, 1000, 774, 762, 734, 830, 683, 683, 821, 837, 372, 372, 775, 637, 995, 837, 850, 733, 850, 770, 720, 682, 812, 774, 1103, 771, 724, 725, 457, 365, 457, 838, 500, 500, 675, 716, 593, 716, 678, 435, 716, 712, 343, 343, 665, 343, 1042, 712, 687, 716, 716, 493, 595, 478, 712, 652, 924, 645, 652, 582, 712, 365, 712, 838, 838, 838, 838, 838, 838, 380, 500, 1000, 1000, 502, 502, 838, 838, 838)
+_REGULAR_CHARS = (
+    ' !"#$%&\'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNO'
+    'PQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~→←✕✗✓·–—…▾▸×≤≥'
+)
+_REGULAR_WIDTHS = (
+    318, 401, 460, 838, 636, 950, 780, 275, 390, 390, 500, 838, 318, 361, 318, 337, 636, 636, 636, 636, 636, 636,
+    636, 636, 636, 636, 337, 337, 838, 838, 838, 531, 1000, 684, 686, 698, 770, 632, 575, 775, 752, 295, 295, 656,
+    557, 863, 748, 787, 603, 787, 695, 635, 611, 732, 684, 989, 685, 611, 685, 390, 337, 390, 838, 500, 500, 613,
+    635, 550, 635, 615, 352, 635, 634, 278, 278, 579, 278, 974, 634, 612, 635, 635, 411, 521, 392, 634, 592, 818,
+    592, 592, 525, 636, 337, 636, 838, 838, 838, 838, 838, 838, 318, 500, 1000, 1000, 502, 502, 838, 838, 838
+)
+_BOLD_WIDTHS = (
+    348, 456, 521, 838, 696, 1002, 872, 306, 457, 457, 523, 838, 380, 415, 380, 365, 696, 696, 696, 696, 696, 696,
+    696, 696, 696, 696, 400, 400, 838, 838, 838, 580, 1000, 774, 762, 734, 830, 683, 683, 821, 837, 372, 372, 775,
+    637, 995, 837, 850, 733, 850, 770, 720, 682, 812, 774, 1103, 771, 724, 725, 457, 365, 457, 838, 500, 500, 675,
+    716, 593, 716, 678, 435, 716, 712, 343, 343, 665, 343, 1042, 712, 687, 716, 716, 493, 595, 478, 712, 652, 924,
+    645, 652, 582, 712, 365, 712, 838, 838, 838, 838, 838, 838, 380, 500, 1000, 1000, 502, 502, 838, 838, 838
+)
 _REGULAR = dict(zip(_REGULAR_CHARS, _REGULAR_WIDTHS))
 _BOLD = dict(zip(_REGULAR_CHARS, _BOLD_WIDTHS))
 #: A character the table does not know (CJK, emoji, ...) counts as one em: wide, never too narrow.
