@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from kafkalab.labs import lab06, lab08, lab11, lab13, lab15
+from kafkalab.viz import SequenceDiagram
 from kafkalab.viz.textfit import MIN_TEXT_PX, check_svg, stack_rows, svgs_in, text_width, wrap_text
 
 LABS = Path(__file__).resolve().parents[2] / "labs"
@@ -86,7 +87,16 @@ def _segment_map() -> lab06.SegmentMap:
     return lab06.SegmentMap([lab06.Segment(0, 976, batches, index, ())], highlight=20, title="one segment")
 
 
+def _sequence() -> SequenceDiagram:
+    seq = SequenceDiagram([("c", "client", "client_id a"), ("b", "broker 0", "")], title="one round trip")
+    seq.message("c", "b", "Metadata v12 · corr=1")
+    seq.message("b", "c", "corr=1", dashed=True, note="the answer to the first request, in order")
+    seq.note("the broker unmutes the connection and reads the next request from the socket buffer")
+    return seq
+
+
 PICTURES = {
+    "sequence diagram: whole-width notes and side notes widen the columns": lambda: _sequence().svg(),
     "lab 13 timeline: fault labels, leader bands, the lost-write legend": lambda: _run_timeline().svg(),
     "lab 08 replica timeline: step labels on the x-axis": lambda: _replica_timeline().svg(),
     "lab 06 segment map: index labels stacked, nothing below 11 px": lambda: _segment_map().svg(),
