@@ -30,6 +30,7 @@ import struct
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from kafkalab.labs import CheckResult, Part, check, check_equal, is_unanswered
+from kafkalab.viz.textfit import GRAPHVIZ_FONT
 from kafkalab.protocol import (ApiKey, FrameReader, InvalidReceiveError, api_name, encode_request, encode_response,
                                make_request, make_response, request_class, response_class, size_prefixed)
 from kafkalab.records import SimpleRecord, build_batch
@@ -163,10 +164,10 @@ def connections_diagram(connections: Iterable[Connection], client: str, brokers:
     from kafkalab.viz import Diagram
 
     g = graphviz.Digraph("connections", graph_attr={"rankdir": "LR", "bgcolor": "transparent", "nodesep": "0.35",
-                                                     "ranksep": "2.2", "fontname": "Helvetica"},
-                         node_attr={"fontname": "Helvetica", "fontsize": "11", "shape": "box", "style": "rounded,filled",
+                                                     "ranksep": "2.2", "fontname": GRAPHVIZ_FONT},
+                         node_attr={"fontname": GRAPHVIZ_FONT, "fontsize": "11", "shape": "box", "style": "rounded,filled",
                                     "fillcolor": "#f8f9fa", "color": "#868e96"},
-                         edge_attr={"fontname": "Helvetica", "fontsize": "10", "color": "#495057",
+                         edge_attr={"fontname": GRAPHVIZ_FONT, "fontsize": "10", "color": "#495057",
                                     "arrowsize": "0.6"})
     g.node("client", f"{client}\n(one process)", fillcolor="#e7f5ff", color="#1971c2")
     led = collections.defaultdict(list)
@@ -191,10 +192,10 @@ def request_path_diagram(num_io_threads: int = 8, queued_max_requests: int = 500
     from kafkalab.viz import Diagram
 
     g = graphviz.Digraph("path", graph_attr={"rankdir": "LR", "bgcolor": "transparent", "nodesep": "0.25",
-                                              "ranksep": "0.35", "fontname": "Helvetica"},
-                         node_attr={"fontname": "Helvetica", "fontsize": "10.5", "shape": "box",
+                                              "ranksep": "0.35", "fontname": GRAPHVIZ_FONT},
+                         node_attr={"fontname": GRAPHVIZ_FONT, "fontsize": "10.5", "shape": "box",
                                     "style": "rounded,filled", "fillcolor": "#f8f9fa", "color": "#868e96"},
-                         edge_attr={"fontname": "Helvetica", "fontsize": "9.5", "color": "#495057",
+                         edge_attr={"fontname": GRAPHVIZ_FONT, "fontsize": "9.5", "color": "#495057",
                                     "arrowsize": "0.6"})
     g.node("sock", "socket\n(one per connection)", fillcolor="#e7f5ff")
     g.node("proc", "network thread\nreads a frame, parses it,\nthen mutes the connection", fillcolor="#fff4e6")

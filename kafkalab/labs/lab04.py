@@ -27,6 +27,7 @@ from typing import Any, Iterable, Mapping, Optional
 
 from kafkalab.clients.metadata import STALE_METADATA_ERRORS
 from kafkalab.labs import CheckResult, check_equal, check_parts, is_unanswered
+from kafkalab.viz.textfit import GRAPHVIZ_FONT
 from kafkalab.protocol import ApiKey, ErrorCode, decode_response, encode_request, make_request, request_class
 from kafkalab.trace import RawConnection
 
@@ -144,12 +145,12 @@ def cluster_diagram(view, topic: str, *, title: str = "", dead: Iterable[int] = 
     from kafkalab.viz import Diagram
 
     dead = set(dead)
-    g = graphviz.Digraph("routing", graph_attr={"rankdir": "LR", "bgcolor": "transparent", "fontname": "Helvetica",
+    g = graphviz.Digraph("routing", graph_attr={"rankdir": "LR", "bgcolor": "transparent", "fontname": GRAPHVIZ_FONT,
                                                 "nodesep": "0.35", "ranksep": "1.0", "label": title,
                                                 "labelloc": "t", "fontsize": "13"},
-                         node_attr={"fontname": "Helvetica", "fontsize": "11", "shape": "box",
+                         node_attr={"fontname": GRAPHVIZ_FONT, "fontsize": "11", "shape": "box",
                                     "style": "rounded,filled", "fillcolor": "#ffffff", "color": "#868e96"},
-                         edge_attr={"fontname": "Helvetica", "fontsize": "9", "arrowsize": "0.6"})
+                         edge_attr={"fontname": GRAPHVIZ_FONT, "fontsize": "9", "arrowsize": "0.6"})
     g.node("client", f"{client}\n(metadata cache)", fillcolor="#e7f5ff", color="#1971c2")
     brokers = sorted(set(view.brokers) | dead)
     for b in brokers:
@@ -161,7 +162,7 @@ def cluster_diagram(view, topic: str, *, title: str = "", dead: Iterable[int] = 
             g.edge("client", f"b{b}", color="#74c0fc", style="dotted", arrowhead="none")
     info = view.topics[topic]
     with g.subgraph(name="cluster_parts") as s:
-        s.attr(label=f"topic {topic}", color="#ced4da", fontname="Helvetica", fontsize="11")
+        s.attr(label=f"topic {topic}", color="#ced4da", fontname=GRAPHVIZ_FONT, fontsize="11")
         for p in sorted(info.partitions):
             s.node(f"p{p}", f"{topic}-{p}\nleader epoch {info.partitions[p].leader_epoch}", fillcolor="#fff9db",
                    color="#f08c00")

@@ -36,6 +36,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 from kafkalab.clients.producer.accumulator import RECORD_BATCH_OVERHEAD
 from kafkalab.clients.producer.partitioner import murmur2, to_positive
 from kafkalab.labs import CheckResult, check, check_equal, check_parts, is_unanswered
+from kafkalab.viz.textfit import GRAPHVIZ_FONT
 
 __all__ = ["TOPIC", "T0", "CLIENT_ID", "config", "murmur2_steps", "partition_table", "produce_requests",
            "batch_rows", "sent_order", "pid", "routing_diagram", "order_events", "compression_rows", "plan_batches", "sequence_outcome",
@@ -172,8 +173,8 @@ def routing_diagram(placements: Sequence[tuple[str, int]], leaders: Mapping[int,
 
     colours = ["#d0ebff", "#d3f9d8", "#fff3bf", "#ffd8a8", "#e5dbff", "#ffc9c9"]
     g = graphviz.Digraph("routing", graph_attr={"rankdir": "LR", "bgcolor": "transparent", "ranksep": "1.2",
-                                                "nodesep": "0.12", "fontname": "Helvetica"},
-                         node_attr={"fontname": "Helvetica", "fontsize": "11", "shape": "box",
+                                                "nodesep": "0.12", "fontname": GRAPHVIZ_FONT},
+                         node_attr={"fontname": GRAPHVIZ_FONT, "fontsize": "11", "shape": "box",
                                     "style": "rounded,filled", "fillcolor": "#ffffff", "color": "#868e96"},
                          edge_attr={"color": "#868e96", "arrowsize": "0.6"})
     brokers = sorted(set(leaders.values()))

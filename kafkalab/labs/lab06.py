@@ -42,6 +42,7 @@ from typing import Any, Iterable, Mapping, NamedTuple, Optional, Sequence
 from kafkalab.labs import CheckResult, Part, check, check_equal, is_unanswered
 from kafkalab.records import crc_is_valid, read_batch_header
 from kafkalab.viz.style import UI_FONT as _FONT
+from kafkalab.viz.textfit import SVG_FONT_FAMILY, stack_rows, text_width
 
 __all__ = ["TOPIC", "T0", "FILE_ROLES", "file_tree", "read_masked", "Segment", "IndexEntry", "BatchInfo",
            "segments", "batches_of", "index_entries", "time_index_entries", "segment_file_for", "lookup_walk",
@@ -373,17 +374,21 @@ class SegmentMap:
         self.scale_bytes = segment_bytes or max([s.log_bytes for s in self.segs] + [1])
 
     def svg(self) -> str:
-        left, width, bar_h, gap = 190, 620, 26, 56
+        """Text at 11 px or more; index labels that would touch their neighbour go down a row."""
+        size, width, bar_h, row_h = 11, 620, 26, 13
+        left = max([190] + [8 + max(text_width(s.name, 12, mono=True), text_width(f"{s.log_bytes} bytes · active",
+                                                                                   size)) + 12 for s in self.segs])
         px = width / self.scale_bytes
         rows = []
         y = 30
+        right = left + width + 20
         target = None
         if self.highlight is not None and self.segs:
             target = segment_file_for([s.base_offset for s in self.segs], self.highlight)
         for seg in self.segs:
             active = seg is self.segs[-1]
             rows.append(f'<text x="8" y="{y + 17}" font-family="{_MONO}" font-size="12">{seg.name}</text>')
-            rows.append(f'<text x="8" y="{y + 31}" font-size="10" fill="#868e96">{seg.log_bytes} bytes'
+            rows.append(f'<text x="8" y="{y + 32}" font-size="{size}" fill="#868e96">{seg.log_bytes} bytes'
                         f'{" · active" if active else ""}</text>')
             rows.append(f'<rect x="{left}" y="{y}" width="{width}" height="{bar_h}" fill="#f8f9fa" '
                         f'stroke="#ced4da" stroke-dasharray="3,3"/>')
@@ -402,22 +407,26 @@ class SegmentMap:
                 rows.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{fill}" '
                             f'stroke="#fff"><title>offsets {b.base_offset}-{b.last_offset}, position {b.position}, '
                             f'{b.size} bytes</title></rect>')
-                if w >= 18:
-                    rows.append(f'<text x="{x + w / 2:.1f}" y="{y + 17}" font-size="10" text-anchor="middle" '
+                if w >= text_width(str(b.base_offset), size, mono=True) + 4:
+                    rows.append(f'<text x="{x + w / 2:.1f}" y="{y + 17}" font-size="{size}" text-anchor="middle" '
                                 f'font-family="{_MONO}" fill="{"#fff" if hit == b else "#1f2328"}">{b.base_offset}</text>')
-            for e in seg.index:
-                x = left + e.position * px
+            labels = [f"{e.offset}→{e.position}" for e in seg.index]
+            xs = [left + e.position * px for e in seg.index]
+            label_rows = stack_rows([(x - text_width(t, size, mono=True) / 2, x + text_width(t, size, mono=True) / 2)
+                                     for x, t in zip(xs, labels)], gap=4)
+            for e, x, label, row in zip(seg.index, xs, labels, label_rows):
                 bold = used is not None and e == used
                 colour = "#e8590c" if bold else "#495057"
-                rows.append(f'<line x1="{x:.1f}" y1="{y + bar_h + 20}" x2="{x:.1f}" y2="{y + bar_h + 2}" '
+                rows.append(f'<line x1="{x:.1f}" y1="{y + bar_h + 20 + row_h * row}" x2="{x:.1f}" y2="{y + bar_h + 2}" '
                             f'stroke="{colour}" stroke-width="{2 if bold else 1}" marker-end="url(#arr)"/>')
-                rows.append(f'<text x="{x:.1f}" y="{y + bar_h + 31}" font-size="9" text-anchor="middle" '
-                            f'font-family="{_MONO}" fill="{colour}">{e.offset}→{e.position}</text>')
-            y += bar_h + gap
+                rows.append(f'<text x="{x:.1f}" y="{y + bar_h + 32 + row_h * row}" font-size="{size}" '
+                            f'text-anchor="middle" font-family="{_MONO}" fill="{colour}">{label}</text>')
+                right = max(right, x + text_width(label, size, mono=True) / 2 + 8)
+            y += bar_h + 40 + row_h * (max(label_rows, default=0) + 1)
         height = y + 8
         title = (f'<text x="8" y="16" font-size="13" font-weight="700">{_e(self.title)}</text>' if self.title else "")
-        return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 20}" height="{height}" '
-                f'font-family="system-ui,sans-serif"><defs><marker id="arr" markerWidth="6" markerHeight="6" refX="3" '
+        return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{int(right + 0.999)}" height="{height}" '
+                f'font-family="{SVG_FONT_FAMILY}"><defs><marker id="arr" markerWidth="6" markerHeight="6" refX="3" '
                 f'refY="5" orient="auto"><path d="M0,0 L6,0 L3,6 z" fill="#495057"/></marker></defs>'
                 f'{title}{"".join(rows)}</svg>')
 

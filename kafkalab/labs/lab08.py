@@ -29,6 +29,7 @@ import html
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from kafkalab.labs import CheckResult, Part, check, check_equal, is_unanswered
+from kafkalab.viz.textfit import SVG_FONT_FAMILY, text_width, wrap_text
 
 __all__ = ["TOPIC", "RequestTap", "fetch_rows", "replica_rows", "leader_view", "ReplicaTimeline",
            "sample_invariants", "leader_partition", "high_watermark", "acks_outcome", "check_high_watermark", "check_acks_outcomes",
@@ -161,24 +162,34 @@ class ReplicaTimeline:
         return out
 
     def svg(self) -> str:
+        """One group of bars per step; each step's label is wrapped to its group's width (a group widens to
+        its label's longest word), so neighbouring labels never run into each other."""
+        size = 11
         top = max([v[0] for _, s in self.steps for v in s.values() if v] + [1])
         bar_w, gap, group_gap, chart_h, left, head = 16, 3, 26, 150, 34, 24
-        group_w = len(self.replicas) * (bar_w + gap) - gap
-        width = left + len(self.steps) * (group_w + group_gap) + 10
-        height = head + chart_h + 64
+        bars_w = len(self.replicas) * (bar_w + gap) - gap
+        lines = [wrap_text(label, bars_w + group_gap - 8, size) for label, _ in self.steps]
+        col_w = max([bars_w + group_gap] + [text_width(part, size) + 10 for ls in lines for part in ls])
         y0 = head + chart_h
+        label_h = 14 * max([len(ls) for ls in lines] + [1])
+        legend_y = y0 + label_h + 16
+        title = "log end offset (bar) and high watermark (dark part) per replica, step by step"
+        note = "pale = written, not yet committed; ✕ = broker down"
+        names_w = sum(14 + text_width(name, size) + 16 for name in self.replicas)
+        width = int(max(left + len(self.steps) * col_w + 10, left + text_width(title, size, bold=True) + 10,
+                        left + names_w, left + text_width(note, size) + 10) + 0.999)
+        height = legend_y + 36
         scale = chart_h / top
         e = html.escape
         parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-                 f'font-family="sans-serif" font-size="11">',
-                 f'<text x="{left}" y="14" font-weight="bold">log end offset (bar) and high watermark (dark part) '
-                 f'per replica, step by step</text>']
+                 f'font-family="{SVG_FONT_FAMILY}" font-size="{size}">',
+                 f'<text x="{left}" y="14" font-weight="bold">{e(title)}</text>']
         for v in range(0, top + 1, max(1, top // 5)):
             y = y0 - v * scale
             parts.append(f'<line x1="{left - 4}" y1="{y:.1f}" x2="{width - 10}" y2="{y:.1f}" stroke="#eee"/>'
                          f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" fill="#666">{v}</text>')
-        for i, (label, snap) in enumerate(self.steps):
-            gx = left + 6 + i * (group_w + group_gap)
+        for i, (_, snap) in enumerate(self.steps):
+            gx = left + 6 + i * col_w + (col_w - bars_w - group_gap) / 2
             for j, name in enumerate(self.replicas):
                 x = gx + j * (bar_w + gap)
                 colour = self.COLOURS[j % len(self.COLOURS)]
@@ -193,14 +204,15 @@ class ReplicaTimeline:
                              f'HW {hw}</title></rect>')
                 parts.append(f'<rect x="{x}" y="{y0 - hw * scale:.1f}" width="{bar_w}" height="{hw * scale:.1f}" '
                              f'fill="{colour}"/>')
-            parts.append(f'<text x="{gx + group_w / 2}" y="{y0 + 14}" text-anchor="middle">{e(label)}</text>')
+            for k, part in enumerate(lines[i]):
+                parts.append(f'<text x="{gx + bars_w / 2}" y="{y0 + 14 + 14 * k}" text-anchor="middle">'
+                             f'{e(part)}</text>')
         lx = left
         for j, name in enumerate(self.replicas):
-            parts.append(f'<rect x="{lx}" y="{y0 + 30}" width="10" height="10" fill="{self.COLOURS[j]}"/>'
-                         f'<text x="{lx + 14}" y="{y0 + 39}">{e(name)}</text>')
-            lx += 14 + 7 * len(name) + 16
-        parts.append(f'<text x="{left}" y="{y0 + 56}" fill="#666">pale = written, not yet committed; '
-                     f'✕ = broker down</text></svg>')
+            parts.append(f'<rect x="{lx}" y="{legend_y - 9}" width="10" height="10" fill="{self.COLOURS[j]}"/>'
+                         f'<text x="{lx + 14}" y="{legend_y}">{e(name)}</text>')
+            lx += 14 + text_width(name, size) + 16
+        parts.append(f'<text x="{left}" y="{legend_y + 18}" fill="#666">{e(note)}</text></svg>')
         return "".join(parts)
 
     def _repr_html_(self) -> str:

@@ -30,6 +30,7 @@ from typing import Any, Iterable, Mapping, Optional
 
 from kafkalab.controller.election import offline_partition_leader
 from kafkalab.labs import CheckResult, check_equal, check_parts, is_unanswered
+from kafkalab.viz.textfit import GRAPHVIZ_FONT
 from kafkalab.protocol import ApiKey, api_name
 
 __all__ = ["TOPIC", "ASSIGNMENT", "OVERRIDES", "CONTROLLER_APIS", "create_topic", "session_owners", "zk_tree",
@@ -255,22 +256,22 @@ def channels_diagram(cluster, *, title: str = "", dead: Iterable[int] = ()):
 
     dead = set(dead)
     cid = cluster.controller_id
-    g = graphviz.Digraph("controller", graph_attr={"rankdir": "LR", "bgcolor": "transparent", "fontname": "Helvetica",
+    g = graphviz.Digraph("controller", graph_attr={"rankdir": "LR", "bgcolor": "transparent", "fontname": GRAPHVIZ_FONT,
                                                    "label": title, "labelloc": "t", "fontsize": "13",
                                                    "nodesep": "0.4", "ranksep": "1.1"},
-                         node_attr={"fontname": "Helvetica", "fontsize": "11", "shape": "box",
+                         node_attr={"fontname": GRAPHVIZ_FONT, "fontsize": "11", "shape": "box",
                                     "style": "rounded,filled", "fillcolor": "#ffffff", "color": "#868e96"},
-                         edge_attr={"fontname": "Helvetica", "fontsize": "9", "arrowsize": "0.6"})
+                         edge_attr={"fontname": GRAPHVIZ_FONT, "fontsize": "9", "arrowsize": "0.6"})
     g.node("zk", "coordination store\n/brokers/ids, /controller,\n/controller_epoch, .../state", shape="cylinder",
            fillcolor="#f3f0ff", color="#7048e8")
     channels = sorted(cluster.call(lambda: list(cluster.broker(cid).controller.channel.brokers))) if cid >= 0 else []
     for b in sorted(cluster.brokers):
         with g.subgraph(name=f"cluster_b{b}") as s:
             if b in dead:
-                s.attr(label=f"broker {b} (dead)", color="#e03131", fontcolor="#c92a2a", fontname="Helvetica")
+                s.attr(label=f"broker {b} (dead)", color="#e03131", fontcolor="#c92a2a", fontname=GRAPHVIZ_FONT)
                 s.node(f"l{b}", "listener\n(gone)", fillcolor="#ffe3e3", color="#e03131")
                 continue
-            s.attr(label=f"broker {b}", color="#ced4da", fontname="Helvetica", fontsize="11")
+            s.attr(label=f"broker {b}", color="#ced4da", fontname=GRAPHVIZ_FONT, fontsize="11")
             s.node(f"l{b}", "PLAINTEXT listener\n(inter-broker)", fillcolor="#f8f9fa")
             if b == cid:
                 s.node("ctrl", f"controller\n(active, epoch {controller_epoch(cluster)})", fillcolor="#fff4e6",

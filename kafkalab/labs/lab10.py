@@ -46,6 +46,7 @@ from kafkalab.coordinator.group.records import (GroupMetadataKey, OffsetKey, rea
                                                 read_offset_value)
 from kafkalab.coordinator.group.state import TRANSITIONS
 from kafkalab.labs import CheckResult, Part, check, check_equal, is_unanswered
+from kafkalab.viz.textfit import GRAPHVIZ_FONT, SVG_FONT_FAMILY, text_width
 from kafkalab.protocol import ErrorCode
 from kafkalab.protocol.consumer_protocol import (Assignment, Subscription, annotate_subscription, encode_assignment,
                                                  encode_subscription, group_by_topic)
@@ -372,11 +373,10 @@ def state_machine(current: Optional[str] = None, taken: Iterable[tuple[str, str]
 
     taken = {(str(a), str(b)) for a, b in taken}
     g = graphviz.Digraph("group_states", graph_attr={"rankdir": "LR", "bgcolor": "transparent", "nodesep": "0.6",
-                                                      "ranksep": "1.1", "fontname": "Helvetica",
-                                                      "size": "9.5,7"},
-                         node_attr={"fontname": "Helvetica", "fontsize": "12", "shape": "box",
+                                                      "ranksep": "1.1", "fontname": GRAPHVIZ_FONT},
+                         node_attr={"fontname": GRAPHVIZ_FONT, "fontsize": "12", "shape": "box",
                                     "style": "rounded,filled", "fillcolor": "#ffffff", "color": "#868e96"},
-                         edge_attr={"fontname": "Helvetica", "fontsize": "9", "color": "#868e96",
+                         edge_attr={"fontname": GRAPHVIZ_FONT, "fontsize": "9", "color": "#868e96",
                                     "fontcolor": "#495057", "arrowsize": "0.6"})
     for state in S:
         name = state.value
@@ -392,7 +392,7 @@ def state_machine(current: Optional[str] = None, taken: Iterable[tuple[str, str]
             continue
         style = {"color": "#1971c2", "penwidth": "2", "fontcolor": "#1864ab"} if (a, b) in taken else {}
         if b == "Dead":
-            style.update(style="dashed", fontsize="8", constraint="false")
+            style.update(style="dashed", fontsize="9", constraint="false")
         g.edge(a, b, label=_wrap(why, 22 if b != "Dead" else 30), **style)
     caption = "The group state machine, drawn from kafkalab.coordinator.group.state.TRANSITIONS"
     if taken:
@@ -430,9 +430,22 @@ class RebalanceTimeline:
     def svg(self) -> str:
         e = html.escape
         row_h, top = 34, 40
-        height = top + row_h * (len(self.clients) + 1) + 74
+        legend = [("● JoinGroup (○ answered MEMBER_ID_REQUIRED)", _MARKS["JoinGroup"]),
+                  ("■ SyncGroup", _MARKS["SyncGroup"]), ("▶ LeaveGroup", _MARKS["LeaveGroup"]),
+                  ("◆ OffsetCommit", _MARKS["OffsetCommit"]),
+                  ("| Heartbeat (orange: answered REBALANCE_IN_PROGRESS)", _MARKS["Heartbeat"]),
+                  ("✕ removed by the coordinator", "#c92a2a"),
+                  ("pale bar: the coordinator holds the request (no answer yet) until the bar ends", "#868e96")]
+        legend_at, lx, line = [], 10, 0
+        for text, _ in legend:
+            w = text_width(text, 11)
+            if lx > 10 and lx + w > self.width - 10:
+                lx, line = 10, line + 1
+            legend_at.append((lx, line))
+            lx += w + 16
+        height = top + row_h * (len(self.clients) + 1) + 64 + 16 * line
         out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.width}" height="{height}" '
-               f'font-family="Helvetica,Arial,sans-serif" font-size="11">']
+               f'font-family="{SVG_FONT_FAMILY}" font-size="11">']
         if self.title:
             out.append(f'<text x="10" y="16" font-size="13" font-weight="bold" fill="#1f2328">{e(self.title)}</text>')
         # state band
@@ -445,10 +458,10 @@ class RebalanceTimeline:
                        f'fill="{_STATE_COLOURS.get(state, "#fff")}" stroke="#adb5bd" stroke-width="0.5">'
                        f'<title>{e(state)}</title></rect>')
             short = {"PreparingRebalance": "Preparing", "CompletingRebalance": "Completing"}.get(state, state)
-            if x1 - x0 > 8 * len(short) * 0.8:
+            if x1 - x0 >= text_width(short, 11) + 6:
                 out.append(f'<text x="{(x0 + x1) / 2:.1f}" y="{y + 15}" text-anchor="middle" '
                            f'fill="#343a40">{e(short)}</text>')
-            elif x1 - x0 > 20:
+            elif x1 - x0 >= text_width(short[0], 11) + 6:
                 out.append(f'<text x="{(x0 + x1) / 2:.1f}" y="{y + 15}" text-anchor="middle" '
                            f'fill="#343a40">{e(short[0])}</text>')
         # member rows
@@ -500,18 +513,10 @@ class RebalanceTimeline:
             x = self._x(ms)
             out.append(f'<line x1="{x:.1f}" y1="{y}" x2="{x:.1f}" y2="{y + 4}" stroke="#495057"/>'
                        f'<text x="{x:.1f}" y="{y + 16}" text-anchor="middle" fill="#495057">{ms / 1000:g} s</text>')
-        # legend
+        # legend: flowed onto as many lines as the width needs, each entry measured in the picture's font
         y += 38
-        legend = [("JoinGroup", "● JoinGroup (○ answered MEMBER_ID_REQUIRED)"), ("SyncGroup", "■ SyncGroup"),
-                  ("LeaveGroup", "▶ LeaveGroup"), ("OffsetCommit", "◆ OffsetCommit"),
-                  ("Heartbeat", "| Heartbeat (orange: answered REBALANCE_IN_PROGRESS)")]
-        x = 10
-        for api, text in legend:
-            out.append(f'<text x="{x}" y="{y}" fill="{_MARKS[api]}">{e(text)}</text>')
-            x += round(6 * len(text)) + 16
-        out.append(f'<text x="10" y="{y + 16}" fill="#c92a2a">✕ removed by the coordinator</text>'
-                   f'<text x="200" y="{y + 16}" fill="#868e96">pale bar: the coordinator holds the request '
-                   f'(no answer yet) until the bar ends</text>')
+        for text, colour, (lx, line) in zip((t for t, _ in legend), (c for _, c in legend), legend_at):
+            out.append(f'<text x="{lx}" y="{y + 16 * line}" fill="{colour}">{e(text)}</text>')
         out.append("</svg>")
         return "".join(out)
 

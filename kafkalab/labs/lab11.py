@@ -47,6 +47,7 @@ from kafkalab.coordinator.transaction import (MemoryTransactionLog, TransactionC
 from kafkalab.coordinator.transaction.state import TRANSITIONS
 from kafkalab.coordinator.transaction.transaction_log import read_txn_record_key, read_txn_record_value
 from kafkalab.labs import CheckResult, check_equal, check_parts, is_unanswered
+from kafkalab.viz.textfit import GRAPHVIZ_FONT, SVG_FONT_FAMILY, text_width
 from kafkalab.protocol import ApiKey, ErrorCode, api_name, response_class
 
 __all__ = ["T0", "TXN_ID", "GROUP", "OUTPUT", "INPUT", "OVERRIDES", "COORDINATOR_EPOCH", "txn_partition",
@@ -382,10 +383,10 @@ def state_machine(current: Optional[str] = None, taken: Iterable[tuple[str, str]
     taken = {(str(a), str(b)) for a, b in taken}
     visited = {a for a, _ in taken} | {b for _, b in taken}
     g = graphviz.Digraph("txn_states", graph_attr={"rankdir": "LR", "bgcolor": "transparent", "nodesep": "0.5",
-                                                    "ranksep": "1.0", "fontname": "Helvetica", "size": "10,6"},
-                         node_attr={"fontname": "Helvetica", "fontsize": "12", "shape": "box",
+                                                    "ranksep": "1.0", "fontname": GRAPHVIZ_FONT},
+                         node_attr={"fontname": GRAPHVIZ_FONT, "fontsize": "12", "shape": "box",
                                     "style": "rounded,filled", "fillcolor": "#ffffff", "color": "#868e96"},
-                         edge_attr={"fontname": "Helvetica", "fontsize": "9", "color": "#868e96",
+                         edge_attr={"fontname": GRAPHVIZ_FONT, "fontsize": "9", "color": "#868e96",
                                     "fontcolor": "#495057", "arrowsize": "0.6"})
     for state in S:
         name = state.value
@@ -505,9 +506,9 @@ class LogStrip:
             text = {"COMMIT": "C", "ABORT": "A"}.get(kind) or self.labels.get(offset, "" if pid is None else f"p{pid}")
             colour = "#ffffff" if kind in ("COMMIT", "ABORT") else "#212529"
             deco = ' text-decoration="line-through"' if status == "aborted" else ""
-            parts.append(f'<text x="{x + (W - 2) / 2}" y="{y0 + H / 2 + 4}" font-size="10" text-anchor="middle" '
+            parts.append(f'<text x="{x + (W - 2) / 2}" y="{y0 + H / 2 + 4}" font-size="11" text-anchor="middle" '
                          f'fill="{colour}"{deco}>{e(text)}</text>')
-            parts.append(f'<text x="{x + (W - 2) / 2}" y="{y0 + H + 12}" font-size="9" text-anchor="middle" '
+            parts.append(f'<text x="{x + (W - 2) / 2}" y="{y0 + H + 13}" font-size="11" text-anchor="middle" '
                          f'fill="#868e96">{offset}</text>')
         marks = [("LSO", self.lso, "#e8590c"), ("HW", self.hw, "#1971c2"), ("LEO", self.leo, "#495057")]
         levels: dict[int, int] = {}
@@ -515,20 +516,20 @@ class LogStrip:
             level = levels.get(offset, 0)
             levels[offset] = level + 1
             x = x0 + offset * W - 1
-            top, bottom = y0 - 4, y0 + H + 22 + level * 16
+            top, bottom = y0 - 4, y0 + H + 26 + level * 16
             parts.append(f'<line x1="{x}" y1="{top}" x2="{x}" y2="{bottom}" stroke="{colour}" stroke-width="2"/>')
             parts.append(f'<text x="{x + 4}" y="{bottom + 2}" font-size="11" font-weight="bold" fill="{colour}">'
                          f'{name} = {offset}</text>')
-        legend_y = y0 + H + 22 + 3 * 16 + 12
+        legend_y = y0 + H + 26 + 3 * 16 + 12
         lx = x0
         for status in ("plain", "committed", "open", "aborted", "COMMIT", "ABORT"):
             fill, stroke, label = _CELL[status]
             parts.append(f'<rect x="{lx}" y="{legend_y - 10}" width="12" height="12" fill="{fill}" stroke="{stroke}"/>')
-            parts.append(f'<text x="{lx + 16}" y="{legend_y}" font-size="10" fill="#495057">{e(label)}</text>')
-            lx += 30 + len(label) * 6.2
+            parts.append(f'<text x="{lx + 16}" y="{legend_y}" font-size="11" fill="#495057">{e(label)}</text>')
+            lx += 16 + text_width(label, 11) + 14
         height = legend_y + 10
         return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{max(width, lx)}" height="{height}" '
-                f'font-family="Helvetica, Arial, sans-serif">{"".join(parts)}</svg>')
+                f'font-family="{SVG_FONT_FAMILY}">{"".join(parts)}</svg>')
 
     def _repr_html_(self) -> str:
         return f'<div style="overflow-x:auto">{self.svg()}</div>'

@@ -39,6 +39,7 @@ from typing import Any, Iterable, Mapping, NamedTuple, Optional
 
 from kafkalab.common.config import ConfigException
 from kafkalab.labs import CheckResult, check_equal, check_parts, is_unanswered
+from kafkalab.viz.textfit import GRAPHVIZ_FONT
 from kafkalab.protocol import (ApiKey, ErrorCode, decode_request, decode_response, encode_request, make_request,
                                request_class)
 from kafkalab.security.acl import (WILDCARD_PRINCIPAL_STRING, AccessControlEntry, AclBinding, AclOperation, AclPermissionType, PatternType,
@@ -104,8 +105,8 @@ def listeners_diagram(cluster, *, title: str = "Listeners"):
     from kafkalab.viz import Diagram
 
     g = graphviz.Digraph(graph_attr={"rankdir": "LR", "label": title, "labelloc": "t", "fontsize": "13",
-                                     "nodesep": "0.25"}, node_attr={"fontsize": "11", "fontname": "Helvetica"},
-                         edge_attr={"fontsize": "9", "fontname": "Helvetica"})
+                                     "fontname": GRAPHVIZ_FONT, "nodesep": "0.25"}, node_attr={"fontsize": "11", "fontname": GRAPHVIZ_FONT},
+                         edge_attr={"fontsize": "9", "fontname": GRAPHVIZ_FONT})
     controller = cluster.controller_id
     g.node("client", "client\n(User:alice)", shape="box", style="rounded,filled", fillcolor="#e7f5ff")
     inter_broker = {}
@@ -147,9 +148,9 @@ def state_diagram(history: Iterable = ()):
     from kafkalab.viz import Diagram
 
     taken = {(str(a), e, str(b)) for a, e, b in history}
-    g = graphviz.Digraph(graph_attr={"rankdir": "LR", "nodesep": "0.3"},
-                         node_attr={"fontsize": "10", "fontname": "Helvetica", "shape": "box", "style": "rounded"},
-                         edge_attr={"fontsize": "9", "fontname": "Helvetica"})
+    g = graphviz.Digraph(graph_attr={"rankdir": "LR", "nodesep": "0.3", "fontname": GRAPHVIZ_FONT},
+                         node_attr={"fontsize": "10", "fontname": GRAPHVIZ_FONT, "shape": "box", "style": "rounded"},
+                         edge_attr={"fontsize": "9", "fontname": GRAPHVIZ_FONT})
     for (state, event), target in TRANSITIONS.items():
         bold = (str(state), event, str(target)) in taken
         g.edge(str(state), str(target), label=event, color="#2b8a3e" if bold else "#adb5bd",

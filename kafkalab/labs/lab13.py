@@ -35,6 +35,7 @@ import time
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from kafkalab.labs import CheckResult, Part, check, check_equal, is_unanswered
+from kafkalab.viz.textfit import SVG_FONT_FAMILY, stack_rows, text_width
 
 __all__ = ["TOPIC", "OVERRIDES", "DEFINITE_ERRORS", "classify", "recorder", "RunTimeline", "JepsenRun",
            "read_everything", "replica_rows", "setting_outcome", "lost_after_unclean_election", "check_lost_values",
@@ -122,55 +123,72 @@ class RunTimeline:
             row["lost"] += op.value in self.lost
         return list(out.values())
 
+    LEGEND = (("acknowledged (ok)", "#2f9e44"), ("refused (fail)", "#e03131"), ("unknown (info)", "#adb5bd"))
+    LOST_LABEL = "✕ acknowledged, then lost"
+
     def svg(self) -> str:
+        """Sends as coloured cells left to right, fault and leader labels stacked in rows so that none overlaps
+        another, and a legend; the picture is as wide as its longest text (measured in its own font)."""
         e = html.escape
-        step, left, top = 14, 70, 34
-        n = sum(1 for ev in self.events if ev[0] != "leader")
-        width = left + max(n, 1) * step + 150
-        lane_send, lane_leader = top + 56, top + 92
-        height = lane_leader + 60
+        size, step, left, line = 11, 14, 70, 14
+        xs, x = [], left                        # x of every event; leader changes take no column
+        for ev in self.events:
+            xs.append(x)
+            x += 0 if ev[0] == "leader" else step
+        end_x = x
+        faults = [(xs[i] + step / 2 + 3, ev[1]) for i, ev in enumerate(self.events) if ev[0] == "fault"]
+        fault_rows = stack_rows([(fx, fx + text_width(t, size)) for fx, t in faults])
+        top = 22 + line * (max(fault_rows, default=-1) + 1)       # the fault labels sit above the lanes
+        lane_send = top + 22
+        lane_leader = lane_send + 36
+        leaders = [(xs[i], ev[1], ev[2]) for i, ev in enumerate(self.events) if ev[0] == "leader"]
+        labels = [("no leader" if b < 0 else f"broker {b} (epoch {ep})") for _, b, ep in leaders]
+        leader_rows = stack_rows([(x0 + 3, x0 + 3 + text_width(t, size)) for (x0, _, _), t in zip(leaders, labels)])
+        label_top = lane_leader + 10                                # leader labels sit under their band
+        legend_y = label_top + line * (max(leader_rows, default=-1) + 1) + 22
+        height = legend_y + 8
+        legend = [(name, colour, text_width(name, size)) for name, colour in self.LEGEND]
+        legend_end = left + sum(14 + w + 16 for _, _, w in legend) + text_width(self.LOST_LABEL, size)
+        right = max([end_x + 130, legend_end, left + text_width(self.title, size, bold=True)]
+                    + [fx + text_width(t, size) for fx, t in faults]
+                    + [x0 + 3 + text_width(t, size) for (x0, _, _), t in zip(leaders, labels)])
+        width = int(right + 12.999)
         parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-                 f'font-family="sans-serif" font-size="11">',
+                 f'font-family="{SVG_FONT_FAMILY}" font-size="{size}">',
                  f'<text x="{left}" y="14" font-weight="bold">{e(self.title)}</text>',
                  f'<text x="6" y="{lane_send + 4}" fill="#555">sends</text>',
                  f'<text x="6" y="{lane_leader + 4}" fill="#555">leader</text>']
-        x, faults = left, 0
-        leaders: list[tuple[float, int, int]] = []
-        for ev in self.events:
-            if ev[0] == "leader":
-                leaders.append((x, ev[1], ev[2]))
+        for (fx, text), row in zip(faults, fault_rows):
+            ty = 22 + line * row + 10
+            parts.append(f'<line x1="{fx - 3}" y1="{ty - 10}" x2="{fx - 3}" y2="{lane_leader + 8}" '
+                         f'stroke="#343a40" stroke-dasharray="3,2"/>'
+                         f'<text x="{fx}" y="{ty}" fill="#343a40">{e(text)}</text>')
+        for ev, x in zip(self.events, xs):
+            if ev[0] != "send":
                 continue
-            if ev[0] == "fault":
-                parts.append(f'<line x1="{x + step / 2}" y1="{top}" x2="{x + step / 2}" y2="{lane_leader + 12}" '
-                             f'stroke="#343a40" stroke-dasharray="3,2"/>'
-                             f'<text x="{x + step / 2 + 3}" y="{top + 8 + 13 * (faults % 3)}" '
-                             f'fill="#343a40">{e(ev[1])}</text>')
-                faults += 1
-            else:
-                op = ev[1]
-                colour = self.COLOURS.get(op.type, "#adb5bd")
-                tip = f"{op.value!r}: {op.type}" + (f" offset {op.offset}" if op.offset is not None else "") + \
-                      (f" {op.error}" if op.type == "fail" else "")    # an info's error is the client's guess
-                parts.append(f'<rect x="{x + 2}" y="{lane_send - 7}" width="{step - 4}" height="14" fill="{colour}">'
-                             f'<title>{e(tip)}</title></rect>')
-                if op.value in self.lost:
-                    parts.append(f'<text x="{x + step / 2}" y="{lane_send + 22}" text-anchor="middle" '
-                                 f'font-size="13" fill="#c92a2a">✕</text>')
-            x += step
-        for i, (x0, broker, epoch) in enumerate(leaders):      # the last band runs on past the last event
-            x1 = leaders[i + 1][0] if i + 1 < len(leaders) else x + 130
+            op = ev[1]
+            colour = self.COLOURS.get(op.type, "#adb5bd")
+            tip = f"{op.value!r}: {op.type}" + (f" offset {op.offset}" if op.offset is not None else "") + \
+                  (f" {op.error}" if op.type == "fail" else "")    # an info's error is the client's guess
+            parts.append(f'<rect x="{x + 2}" y="{lane_send - 7}" width="{step - 4}" height="14" fill="{colour}">'
+                         f'<title>{e(tip)}</title></rect>')
+            if op.value in self.lost:
+                parts.append(f'<text x="{x + step / 2}" y="{lane_send + 22}" text-anchor="middle" '
+                             f'font-size="13" fill="#c92a2a">✕</text>')
+        for i, ((x0, broker, _), label, row) in enumerate(zip(leaders, labels, leader_rows)):
+            x1 = leaders[i + 1][0] if i + 1 < len(leaders) else end_x + 130   # the last band runs on
             colour = "#dee2e6" if broker < 0 else self.LEADER_COLOURS[broker % len(self.LEADER_COLOURS)]
-            label = "no leader" if broker < 0 else f"broker {broker} (epoch {epoch})"
+            ty = label_top + line * row + 10
             parts.append(f'<rect x="{x0}" y="{lane_leader - 8}" width="{max(x1 - x0, 2)}" height="16" '
                          f'fill="{colour}" fill-opacity="0.35" stroke="{colour}"/>'
-                         f'<text x="{x0 + 3}" y="{lane_leader + 4}">{e(label)}</text>')
-        lx, ly = left, height - 12
-        for name, colour in (("acknowledged (ok)", "#2f9e44"), ("refused (fail)", "#e03131"),
-                             ("unknown (info)", "#adb5bd")):
+                         f'<line x1="{x0 + 1}" y1="{lane_leader + 8}" x2="{x0 + 1}" y2="{ty + 2}" stroke="{colour}"/>'
+                         f'<text x="{x0 + 3}" y="{ty}">{e(label)}</text>')
+        lx, ly = left, legend_y
+        for name, colour, w in legend:
             parts.append(f'<rect x="{lx}" y="{ly - 9}" width="10" height="10" fill="{colour}"/>'
                          f'<text x="{lx + 14}" y="{ly}">{e(name)}</text>')
-            lx += 24 + 7 * len(name)
-        parts.append(f'<text x="{lx}" y="{ly}" fill="#c92a2a">✕ acknowledged, then lost</text></svg>')
+            lx += 14 + w + 16
+        parts.append(f'<text x="{lx}" y="{ly}" fill="#c92a2a">{e(self.LOST_LABEL)}</text></svg>')
         return "".join(parts)
 
     def _repr_html_(self) -> str:

@@ -29,6 +29,7 @@ from typing import Any, Mapping, Optional, Sequence
 from kafkalab.labs import CheckResult, Part, check, is_unanswered
 from kafkalab.spark.offsets import rate_limit
 from kafkalab.viz import progress
+from kafkalab.viz.textfit import SVG_FONT_FAMILY, text_width
 
 __all__ = ["EVENT_SCHEMA", "TOPIC", "load_events", "window_start", "window_totals", "plan_batches",
            "checkpoint_offsets", "batch_offsets_table", "check_batch_plan", "check_window_revenue",
@@ -219,11 +220,21 @@ def batch_slices_svg(batches: Sequence[Mapping], start: Optional[Mapping] = None
     begin = {p: int((start or {}).get(p, 0)) for p in parts}
     total = {p: begin[p] + sum(int(b.get(p, 0)) for b in batches) for p in parts}
     top = max(total.values(), default=1) or 1
-    left, bar_h, gap = 70, 22, 10
-    height = 30 + len(parts) * (bar_h + gap) + 20
-    scale = (width - left - 20) / top
+    size, bar_h, gap = 12, 22, 10
+    left = 8 + max([text_width(f"partition {p}", size) for p in parts] + [0]) + 10
+    right = 4 + max([text_width(str(t), size) for t in total.values()] + [0]) + 8    # room for the end offsets
+    legend = [f"batch {i}" for i in range(len(batches))]
+    legend_w = [14 + text_width(name, size) + 16 for name in legend]
+    legend_at, lx, ly = [], left, 0          # the legend wraps onto more lines when the batches are many
+    for w in legend_w:
+        if lx > left and lx + w > width:
+            lx, ly = left, ly + 16
+        legend_at.append((lx, ly))
+        lx += w
+    height = 30 + len(parts) * (bar_h + gap) + 20 + ly
+    scale = (width - left - right) / top
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'font-family="sans-serif" font-size="12">']
+           f'font-family="{SVG_FONT_FAMILY}" font-size="{size}">']
     for row, p in enumerate(parts):
         y = 20 + row * (bar_h + gap)
         out.append(f'<text x="8" y="{y + 15}">partition {p}</text>')
@@ -237,15 +248,14 @@ def batch_slices_svg(batches: Sequence[Mapping], start: Optional[Mapping] = None
             out.append(f'<rect x="{left + x * scale:.1f}" y="{y}" width="{n * scale:.1f}" height="{bar_h}" '
                        f'fill="{_COLOURS[i % len(_COLOURS)]}" stroke="white"><title>batch {i}: offsets {x}-'
                        f'{x + n - 1}</title></rect>')
-            if n * scale > 28:
+            if n * scale >= text_width(str(n), size) + 6:       # the count inside its slice only where it fits
                 out.append(f'<text x="{left + (x + n / 2) * scale:.1f}" y="{y + 15}" fill="white" '
                            f'text-anchor="middle">{n}</text>')
             x += n
         out.append(f'<text x="{left + x * scale + 4:.1f}" y="{y + 15}" fill="#495057">{x}</text>')
-    legend_y = height - 8
-    for i in range(len(batches)):
-        out.append(f'<rect x="{left + i * 70}" y="{legend_y - 10}" width="10" height="10" '
-                   f'fill="{_COLOURS[i % len(_COLOURS)]}"/><text x="{left + i * 70 + 14}" y="{legend_y}">batch {i}'
-                   f'</text>')
+    legend_y = 30 + len(parts) * (bar_h + gap) + 12
+    for i, (name, (lx, ly)) in enumerate(zip(legend, legend_at)):
+        out.append(f'<rect x="{lx}" y="{legend_y + ly - 10}" width="10" height="10" '
+                   f'fill="{_COLOURS[i % len(_COLOURS)]}"/><text x="{lx + 14}" y="{legend_y + ly}">{name}</text>')
     out.append("</svg>")
     return "".join(out)

@@ -30,6 +30,8 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+from kafkalab.viz.textfit import GRAPHVIZ_FONT, SVG_FONT_FAMILY
+
 __all__ = ["Diagram", "render_svg", "find_renderer", "GraphvizNotFoundError", "frame_layout_diagram"]
 
 
@@ -62,6 +64,7 @@ _URL_REF = re.compile(r"url\(#([^)]+)\)")
 
 def _normalise(svg: str, prefix: str) -> str:
     svg = _PROLOG.sub("", svg)
+    svg = svg.replace(f'font-family="{GRAPHVIZ_FONT}"', f'font-family="{SVG_FONT_FAMILY}"')   # fallbacks
     svg = _IDS.sub(lambda m: f'{m.group(1)}="{m.group(2)}{prefix}{m.group(3)}"'
                    if m.group(1) == "id" or m.group(2) else m.group(0), svg)
     svg = _URL_REF.sub(lambda m: f"url(#{prefix}{m.group(1)})", svg)
@@ -137,8 +140,8 @@ def frame_layout_diagram(annotation, *, title: Optional[str] = None) -> Diagram:
     else:
         model = FrameModel(annotation)
     g = graphviz.Digraph("frame", graph_attr={"rankdir": "LR", "bgcolor": "transparent", "nodesep": "0.3",
-                                              "ranksep": "0.35", "fontname": "Helvetica", "fontsize": "12"},
-                         node_attr={"shape": "plain", "fontname": "Helvetica", "fontsize": "10"},
+                                              "ranksep": "0.35", "fontname": GRAPHVIZ_FONT, "fontsize": "12"},
+                         node_attr={"shape": "plain", "fontname": GRAPHVIZ_FONT, "fontsize": "10"},
                          edge_attr={"color": "#868e96", "arrowsize": "0.7"})
     if title or model.title():
         g.attr(label=title or model.title(), labelloc="t")

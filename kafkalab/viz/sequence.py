@@ -9,15 +9,18 @@ other, a request whose connection dies is never answered. A sequence diagram dra
 a solid arrow, a response a dashed one, a message that never arrives ends in a ✗ half-way; a bar on a lifeline
 (:meth:`SequenceDiagram.span`) marks "busy with this" over several rows, and a note spans the whole width.
 
-The SVG depends only on what was added: text widths are estimated from character counts (no font metrics), the
-columns widen until every label fits, and nothing reads a clock, so nbval compares the stored picture byte for
-byte. :data:`API_COLOURS` gives the common request types one colour each, so arrows of the same API look alike
+The SVG depends only on what was added: text is set in :data:`~kafkalab.viz.textfit.SVG_FONT_FAMILY` and
+measured with that font's advance widths (:func:`~kafkalab.viz.textfit.text_width`, a table, the same on every
+machine), the columns widen until every label fits, and nothing reads a clock, so nbval compares the stored
+picture byte for byte. :data:`API_COLOURS` gives the common request types one colour each, so arrows of the same API look alike
 across labs (02: a client's versions; 03: pipelining and correlation ids).
 """
 from __future__ import annotations
 
 import html
 from typing import Iterable, Optional
+
+from kafkalab.viz.textfit import SVG_FONT_FAMILY, text_width
 
 __all__ = ["API_COLOURS", "SequenceDiagram"]
 
@@ -63,18 +66,27 @@ class SequenceDiagram:
 
     @staticmethod
     def _text_width(text: str, size: float = 12.0, bold: bool = False) -> float:
-        """A deterministic estimate of the rendered width (no font metrics: the same on every machine)."""
-        return len(text) * size * (0.6 if bold else 0.56)
+        """The rendered width in the diagram's font (deterministic: a table of the font's advance widths)."""
+        return text_width(text, size, bold=bold)
 
     def _fit_column(self) -> None:
         """Widen the columns until every label fits between its two lifelines and every title in its box."""
         need = self.column
         for _, title, subtitle in self.lifelines:
             need = max(need, self._text_width(title, 12, True) + 40, self._text_width(subtitle, 11) + 40)
+        n = len(self.lifelines)
+        if self.title:
+            need = max(need, (self._text_width(self.title, 14, True) + 20 - 60) / n)
         for row in self.rows:
-            if row[0] == "msg":
-                span = max(1, abs(self.index[row[2]] - self.index[row[1]]))
-                need = max(need, (self._text_width(row[3], 12, not row[5]) + 36) / span)
+            if row[0] == "note":                      # across the whole width
+                need = max(need, (self._text_width(row[1], 11.5) + 20 - 60) / n)
+                continue
+            span = max(1, abs(self.index[row[2]] - self.index[row[1]]))
+            need = max(need, (self._text_width(row[3], 12, not row[5]) + 36) / span)
+            if row[7]:                                # a side note right of the arrow's far end
+                right = max(self.index[row[1]], self.index[row[2]])
+                # 30 + column / 2 + right * column + 6 + 12 + width <= 60 + n * column
+                need = max(need, (self._text_width(row[7], 11) + 18 - 30) / (n - right - 0.5))
         self.column = int(need + 0.999)
 
     def svg(self) -> str:
@@ -85,7 +97,7 @@ class SequenceDiagram:
         y0 = top + head + 18
         height = y0 + self.ROW * len(self.rows) + 16
         out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-               f'viewBox="0 0 {width} {height}" font-family="system-ui,-apple-system,Segoe UI,Roboto,sans-serif" '
+               f'viewBox="0 0 {width} {height}" font-family="{SVG_FONT_FAMILY}" '
                f'font-size="12">',
                '<defs><marker id="kl-seq-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
                'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="context-stroke"/></marker></defs>',

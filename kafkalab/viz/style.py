@@ -60,7 +60,7 @@ BASE_CSS = f"""
 .kl-frame .kl-bad{{background:#ffe3e3;color:#c92a2a}}
 .kl-frame .kl-meta{{color:#656d76;font-size:12px}}
 .kl-frame .kl-chips{{display:flex;flex-wrap:wrap;align-items:center;gap:4px;margin:0 0 8px}}
-.kl-frame .kl-chips-label{{font:600 10.5px/1 system-ui,sans-serif;color:#656d76;text-transform:uppercase;
+.kl-frame .kl-chips-label{{font:600 11px/1 system-ui,sans-serif;color:#656d76;text-transform:uppercase;
  letter-spacing:.06em;margin-right:2px}}
 .kl-frame .kl-chip{{font:12px/1.3 {MONO};padding:2px 7px;border-radius:5px;cursor:pointer;
  border:1px solid rgba(0,0,0,.10);outline:var(--kl-w,0px) solid var(--kl-c,transparent);outline-offset:1px}}
@@ -76,7 +76,7 @@ BASE_CSS = f"""
 .kl-frame pre.kl-dump{{margin:0;padding:8px 10px;background:#fbfcfd;border:1px solid #e1e4e8;border-radius:6px;
  font:12.5px/1.75 {MONO};overflow-x:auto;color:#1f2328;white-space:pre}}
 .kl-frame .kl-o,.kl-frame .kl-ruler{{color:#8c959f}}
-.kl-frame .kl-ruler{{font-size:11px}}
+.kl-frame .kl-ruler{{font:inherit;color:#8c959f}}
 .kl-frame .kl-gap{{color:#8c959f;font-style:italic}}
 .kl-frame .kl-b{{border-radius:3px;cursor:pointer;padding:1px 0;opacity:var(--kl-op,1);
  outline:var(--kl-w,0px) solid var(--kl-c,transparent);outline-offset:0}}
@@ -113,7 +113,7 @@ BASE_CSS = f"""
 .kl-frame details:not([open])>summary .kl-tw::before{{content:"▸"}}
 .kl-frame .kl-sw{{display:inline-block;width:.8em;height:.8em;border-radius:2px;margin-right:5px;
  vertical-align:-.05em;border:1px solid rgba(0,0,0,.15)}}
-.kl-frame .kl-t{{font-size:10.5px;color:#495057;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}}
+.kl-frame .kl-t{{font-size:11px;color:#495057;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}}
 .kl-frame .kl-t span{{background:#f1f3f5;border-radius:3px;padding:0 4px}}
 .kl-frame .kl-l.kl-tag .kl-t span{{background:#fff;border:1px dashed #868e96}}
 .kl-frame .kl-r{{color:#656d76;white-space:nowrap;text-align:right}}

@@ -347,3 +347,19 @@ def test_view_digest_covers_the_options():
     assert 'class="kl-frame mine"' in show_frame(frame, view_id="mine").html()
     with pytest.raises(ValueError, match="CSS identifier"):
         show_frame(frame, view_id='x"><script>')
+
+
+def test_the_ruler_is_set_in_the_bytes_font_and_its_numbers_stand_over_their_bytes():
+    """The ruler used to be 11 px over 12.5 px bytes: by byte 15 it had drifted two columns to the left."""
+    from kafkalab.viz.style import BASE_CSS
+    for selectors, body in re.findall(r"([^{}]*)\{([^{}]*)\}", BASE_CSS):
+        if "kl-ruler" in selectors:
+            assert "font-size" not in body and re.sub(r"font:inherit", "", body).count("font") == 0, body
+    html = show_frame(metadata_request())._repr_html_()
+    dump = re.search(r'<pre class="kl-dump">(.*?)</pre>', html, re.S).group(1)
+    ruler, first = (re.sub(r"<[^>]+>", "", line) for line in dump.split("\n")[:2])
+    hexes = re.findall(r"\b[0-9a-f]{2}\b", first[:first.index("|")])
+    assert len(hexes) == 16
+    for i in (0, 7, 8, 15):                                       # each ruler number sits over its byte
+        col = ruler.index(f"{i:>2}", 6 + 3 * i - 1)
+        assert first[col:col + 2] == hexes[i]
