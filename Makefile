@@ -2,13 +2,15 @@
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
+# extra `jupyter lab` flags, e.g. LAB_FLAGS="--no-browser --port=8899" (tests/browser starts `make lab` with them)
+LAB_FLAGS ?=
 SETUP  := $(VENV)/.kafkalab-setup
 
 .PHONY: lab test lint broker setup check-python clean
 
 ## lab: set everything up and start JupyterLab on labs/ (each notebook starts its own embedded broker)
 lab: setup
-	$(VENV)/bin/jupyter lab --notebook-dir=labs
+	$(VENV)/bin/jupyter lab --notebook-dir=labs $(LAB_FLAGS)
 
 ## test: set everything up, run `lint`, then the whole suite: pytest (unit, interop, scenarios) + nbval (every lab)
 test: lint
