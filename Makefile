@@ -10,6 +10,7 @@ SETUP  := $(VENV)/.kafkalab-setup
 
 ## lab: set everything up and start JupyterLab on labs/ (each notebook starts its own embedded broker)
 lab: setup
+	@$(VENV)/bin/jupyter trust labs/*.ipynb >/dev/null   # stored pictures and hex dumps render before a cell runs
 	$(VENV)/bin/jupyter lab --notebook-dir=labs $(LAB_FLAGS)
 
 ## test: set everything up, run `lint`, then the whole suite: pytest (unit, interop, scenarios) + nbval (every lab)
