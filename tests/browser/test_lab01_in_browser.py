@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.browser.lab_server import makefile_has_target
+
 LAB01 = "01_the_wire.ipynb"
 #: console entries JupyterLab itself logs at SEVERE that say nothing about the labs' outputs
 CONSOLE_NOISE = ("favicon.ico", "/api/workspaces", "lab/api/translations")
@@ -131,6 +133,9 @@ return res;
 """
 
 
+@pytest.mark.xfail(not makefile_has_target("lab-instructor"), strict=True,
+                   reason="issue 18 part 3 (CSS for a 1024-px window) and part 4 (no text below 11 px) fix this; "
+                          "the hex dump's ASCII column is cut off and the tree's wire types are 10 px until then")
 def test_hex_dumps_readable_at_1024px_with_the_file_browser_open(lab01, browser):
     try:
         browser.driver.set_window_size(1024, 768)
