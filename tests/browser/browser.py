@@ -42,8 +42,6 @@ def require_browser():
 
 
 # -- JavaScript run in the page ---------------------------------------------------------------------------------------
-JS_NOTEBOOK = "const p = window.jupyterapp.shell.currentWidget; return p && p.content && p.content.widgets ? p : null;"
-
 #: the current notebook's code cells: how many, how many ran, which still run, and the errors they output
 JS_RUN_STATE = """
 const p = window.jupyterapp.shell.currentWidget;
@@ -65,6 +63,40 @@ const p = window.jupyterapp.shell.currentWidget;
 const k = p && p.sessionContext && p.sessionContext.session && p.sessionContext.session.kernel;
 return !!(k && k.status === 'idle' && p.context.isReady);
 """
+
+#: lab 01, the lab with the stored hex dumps and pictures the browser test looks at
+LAB01 = "01_the_wire.ipynb"
+#: console entries JupyterLab itself logs at SEVERE that say nothing about the labs' outputs
+CONSOLE_NOISE = ("favicon.ico", "/api/workspaces", "lab/api/translations")
+
+#: per stored output area that holds a picture: whether a picture shows, or the untrusted placeholder/raw text
+JS_STORED_PICTURES = """
+const out = [];
+const p = window.jupyterapp.shell.currentWidget;
+p.content.widgets.forEach((cell, i) => {
+  if (cell.model.type !== 'code') return;
+  cell.model.outputs.toJSON().forEach((o, j) => {
+    const d = o.data || {};
+    const svg = 'image/svg+xml' in d || String(d['text/html'] || '').includes('<svg');
+    const frame = String(d['text/html'] || '').includes('kl-frame');
+    if (!svg && !frame) return;
+    const area = cell.node.querySelectorAll('.jp-OutputArea-output')[j];
+    const text = area ? area.innerText : '';
+    out.push({cell: i, svg: svg, frame: frame,
+              svg_shown: !!(area && area.querySelector('svg, img[src^="data:image/svg"]')),
+              frame_styled: !!(area && area.querySelector('.kl-frame') &&
+                               getComputedStyle(area.querySelector('.kl-frame')).borderTopStyle === 'solid'),
+              placeholder: text.includes('untrusted') || text.startsWith('<')});
+  });
+});
+return out;
+"""
+
+
+def stored_pictures_not_shown(pictures: list[dict]) -> list[dict]:
+    """The entries of JS_STORED_PICTURES that a person sees as raw text or an 'untrusted' placeholder."""
+    return [p for p in pictures if (p["svg"] and not p["svg_shown"]) or (p["frame"] and not p["frame_styled"])
+            or p["placeholder"]]
 
 
 class Browser:
@@ -144,7 +176,15 @@ class Browser:
         return self.js("const p = window.jupyterapp.shell.currentWidget; return p && p.context ? p.context.path : null;")
 
     def run_all(self, timeout_s: float) -> dict:
-        """Run every cell of the current notebook; return the final run state (see JS_RUN_STATE)."""
+        """Run every cell of the current notebook; return the final run state (see JS_RUN_STATE).
+
+        The stored outputs and execution counts are cleared first, so "every cell has a count" means "ran now".
+        """
+        self.driver.execute_async_script("const done = arguments[arguments.length - 1];"
+                                         "window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')"
+                                         ".then(() => done(1));")
+        cleared = self.js(JS_RUN_STATE)
+        assert cleared["ran"] == 0 and not cleared["errors"], f"clearing the outputs left {cleared}"
         self.command("notebook:run-all-cells")
 
         def finished():

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from tests.browser.lab_server import REPO
-from tests.browser.test_lab01_in_browser import CONSOLE_NOISE
+from tests.browser.browser import CONSOLE_NOISE
 
 LAB00 = "00_tour.ipynb"
 

@@ -8,35 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.browser.browser import CONSOLE_NOISE, JS_STORED_PICTURES, LAB01, stored_pictures_not_shown
 from tests.browser.lab_server import makefile_has_target
-
-LAB01 = "01_the_wire.ipynb"
-#: console entries JupyterLab itself logs at SEVERE that say nothing about the labs' outputs
-CONSOLE_NOISE = ("favicon.ico", "/api/workspaces", "lab/api/translations")
-
-#: per stored output area that holds a picture: whether a picture shows, or the untrusted placeholder/raw text
-JS_STORED_PICTURES = """
-const out = [];
-const p = window.jupyterapp.shell.currentWidget;
-p.content.widgets.forEach((cell, i) => {
-  if (cell.model.type !== 'code') return;
-  cell.model.outputs.toJSON().forEach((o, j) => {
-    const d = o.data || {};
-    const svg = 'image/svg+xml' in d || String(d['text/html'] || '').includes('<svg');
-    const frame = String(d['text/html'] || '').includes('kl-frame');
-    if (!svg && !frame) return;
-    const area = cell.node.querySelectorAll('.jp-OutputArea-output')[j];
-    const text = area ? area.innerText : '';
-    out.push({cell: i, svg: svg, frame: frame,
-              svg_shown: !!(area && area.querySelector('svg, img[src^="data:image/svg"]')),
-              frame_styled: !!(area && area.querySelector('.kl-frame') &&
-                               getComputedStyle(area.querySelector('.kl-frame')).borderTopStyle === 'solid'),
-              placeholder: text.includes('untrusted') || text.startsWith('<')});
-  });
-});
-return out;
-"""
-
 
 @pytest.fixture(scope="module")
 def lab01(browser, instructor_server):
@@ -55,8 +28,7 @@ def lab01(browser, instructor_server):
 def test_stored_pictures_render_before_any_cell_runs(lab01):
     pictures = lab01["fresh"]
     assert pictures, "lab 01 has no stored picture or hex dump to look at"
-    not_shown = [p for p in pictures if (p["svg"] and not p["svg_shown"]) or (p["frame"] and not p["frame_styled"])
-                 or p["placeholder"]]
+    not_shown = stored_pictures_not_shown(pictures)
     assert not not_shown, f"stored outputs shown as raw text or 'untrusted' before running: {not_shown}"
 
 
