@@ -35,7 +35,7 @@ def instructor_server(browser, tmp_path_factory):
 
 
 @pytest.fixture(scope="package")
-def participant_server(browser, tmp_path_factory):
+def participant_server(tmp_path_factory):
     """``make lab`` when it serves the participant versions (the Makefile then also has ``lab-instructor``)."""
     if not makefile_has_target("lab-instructor"):
         pytest.skip("no participant versions yet: the Makefile has no lab-instructor target (issue 18, part 3)")

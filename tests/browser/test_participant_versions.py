@@ -35,7 +35,7 @@ def served_notebooks(server) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def participant_lab(browser, participant_server):
+def participant_lab(participant_server, browser):
     browser.driver.set_window_size(1400, 1000)
     browser.open_lab(participant_server.url())
     browser.wait(lambda: browser.current_path(), 20, "make lab to open a notebook")
