@@ -11,8 +11,10 @@ layout), the runtime files and the data folder (so the notebook signatures ``mak
 """
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import secrets
 import socket
 import subprocess
@@ -104,6 +106,21 @@ class LabServer:
 
     def url(self, path: str = "") -> str:
         return f"{self.base}/{path}?token={self.token}"
+
+    def opening_url(self) -> str:
+        """The address ``make lab`` opens in the learner's browser (token included).
+
+        The server writes it, browser or not, into its runtime folder: ``jpserver-file-to-run-<pid>-open.html``
+        when a file to open was named on the command line, else ``jpserver-<pid>-open.html`` (its default URL).
+        """
+        runtime = self.state_dir / "runtime"
+        pages = sorted(runtime.glob("jpserver-file-to-run-*-open.html")) or sorted(runtime.glob("jpserver-*-open.html"))
+        if not pages:
+            raise RuntimeError(f"JupyterLab wrote no browser-open page in {runtime}:\n{self.log()}")
+        found = re.search(r'href="([^"]+)"', pages[0].read_text())
+        if not found:
+            raise RuntimeError(f"no address in {pages[0]}")
+        return html.unescape(found.group(1))
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-4000:] if self.log_path.exists() else ""

@@ -73,7 +73,7 @@ def lab00(request):
         pytest.skip("kafkalab.viz has no ClusterDashboard yet (issue 18, part 1)")
     browser, instructor_server = request.getfixturevalue("browser"), request.getfixturevalue("instructor_server")
     browser.driver.set_window_size(1400, 1000)
-    browser.open_lab(instructor_server.url())
+    browser.open_lab(instructor_server.opening_url())
     browser.open_notebook(next(p["path"] for p in instructor_server.api("contents")["content"]
                                if p["path"].endswith(LAB00)))
     instructor_server.remember_processes()

@@ -15,7 +15,7 @@ from tests.browser.lab_server import makefile_has_target
 def lab01(browser, instructor_server):
     """Lab 01 freshly opened in the server ``make lab`` started: the stored pictures, then the Run All result."""
     browser.driver.set_window_size(1400, 1000)
-    browser.open_lab(instructor_server.url())
+    browser.open_lab(instructor_server.opening_url())
     browser.open_notebook(LAB01)
     fresh = browser.wait(lambda: browser.js(JS_STORED_PICTURES), 10, "stored outputs of lab 01")
     browser.screenshot("lab01-fresh")

@@ -37,7 +37,7 @@ def served_notebooks(server) -> list[str]:
 @pytest.fixture(scope="module")
 def participant_lab(participant_server, browser):
     browser.driver.set_window_size(1400, 1000)
-    browser.open_lab(participant_server.url())
+    browser.open_lab(participant_server.opening_url())
     browser.wait(lambda: browser.current_path(), 20, "make lab to open a notebook")
     browser.wait(lambda: browser.js("const p = window.jupyterapp.shell.currentWidget;"
                                     "return !!(p && p.context && p.context.isReady);"), 20, "the notebook to load")
