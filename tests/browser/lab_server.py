@@ -3,8 +3,9 @@
 The command is the Makefile's own recipe, run by ``make`` with ``LAB_FLAGS`` (the Makefile's hook for extra
 ``jupyter lab`` flags) adding only what a test needs: no browser of its own, a free port, a token the test
 knows. ``VENV`` is this interpreter's environment and its setup stamp counts as fresh (``make -o``), so
-``make`` does not reinstall anything. Only the per-user state is redirected to a temporary folder, through
-JupyterLab's own environment variables: the user settings (no autosave, so the repository's notebooks are never
+``make`` does not reinstall anything. Two more flags are for the test alone: ``window.jupyterapp`` exposed to
+the page (as JupyterLab's own Galata tests do) and checkpoints kept out of the repository. The per-user state
+goes to a temporary folder, through JupyterLab's own environment variables: the user settings (no autosave, so the repository's notebooks are never
 overwritten; no notebook windowing, so every cell is in the page; no news toast), the workspaces (a fresh
 layout), the runtime files and the data folder (so the notebook signatures ``make lab`` records with
 ``jupyter trust`` go to the test's own folder, not the user's).
@@ -65,7 +66,7 @@ class LabServer:
         for rel, values in SETTINGS.items():
             (settings / rel).parent.mkdir(parents=True, exist_ok=True)
             (settings / rel).write_text(json.dumps(values))
-        for sub in ("workspaces", "runtime", "data"):
+        for sub in ("workspaces", "runtime", "data", "checkpoints"):
             (self.state_dir / sub).mkdir(exist_ok=True)
         env = dict(os.environ)
         env.update(JUPYTERLAB_SETTINGS_DIR=str(settings), JUPYTERLAB_WORKSPACES_DIR=str(self.state_dir / "workspaces"),
@@ -78,7 +79,8 @@ class LabServer:
     def command(self) -> list[str]:
         venv = Path(sys.prefix)
         flags = (f"--no-browser --ip=127.0.0.1 --port={self.port} --ServerApp.port_retries=0 "
-                 f"--IdentityProvider.token={self.token} --ServerApp.allow_root=True --LabApp.expose_app_in_browser=True")
+                 f"--IdentityProvider.token={self.token} --ServerApp.allow_root=True --LabApp.expose_app_in_browser=True "
+                 f"--FileCheckpoints.root_dir={self.state_dir / 'checkpoints'}")
         return ["make", "--no-print-directory", "-o", str(venv / ".kafkalab-setup"), self.target,
                 f"VENV={venv}", f"PYTHON={sys.executable}", f"LAB_FLAGS={flags}"]
 
