@@ -215,5 +215,6 @@ class Browser:
                 if e["level"] == "SEVERE" and not any(pattern in e["message"] for pattern in ignore)]
 
     def dump(self, name: str, value) -> None:
+        """Save ``value`` as JSON beside the screenshots (an artifact, like them)."""
         self.screenshots.mkdir(parents=True, exist_ok=True)
         (self.screenshots / f"{name}.json").write_text(json.dumps(value, indent=1))

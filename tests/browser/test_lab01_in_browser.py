@@ -11,6 +11,7 @@ import pytest
 from tests.browser.browser import CONSOLE_NOISE, JS_STORED_PICTURES, LAB01, stored_pictures_not_shown
 from tests.browser.lab_server import makefile_has_target
 
+
 @pytest.fixture(scope="module")
 def lab01(browser, instructor_server):
     """Lab 01 freshly opened in the server ``make lab`` started: the stored pictures, then the Run All result."""
@@ -42,6 +43,7 @@ def test_run_all_has_no_cell_errors(lab01, browser):
 
 def test_no_console_errors_from_the_outputs(lab01, browser):
     errors = browser.console_errors(ignore=CONSOLE_NOISE)
+    browser.dump("lab01-console", browser.console)
     assert errors == [], "browser console errors:\n" + "\n".join(errors)
 
 
