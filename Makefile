@@ -2,6 +2,8 @@
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
+# extra `jupyter lab` flags, e.g. LAB_FLAGS="--no-browser --port=8899" (tests/browser starts `make lab` with them)
+LAB_FLAGS ?=
 SETUP  := $(VENV)/.kafkalab-setup
 
 .PHONY: lab lab-instructor test lint broker setup check-python clean
@@ -14,12 +16,12 @@ FIRST_LAB := $(firstword $(notdir $(wildcard labs/00_tour.ipynb) $(sort $(wildca
 lab: setup
 	$(PY) scripts/build_labs.py --participant participant
 	$(VENV)/bin/jupyter trust participant/*.ipynb >/dev/null
-	$(VENV)/bin/jupyter lab --notebook-dir=participant $(addprefix participant/,$(FIRST_LAB))
+	$(VENV)/bin/jupyter lab --notebook-dir=participant $(LAB_FLAGS) $(addprefix participant/,$(FIRST_LAB))
 
 ## lab-instructor: the same on labs/, the instructors' versions with every solution (collapsed)
 lab-instructor: setup
 	$(VENV)/bin/jupyter trust labs/[0-9]*.ipynb >/dev/null
-	$(VENV)/bin/jupyter lab --notebook-dir=labs $(addprefix labs/,$(FIRST_LAB))
+	$(VENV)/bin/jupyter lab --notebook-dir=labs $(LAB_FLAGS) $(addprefix labs/,$(FIRST_LAB))
 
 ## test: set everything up, run `lint`, then the whole suite: pytest (unit, interop, scenarios) + nbval (every lab)
 test: lint
