@@ -54,6 +54,7 @@ SOURCES = LABS / "src"
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 LANGUAGE_INFO = {"name": "python", "codemirror_mode": {"name": "ipython", "version": 3},
                  "file_extension": ".py", "mimetype": "text/x-python", "pygments_lexer": "ipython3"}
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 _MARKER = re.compile(r"^# %%(?P<rest>.*)$")
 _KIND = re.compile(r"^\s*\[(?P<kind>markdown|md|raw)\]")
 
@@ -174,6 +175,11 @@ def execute(nb: nbformat.NotebookNode, name: str, timeout: int) -> float:
         for out in cell.outputs:
             if out.output_type == "error":
                 raise BuildError(f"{name}: cell {i} stored an error output")
+            # A live widget's view names a model that exists only in the kernel that ran it: stored, a reopened
+            # trusted notebook would show "Loading widget..." there. Without it the widget's own stable text/html
+            # shows until the cell runs again (nbval never compares the view: its model id is random).
+            if out.get("data") is not None:
+                out.data.pop(WIDGET_VIEW, None)
             if out.output_type == "stream" and out.name == "stderr" and "allow-stderr" not in tags:
                 raise BuildError(f"{name}: cell {i} wrote to stderr (nbval would compare it):\n{out.text}\n"
                                  f"--- cell source ---\n{cell.source}")
