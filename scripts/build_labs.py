@@ -166,6 +166,13 @@ def execute(nb: nbformat.NotebookNode, name: str, timeout: int) -> float:
     except CellExecutionError as e:
         raise BuildError(f"{name}: a cell raised an error:\n{e}") from None
     elapsed = time.monotonic() - started
+    store_outputs(nb, name)
+    return elapsed
+
+
+def store_outputs(nb: nbformat.NotebookNode, name: str) -> None:
+    """Make an executed notebook ready to commit: the build's own metadata, no timing, no widget views; fail on
+    an error output or on stderr in a cell not tagged ``allow-stderr``."""
     nb.metadata = {"kernelspec": dict(KERNELSPEC), "language_info": dict(LANGUAGE_INFO)}
     for i, cell in enumerate(nb.cells):
         cell.metadata.pop("execution", None)
@@ -183,7 +190,6 @@ def execute(nb: nbformat.NotebookNode, name: str, timeout: int) -> float:
             if out.output_type == "stream" and out.name == "stderr" and "allow-stderr" not in tags:
                 raise BuildError(f"{name}: cell {i} wrote to stderr (nbval would compare it):\n{out.text}\n"
                                  f"--- cell source ---\n{cell.source}")
-    return elapsed
 
 
 # -- student versions -------------------------------------------------------------------------------------------------

@@ -41,6 +41,7 @@
 import logging
 
 import pandas as pd
+from IPython.display import display
 from confluent_kafka import Consumer as LibrdkafkaConsumer
 from confluent_kafka import Producer as LibrdkafkaProducer
 from confluent_kafka import TopicPartition as LibrdkafkaTopicPartition
