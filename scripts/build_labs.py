@@ -21,7 +21,9 @@ What the build adds, so that nothing has to be hand-edited in the .ipynb:
 
 Execution uses nbclient with the ``python3`` kernel of the interpreter running this script (run it with the
 repo's ``.venv/bin/python``), in ``labs/`` as working directory. The build fails if any cell raises or writes
-to stderr (tag a cell ``allow-stderr`` if that is intended): nbval compares stderr too.
+to stderr (tag a cell ``allow-stderr`` if that is intended): nbval compares stderr too. A live widget's output
+is stored without its view (``application/vnd.jupyter.widget-view+json``: the model exists only in the kernel
+that ran it), so a reopened notebook shows the widget's own fixed ``text/html`` until the cell runs again.
 
 Student versions: each solution cell keeps its tags except ``solution`` (it gets ``answer``) and its code is
 replaced by one ``name = ...`` line per variable the solution assigns (for a dict literal, its keys are kept:

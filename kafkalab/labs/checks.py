@@ -133,7 +133,7 @@ def evidence(title: str, claims: Mapping[str, bool]) -> CheckResult:
     parts = tuple(Part(claim, PASS if bool(holds) else FAIL) for claim, holds in claims.items())
     held = sum(p.status == PASS for p in parts)
     if held == len(parts):
-        return CheckResult(title, PASS, "all " + (f"{held} claims hold" if held > 1 else "it holds"), parts=parts)
+        return CheckResult(title, PASS, f"all {held} claims hold" if held > 1 else "it holds", parts=parts)
     failed = CheckResult(title, FAIL, f"{len(parts) - held} of {len(parts)} claims do not hold", parts=parts)
     raise EvidenceFailed(failed.text())
 

@@ -81,6 +81,7 @@ def test_evidence_shows_each_claim_and_fails_the_cell_when_one_does_not_hold():
         evidence("The ISR shrank", {"broker 2 left": True, "the answer came after": False})
     assert isinstance(failed.value, AssertionError)
     assert "✗ the answer came after" in str(failed.value) and "1 of 2 claims do not hold" in str(failed.value)
+    assert evidence("One", {"it ran": True}).text().splitlines()[0] == "✓ One: it holds"
     with pytest.raises(ValueError):
         evidence("nothing", {})
 
