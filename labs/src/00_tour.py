@@ -250,6 +250,10 @@ lab00.OffsetStrip([b for b, _ in before], start, end, title="app-logs-0 on its l
 lab00.PlacementPicture.of(cluster, ["orders", "app-logs"], title="Where the partitions of orders and app-logs live")
 
 # %% [markdown]
+# (The controller chose these leaders: for each partition, the first replica of its assignment.) Every broker
+# holds a copy of `orders-0`, and only broker 0 takes its reads and writes. Lab 04 shows how a client learns
+# this map, lab 08 how followers keep up.
+#
 # The dashboard shows the same placement, with each replica's **log end offset** (LEO, the offset its next
 # record will get) and the leader's **high watermark** (HW, how far every in-sync replica has copied: what
 # consumers may read). Here it is frozen once the followers have caught up (`dashboard.snapshot()` is a
@@ -262,18 +266,13 @@ cluster.wait_until(lambda: lab00.replicas_settled(cluster, ["orders", "app-logs"
 dashboard.snapshot(sections=("brokers", "partitions"), topics=["orders", "app-logs"])
 
 # %% [markdown]
-# (The controller chose these leaders: for each partition, the first replica of its assignment.) Every broker
-# holds a copy of `orders-0`, and only broker 0 takes its reads and writes. Lab 04 shows how a client learns
-# this map, lab 08 how followers keep up.
-
-# %% [markdown]
 # ## 7 · A broker dies; the cluster carries on
 #
 # We note how many Produce requests each broker has handled (its request metrics, kept per API), send ten
 # orders, then **kill broker 0** — the leader of `orders-0` — as a crash would, and send ten more with the same
 # producer.
 #
-# You can do it yourself, too. The same dashboard is shown again below, this time with its **request rates**:
+# You can do it yourself, too. The same live dashboard is shown again below; look at its **request rates**:
 # Produce, Fetch (consumers, and the followers copying their leaders), Metadata... per second, with the bytes
 # in and out — the numbers Kafka's own monitoring is built on. Under it are **controls**: kill, restart, pause
 # or isolate a broker, produce records with the `acks` you choose, run a consumer in a group, change a topic's
