@@ -21,7 +21,9 @@ What the build adds, so that nothing has to be hand-edited in the .ipynb:
 
 Execution uses nbclient with the ``python3`` kernel of the interpreter running this script (run it with the
 repo's ``.venv/bin/python``), in ``labs/`` as working directory. The build fails if any cell raises or writes
-to stderr (tag a cell ``allow-stderr`` if that is intended): nbval compares stderr too.
+to stderr (tag a cell ``allow-stderr`` if that is intended): nbval compares stderr too. A live widget's output
+is stored without its view (``application/vnd.jupyter.widget-view+json``: the model exists only in the kernel
+that ran it), so a reopened notebook shows the widget's own fixed ``text/html`` until the cell runs again.
 
 Student versions: each solution cell keeps its tags except ``solution`` (it gets ``answer``) and its code is
 replaced by one ``name = ...`` line per variable the solution assigns (for a dict literal, its keys are kept:
@@ -54,6 +56,7 @@ SOURCES = LABS / "src"
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 LANGUAGE_INFO = {"name": "python", "codemirror_mode": {"name": "ipython", "version": 3},
                  "file_extension": ".py", "mimetype": "text/x-python", "pygments_lexer": "ipython3"}
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 _MARKER = re.compile(r"^# %%(?P<rest>.*)$")
 _KIND = re.compile(r"^\s*\[(?P<kind>markdown|md|raw)\]")
 
@@ -165,6 +168,13 @@ def execute(nb: nbformat.NotebookNode, name: str, timeout: int) -> float:
     except CellExecutionError as e:
         raise BuildError(f"{name}: a cell raised an error:\n{e}") from None
     elapsed = time.monotonic() - started
+    store_outputs(nb, name)
+    return elapsed
+
+
+def store_outputs(nb: nbformat.NotebookNode, name: str) -> None:
+    """Make an executed notebook ready to commit: the build's own metadata, no timing, no widget views; fail on
+    an error output or on stderr in a cell not tagged ``allow-stderr``."""
     nb.metadata = {"kernelspec": dict(KERNELSPEC), "language_info": dict(LANGUAGE_INFO)}
     drop_widget_views(nb)
     for i, cell in enumerate(nb.cells):
@@ -178,16 +188,13 @@ def execute(nb: nbformat.NotebookNode, name: str, timeout: int) -> float:
             if out.output_type == "stream" and out.name == "stderr" and "allow-stderr" not in tags:
                 raise BuildError(f"{name}: cell {i} wrote to stderr (nbval would compare it):\n{out.text}\n"
                                  f"--- cell source ---\n{cell.source}")
-    return elapsed
-
-
-WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def drop_widget_views(nb: nbformat.NotebookNode) -> None:
     """Stored outputs keep a live widget's fallbacks (``text/plain``, ``text/html``), not its view: the notebook
-    is written without widget state, so a stored view could only show "Error displaying widget: model not found"
-    in a freshly opened (trusted) notebook, where the fallback shows the picture. nbval never compares views."""
+    is written without widget state, so a stored view could only show "Loading widget..." or "Error displaying
+    widget: model not found" in a freshly opened (trusted) notebook, where the fallback shows the widget's own
+    stable text/html until the cell runs again. nbval never compares views (their model ids are random)."""
     for cell in nb.cells:
         for out in cell.get("outputs", []):
             data = out.get("data")

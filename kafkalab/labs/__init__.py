@@ -20,7 +20,8 @@ The exercises' checks share :mod:`kafkalab.labs.checks` (re-exported here): :cla
 with a hint), :func:`check_equal`, :func:`check_parts` and :data:`NOT_ANSWERED`, the ``...`` of a student's
 answer cell.
 """
-from kafkalab.labs.checks import (NOT_ANSWERED, CheckResult, Part, check, check_equal, check_parts,
-                                  is_unanswered)
+from kafkalab.labs.checks import (NOT_ANSWERED, CheckResult, EvidenceFailed, Part, check, check_equal, check_parts,
+                                  evidence, is_unanswered)
 
-__all__ = ["NOT_ANSWERED", "CheckResult", "Part", "check", "check_equal", "check_parts", "is_unanswered"]
+__all__ = ["NOT_ANSWERED", "CheckResult", "EvidenceFailed", "Part", "check", "check_equal", "check_parts", "evidence",
+           "is_unanswered"]

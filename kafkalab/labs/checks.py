@@ -27,7 +27,8 @@ import dataclasses
 import html
 from typing import Any, Callable, Iterable, Mapping, Optional
 
-__all__ = ["NOT_ANSWERED", "CheckResult", "Part", "check", "check_equal", "check_parts", "is_unanswered"]
+__all__ = ["NOT_ANSWERED", "CheckResult", "EvidenceFailed", "Part", "check", "check_equal", "check_parts", "evidence",
+           "is_unanswered"]
 
 #: What a student's answer cell holds before the learner writes anything: ``corr_id = ...``.
 NOT_ANSWERED = ...
@@ -115,6 +116,26 @@ class CheckResult:
 def check(title: str, passed: bool, message: str, *, hint: str = "", parts: Iterable[Part] = ()) -> CheckResult:
     """The general form: you decide ``passed`` and what to say."""
     return CheckResult(title, PASS if passed else FAIL, message, hint, tuple(parts))
+
+
+class EvidenceFailed(AssertionError):
+    """A lab's demonstration did not show what its text says: the cell fails, and with it the build and nbval."""
+
+
+def evidence(title: str, claims: Mapping[str, bool]) -> CheckResult:
+    """What a demonstration measured, as one ✓ box with a line per claim, instead of a column of printed
+    ``True``: ``evidence("The ISR shrank", {"broker 2 left after replica.lag.time.max.ms": shrink >= lag})``.
+
+    It is a check of the lab itself, not of the learner: when a claim does not hold it raises
+    :class:`EvidenceFailed`, listing every claim with ✓ or ✗, so the notebook fails where it went wrong."""
+    if not claims:
+        raise ValueError("evidence needs at least one claim")
+    parts = tuple(Part(claim, PASS if bool(holds) else FAIL) for claim, holds in claims.items())
+    held = sum(p.status == PASS for p in parts)
+    if held == len(parts):
+        return CheckResult(title, PASS, f"all {held} claims hold" if held > 1 else "it holds", parts=parts)
+    failed = CheckResult(title, FAIL, f"{len(parts) - held} of {len(parts)} claims do not hold", parts=parts)
+    raise EvidenceFailed(failed.text())
 
 
 def _same(answer: Any, expected: Any) -> bool:

@@ -34,7 +34,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from kafkalab.labs import CheckResult, check_equal, check_parts, is_unanswered
 
-__all__ = ["T0", "OVERRIDES", "ORDERS_ASSIGNMENT", "COURSE_MAP", "PlacementPicture", "OffsetStrip",
+__all__ = ["T0", "OVERRIDES", "ORDERS_ASSIGNMENT", "COURSE_MAP", "PlacementPicture", "OffsetStrip", "replicas_settled",
            "partition_logs", "segments", "produce_requests", "produce_requests_since", "course_map", "reread", "log_start_after_retention",
            "leaders_after", "check_reread", "check_log_start", "check_leaders_after"]
 
@@ -99,6 +99,22 @@ def segments(cluster, broker_id: int, topic: str, partition: int) -> list[tuple[
         log = cluster.brokers[broker_id].replica_manager.get_partition(topic, partition).log
         return [(s.base_offset, s.size) for s in log.log_segments()]
     return cluster.call(read)
+
+
+def replicas_settled(cluster, topics: Iterable[str]) -> bool:
+    """On the cluster's loop (a ``cluster.wait_until`` condition): every partition of ``topics`` has all its
+    running replicas at the same log end offset, and each knows it is committed (high watermark == LEO)."""
+    running = [b for b in cluster.brokers.values() if b.is_running]
+    if not running:
+        return False
+    for topic in topics:
+        for state in running[0].metadata_cache.partitions(topic):
+            logs = [p.log for b in running for p in [b.replica_manager.get_partition(topic, state.partition)]
+                    if p is not None and p.log is not None]
+            if not logs or len({(log.log_end_offset, log.high_watermark) for log in logs}) > 1 \
+                    or logs[0].high_watermark != logs[0].log_end_offset:
+                return False
+    return True
 
 
 def produce_requests(cluster) -> dict[int, int]:

@@ -41,6 +41,7 @@
 import logging
 
 import pandas as pd
+from IPython.display import display
 from confluent_kafka import Consumer as LibrdkafkaConsumer
 from confluent_kafka import Producer as LibrdkafkaProducer
 from confluent_kafka import TopicPartition as LibrdkafkaTopicPartition
@@ -49,6 +50,7 @@ from kafkalab import Cluster
 from kafkalab.cluster import BrokerLog
 from kafkalab.clients import Admin, Consumer, NewTopic, Producer, TopicPartition
 from kafkalab.labs import lab00
+from kafkalab.viz import ClusterControls, ClusterDashboard
 
 pd.set_option("display.max_colwidth", 80)
 broker_log = BrokerLog().install()                       # the brokers' warnings: kept in a list, not on stderr
@@ -89,6 +91,16 @@ print("bootstrap.servers has", len(cluster.bootstrap_servers.split(",")), "addre
 
 # %% [markdown]
 # A client needs only `bootstrap.servers`, one or more of these addresses; it asks any of them for the rest.
+#
+# Below is the cluster's **dashboard**. It is live: four times a second it reads the brokers' own state and
+# redraws — which brokers run and which is the controller, every partition with its leader, its replicas, its
+# in-sync replicas (ISR) and a bar per replica to its log end offset, the requests each API handles per second,
+# and the consumer groups. Keep an eye on it while you run the cells below: topics appear, bars grow, a broker
+# goes down and comes back. (A notebook opened without running shows a note here instead; run the cell.)
+
+# %%
+dashboard = ClusterDashboard(cluster)
+dashboard
 
 # %% [markdown]
 # ## 2 · Topics: made by an admin, or on first use
@@ -241,6 +253,17 @@ lab00.PlacementPicture.of(cluster, ["orders", "app-logs"], title="Where the part
 # (The controller chose these leaders: for each partition, the first replica of its assignment.) Every broker
 # holds a copy of `orders-0`, and only broker 0 takes its reads and writes. Lab 04 shows how a client learns
 # this map, lab 08 how followers keep up.
+#
+# The dashboard shows the same placement, with each replica's **log end offset** (LEO, the offset its next
+# record will get) and the leader's **high watermark** (HW, how far every in-sync replica has copied: what
+# consumers may read). Here it is frozen once the followers have caught up (`dashboard.snapshot()` is a
+# picture of the dashboard now; the live one, in section 1, also shows `page-views`, whose replicas the broker
+# placed at random):
+
+# %%
+cluster.wait_until(lambda: lab00.replicas_settled(cluster, ["orders", "app-logs"]), 15,
+                   "the followers did not catch up with their leaders")
+dashboard.snapshot(sections=("brokers", "partitions"), topics=["orders", "app-logs"])
 
 # %% [markdown]
 # ## 7 · A broker dies; the cluster carries on
@@ -248,6 +271,18 @@ lab00.PlacementPicture.of(cluster, ["orders", "app-logs"], title="Where the part
 # We note how many Produce requests each broker has handled (its request metrics, kept per API), send ten
 # orders, then **kill broker 0** — the leader of `orders-0` — as a crash would, and send ten more with the same
 # producer.
+#
+# You can do it yourself, too. The same live dashboard is shown again below; look at its **request rates**:
+# Produce, Fetch (consumers, and the followers copying their leaders), Metadata... per second, with the bytes
+# in and out — the numbers Kafka's own monitoring is built on. Under it are **controls**: kill, restart, pause
+# or isolate a broker, produce records with the `acks` you choose, run a consumer in a group, change a topic's
+# config. Run this section's cells first (the scripted kill below expects all three brokers up); then play:
+# kill a broker that leads a partition of `orders` and watch the leader move, produce 1000 records and watch the
+# bars and the rates, start a consumer and watch its group's lag fall to 0.
+
+# %%
+controls = ClusterControls(cluster, topic="orders")
+display(dashboard, controls)
 
 # %%
 customers = ["alice", "bob", "carol", "dave"]
@@ -375,11 +410,9 @@ state
 # %% [markdown]
 # (Such a topic usually has `cleanup.policy=compact`, so Kafka keeps the last value of each key forever: lab 06.
 # Lab 15 builds a whole streaming pipeline on Spark.)
-
-# %%
-producer.close()
-admin.close()
-cluster.stop()
+#
+# The cluster keeps running until the last cell of this notebook, so the dashboard and the controls stay live
+# while you work on the exercises.
 
 # %% [markdown]
 # ## 9 · Exercises
@@ -465,3 +498,14 @@ lab00.course_map()
 
 # %% [markdown]
 # **Next:** lab 01, *The wire*: the bytes behind the first request any client sends.
+#
+# When you are done with the dashboard and the controls, stop the cluster. Its dashboard stops with it (the
+# view keeps its last frame) and so do the consumers the controls started:
+
+# %%
+controls.actions.close()
+producer.close()
+admin.close()
+cluster.stop()
+dashboard.stop()                      # it ends by itself once the cluster stopped; this waits for its thread
+print("cluster running:", cluster.is_running, "| dashboard refreshing:", dashboard.running)

@@ -44,6 +44,7 @@ from kafkalab import Cluster
 from kafkalab.cluster import BrokerLog
 from kafkalab.clients import Admin, NewTopic, Producer
 from kafkalab.labs import lab04
+from kafkalab.viz import ClusterDashboard
 
 pd.set_option("display.max_colwidth", 120)
 broker_log = BrokerLog().install()           # the brokers' warnings (a killed broker makes some) go to a list
@@ -62,6 +63,16 @@ cluster = Cluster(brokers=3, overrides=lab04.OVERRIDES).start()
 lab04.create_topic(cluster, TOPIC, lab04.ASSIGNMENT)
 print("brokers running:", sorted(b for b, s in cluster.brokers.items() if s.is_running))
 print("replica assignment:", lab04.ASSIGNMENT)
+
+# %% [markdown]
+# The cluster's live dashboard: the brokers (and which one is the controller), and for each partition of
+# `orders` its leader, leader epoch, replicas and ISR, as the brokers hold them right now. It redraws by itself
+# while the cells below run; watch it in section 5, when a leader dies. (Opened without running, the notebook
+# shows a note here instead.)
+
+# %%
+dashboard = ClusterDashboard(cluster, sections=("brokers", "partitions"))
+dashboard
 
 # %% [markdown]
 # A client is configured with `bootstrap.servers`, a list of `host:port`. The list is **not** the cluster:
@@ -168,6 +179,12 @@ lab04.cluster_diagram(view, TOPIC, title="The producer's view: before")
 # and picks a new leader from the ISR; then we restart broker 1, which comes back as a *follower* and rejoins
 # the ISR once it has caught up. The producer has not sent anything in the meantime, so its cache still says
 # "broker 1".
+#
+# The dashboard again (the same live view as in section 1): run the next cell and watch broker 1 go down,
+# `orders-0` get a new leader with a higher leader epoch, broker 1 leave every ISR, come back, and rejoin.
+
+# %%
+dashboard
 
 # %%
 old = cluster.partition_state(TOPIC, 0)
@@ -219,6 +236,7 @@ lab04.cluster_diagram(producer.metadata, TOPIC, title="The producer's view: afte
 # %%
 producer.close()
 cluster.stop()
+dashboard.stop()                            # it stops with the cluster; this waits until its thread has ended
 
 # %% [markdown]
 # ## Exercises

@@ -49,7 +49,7 @@ from kafkalab import Cluster
 from kafkalab.cluster import BrokerLog
 from kafkalab.clients import Producer
 from kafkalab.common.time import MockTime
-from kafkalab.labs import lab07
+from kafkalab.labs import evidence, lab07
 from kafkalab.protocol import ApiException, ErrorCode
 from kafkalab.purgatory import FunctionTask, SystemTimer, TopicPartitionOperationKey
 
@@ -144,7 +144,9 @@ cluster.kill(1, expire_session=False)
 print("1 record, acks=1:", produce("orders", [b"o-6"], acks=1))
 expires_before = purgatory_metrics("Produce")["ExpiresPerSec"]
 print("acks=all, request.timeout.ms=300:", produce("orders", [b"o-7"], **{"request.timeout.ms": 300}))
-print("ExpiresPerSec went up by one:", purgatory_metrics("Produce")["ExpiresPerSec"] == expires_before + 1)
+evidence("The parked acks=all Produce expired", {
+    "the produce purgatory's ExpiresPerSec went up by one":
+        purgatory_metrics("Produce")["ExpiresPerSec"] == expires_before + 1})
 
 # %% [markdown]
 # The record was appended all the same: a timeout is an *indeterminate* outcome, not a failure — the record may
@@ -177,7 +179,9 @@ fetcher.join()
 answer = box["answer"]
 print(f"answered with {answer['records']} record(s), high_watermark {answer['high_watermark']}, "
       f"completed_by {parked.completed_by!r}")
-print(f"it waited >= 0.3 s: {answer['took_s'] >= 0.3} | far less than max_wait_ms: {answer['took_s'] < 5}")
+evidence("The Fetch waited for data, not for its timeout", {
+    "it waited at least 0.3 s (until the record came)": answer["took_s"] >= 0.3,
+    "far less than max_wait_ms (under 5 s of the 10)": answer["took_s"] < 5})
 
 # %% [markdown]
 # Case **G** of Kafka's `DelayedFetch`: the bytes available between the fetch offset and the end the consumer
@@ -191,10 +195,12 @@ print(f"it waited >= 0.3 s: {answer['took_s'] >= 0.3} | far less than max_wait_m
 # %%
 expired_before = leader.metrics().get("ExpiresPerSec,delayedOperation=Fetch,fetcherType=consumer", 0)
 idle = cluster.run(lab07.raw_fetch(leader, "quiet", 1, max_wait_ms=400))
-print(f"records: {idle['records']}, error: {ErrorCode(idle['error_code']).name}, "
-      f"took >= 0.4 s: {idle['took_s'] >= 0.38}, < 2 s: {idle['took_s'] < 2}")
-print("ExpiresPerSec,fetcherType=consumer went up by one:",
-      leader.metrics()["ExpiresPerSec,delayedOperation=Fetch,fetcherType=consumer"] == expired_before + 1)
+print(f"records: {idle['records']}, error: {ErrorCode(idle['error_code']).name}")
+evidence("The idle Fetch expired after max_wait_ms", {
+    "it took at least 0.4 s": idle["took_s"] >= 0.38,
+    "... and less than 2 s": idle["took_s"] < 2,
+    "ExpiresPerSec,fetcherType=consumer went up by one":
+        leader.metrics()["ExpiresPerSec,delayedOperation=Fetch,fetcherType=consumer"] == expired_before + 1})
 
 # %% [markdown]
 # ## 3 · The timing wheel
@@ -268,8 +274,9 @@ for wait in (0, 500):
     client = f"idle-consumer-wait-{wait}"
     cluster.run(fetch_loop(wait, 1.0, client))
     counts[wait] = sum(1 for r in leader.channel.request_log.records if r.client_id == client and r.api_name == "Fetch")
-print("fetch.max.wait.ms=500: 2 or 3 Fetch requests in 1 s:", counts[500] in (2, 3))
-print("fetch.max.wait.ms=0 sent at least 20 times as many:", counts[0] >= 20 * counts[500])
+evidence("An idle consumer loop for one second", {
+    "fetch.max.wait.ms=500: 2 or 3 Fetch requests": counts[500] in (2, 3),
+    "fetch.max.wait.ms=0: at least 20 times as many": counts[0] >= 20 * counts[500]})
 
 # %% [markdown]
 # (Our loop opens a new connection per request, which is slow; a real client keeps one connection, so the

@@ -52,11 +52,12 @@ import pandas as pd
 from kafkalab import Cluster
 from kafkalab.cluster import BrokerLog
 from kafkalab.clients import Producer
-from kafkalab.labs import lab08
+from kafkalab.labs import evidence, lab08
 from kafkalab.network.inter_broker_client import InterBrokerConnection
 from kafkalab.protocol import ApiException, ApiKey, ErrorCode, request_class
 from kafkalab.purgatory import check_enough_replicas_reach_offset
 from kafkalab.records import decode_batches
+from kafkalab.viz import ClusterDashboard
 
 broker_log = BrokerLog().install()          # the brokers' warnings: kept in a list, not on stderr
 loop_log = BrokerLog("asyncio").install()  # ... and those of the cluster's event loop (tasks of killed brokers)
@@ -110,6 +111,17 @@ def settled(leo):
 
 timeline = lab08.ReplicaTimeline([f"broker {b}" for b in range(3)])
 timeline.add("created", lab08.replica_rows(cluster, TOPIC))
+
+# %% [markdown]
+# The partition, live: for each replica a bar to its **log end offset** (LEO), dark up to the **high
+# watermark** (HW: what every in-sync replica has, so what consumers may read), pale beyond it; the leader's
+# ISR; and which brokers run. It redraws by itself four times a second while the cells below run (opened
+# without running, the notebook shows a note here instead). The steps of this lab are also drawn, frozen, in
+# one picture at the end of section 6.
+
+# %%
+dashboard = ClusterDashboard(cluster, sections=("brokers", "partitions"))
+dashboard
 
 # %% [markdown]
 # ## 1 · Followers are fetchers
@@ -227,6 +239,13 @@ pd.DataFrame([fetch_from_leader(-1, "lab08-consumer"), fetch_from_leader(1, "lab
 # has it — and broker 2 never will. The request waits in the leader's *produce purgatory* (lab 07) until one of
 # two things happens: the ISR changes so that the HW passes the record, or the request's timeout (30 s)
 # expires.
+#
+# Watch it happen on the dashboard (the same live view as above): the leader's bar grows by one pale record
+# that stays pale while the request waits; after `replica.lag.time.max.ms` broker 2 leaves the ISR, the HW
+# jumps, and the bar turns dark.
+
+# %%
+dashboard
 
 # %%
 t0 = time.time()
@@ -237,11 +256,13 @@ shrink_ms, isr_after = next((t, isr) for t, isr in leader.isr_history if 2 not i
 b2 = leader.remote_replicas[2]
 print("acks=all offsets:", acks_all)
 print("ISR after the shrink:", list(isr_after))
-print(f"broker 2 left the ISR >= replica.lag.time.max.ms after it was last caught up: "
-      f"{shrink_ms - b2.last_caught_up_time_ms >= LAG_MS}")
-print(f"... and within replica.lag.time.max.ms + 1 s of it: {shrink_ms - b2.last_caught_up_time_ms <= LAG_MS + 1000}")
-print(f"the acks=all answer came after the shrink: {answered_ms >= shrink_ms}")
-print(f"the answer took longer than acks=1's did (it waited for the ISR): {answered_ms - t0 * 1000 >= 500}")
+evidence("The ISR shrank, then acks=all was answered", {
+    "broker 2 left the ISR at least replica.lag.time.max.ms after it was last caught up":
+        shrink_ms - b2.last_caught_up_time_ms >= LAG_MS,
+    "... and within replica.lag.time.max.ms + 1 s of it": shrink_ms - b2.last_caught_up_time_ms <= LAG_MS + 1000,
+    "the acks=all answer came after the shrink": answered_ms >= shrink_ms,
+    "the answer took longer than acks=1's did (it waited for the ISR)": answered_ms - t0 * 1000 >= 500,
+})
 
 # %% [markdown]
 # The leader runs a periodic task (`isr-expiration`, every `replica.lag.time.max.ms / 2`) that drops every
@@ -320,6 +341,12 @@ pd.DataFrame([{"case": name, "required_offset": req, "high_watermark": hw, "maxi
 # leader epoch: KIP-101), truncates whatever diverged, and fetches the rest. Once a follower's LEO has reached
 # the leader's HW (and the start of the leader's current epoch), the leader adds it back to the ISR (Kafka's
 # `maybeExpandIsr`) — and only then can the HW move past the records written while it was alone.
+#
+# On the dashboard: two brokers come back up, their bars catch up with the leader's, they rejoin the ISR one
+# after the other, and the leader's pale records turn dark.
+
+# %%
+dashboard
 
 # %%
 cluster.restart(1)
@@ -370,9 +397,8 @@ produce([b"tick-%d" % i for i in range(300)], acks=1)
 cluster.wait_until(lambda: settled(start + 300), 10)
 done.set()
 thread.join()
-for rule, holds in lab08.sample_invariants(samples, "broker 0").items():
-    print(f"{rule}: {holds}")
-print("samples taken >= 10:", len(samples) >= 10)
+evidence("300 records with acks=1, sampled as they flowed",
+         {**lab08.sample_invariants(samples, "broker 0"), "at least 10 samples were taken": len(samples) >= 10})
 
 # %% [markdown]
 # ## 7 · Exercises
@@ -462,3 +488,4 @@ lab08.check_isr_after(isr_answer, LAST_CAUGHT_UP, NOW, LAG, FOLLOWERS_IN_ISR)
 tap.requests.clear()
 cluster.call(tap.remove)
 cluster.stop()
+dashboard.stop()                            # it stops with the cluster; this waits until its thread has ended

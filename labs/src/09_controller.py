@@ -49,7 +49,8 @@ import pandas as pd
 
 from kafkalab import Cluster
 from kafkalab.cluster import BrokerLog
-from kafkalab.labs import lab09
+from kafkalab.labs import evidence, lab09
+from kafkalab.viz import ClusterDashboard
 
 pd.set_option("display.max_colwidth", 120)
 broker_log = BrokerLog().install()          # the brokers' warnings (killed brokers make some) go to a list
@@ -102,6 +103,16 @@ solo.stop()
 # %%
 cluster = Cluster(brokers=3, overrides=lab09.OVERRIDES).start()
 print(lab09.zk_tree(cluster))
+
+# %% [markdown]
+# The cluster's live dashboard. The first line names the controller: the broker whose session owns
+# `/controller` and that knows it is active. Below, once the topic exists, each partition's leader, leader epoch
+# and ISR. It redraws by itself while the cells below run — in sections 4 to 6 a broker dies, comes back, and
+# then the controller itself dies. (Opened without running, the notebook shows a note here instead.)
+
+# %%
+dashboard = ClusterDashboard(cluster, sections=("brokers", "partitions"))
+dashboard
 
 # %% [markdown]
 # Reading the tree (ports, session ids, the timestamp in `/controller` and the random `/cluster/id` are left
@@ -261,6 +272,13 @@ pd.DataFrame([{"partition": p, **{k: v for k, v in cluster.partition_state(TOPIC
 # standing-by brokers fire and both try to create it. One wins (which one depends on timing, so we do not print
 # it) and raises `/controller_epoch`. It reads the whole state from the store, sends UpdateMetadata to
 # everyone, and elects new leaders for the partitions the old controller's broker led.
+#
+# The dashboard again (the same live view as in section 2): run the next cell and watch the controller's chip
+# go down, the first line say "none (election under way)" for a moment, then name another broker, and the
+# leaders of the dead broker's partitions move with a higher leader epoch.
+
+# %%
+dashboard
 
 # %%
 old_controller, old_epoch = cluster.controller_id, lab09.controller_epoch(cluster)
@@ -273,15 +291,17 @@ cluster.wait_until(lambda: all(r["controller"] == new_controller and old_control
                                for r in lab09.cache_rows(cluster)), 15, "caches not updated")
 lab09.wait_until_quiet(cluster)
 new_epoch = lab09.controller_epoch(cluster)
-print("a different broker holds /controller:", new_controller != old_controller)
-print(f"controller epoch went up: {new_epoch > old_epoch} ({old_epoch} -> {new_epoch})")
-print("every broker's cache names the new controller:",
-      all(r["controller"] == new_controller for r in lab09.cache_rows(cluster)))
-print("every controller request since the kill came from the new controller:",
-      all(sender == new_controller for sender, *_ in tap.sent))
-print("... and each running broker logged its latest one with client_id = that broker's id:",
-      all(lab09.controller_requests(cluster, brokers=[b])[-1]["client_id"] == str(new_controller)
-          for b, s in cluster.brokers.items() if s.is_running))
+evidence(f"Controller failover (controller epoch {old_epoch} -> {new_epoch})", {
+    "a different broker holds /controller": new_controller != old_controller,
+    "the controller epoch went up": new_epoch > old_epoch,
+    "every broker's cache names the new controller":
+        all(r["controller"] == new_controller for r in lab09.cache_rows(cluster)),
+    "every controller request since the kill came from the new controller":
+        all(sender == new_controller for sender, *_ in tap.sent),
+    "each running broker logged its latest one with client_id = the new controller's id":
+        all(lab09.controller_requests(cluster, brokers=[b])[-1]["client_id"] == str(new_controller)
+            for b, s in cluster.brokers.items() if s.is_running),
+})
 
 # %% [markdown]
 # The partitions, as the new controller wrote them — the same result whichever broker won:
@@ -305,6 +325,7 @@ pd.DataFrame(rows).set_index("partition")
 
 # %%
 cluster.stop()
+dashboard.stop()                            # it stops with the cluster; this waits until its thread has ended
 
 # %% [markdown]
 # ## Exercises

@@ -44,11 +44,13 @@
 
 # %%
 import pandas as pd
+from IPython.display import display
 from confluent_kafka import Producer
 
 from kafkalab import Cluster
 from kafkalab.cluster import BrokerLog, History
-from kafkalab.labs import lab13
+from kafkalab.labs import evidence, lab13
+from kafkalab.viz import ClusterControls, ClusterDashboard
 
 broker_log = BrokerLog().install()          # the brokers' warnings (elections, killed peers) go to a list
 loop_log = BrokerLog("asyncio").install()  # ... and those of the cluster's event loop (tasks of killed brokers)
@@ -76,6 +78,19 @@ pd.DataFrame(lab13.replica_rows(run.state())).set_index("broker")
 
 # %% [markdown]
 # Ten records, both replicas have them, and the follower knows they are committed (its HW is 10 as well).
+#
+# This run's cluster, live: the dashboard shows its two brokers (a cut link shows on the broker's chip), the
+# partition's leader, leader epoch and ISR, and each replica's log end offset with the high watermark; it
+# redraws by itself while the cells below run. Under it, controls that drive the same fault machinery the
+# experiment uses — kill, restart, isolate, heal; produce with the `acks` you choose; change
+# `min.insync.replicas`. The cells below run the experiment by script, so that this notebook reads the same
+# every time; at the end of section 2 you get to drive this cluster yourself before it stops. (Opened without
+# running, the notebook shows notes here instead.)
+
+# %%
+dashboard = ClusterDashboard(run.cluster, sections=("brokers", "partitions"))
+controls = ClusterControls(run.cluster, topic=lab13.TOPIC)
+display(dashboard, controls)
 #
 # Now the network splits: `partition(0, 1)` cuts the link between the two brokers. Clients still reach both —
 # in 2013 too, the producer kept talking to the isolated leader. One subtlety: a follower that is *at the
@@ -122,14 +137,29 @@ result
 
 # %%
 lost_offsets = sorted(c["offset"] for c in result.lost_write)
-print("lost writes > 0:", len(result.lost_write) > 0)
 print("lost offsets:", lost_offsets)
-print("every lost write was acknowledged:", all(op.type == "ok" for op in run.history.sends
-                                                 if op.value in {c["value"] for c in result.lost_write}))
-print("... and written while the follower was cut off:",
-      {c["value"] for c in result.lost_write} == {b"probe"} | {b"during-%d" % i for i in range(10)})
-print("the reader stopped at the new leader's high watermark:", seen[-1][0] + 1 == state["logs"][1]["high_watermark"])
+evidence(f"{len(result.lost_write)} acknowledged writes lost", {
+    "some writes were lost": len(result.lost_write) > 0,
+    "every lost write had been acknowledged (ok)":
+        all(op.type == "ok" for op in run.history.sends if op.value in {c["value"] for c in result.lost_write}),
+    "... and written while the follower was cut off":
+        {c["value"] for c in result.lost_write} == {b"probe"} | {b"during-%d" % i for i in range(10)},
+    "the reader stopped at the new leader's high watermark": seen[-1][0] + 1 == state["logs"][1]["high_watermark"],
+})
+
+# %% [markdown]
+# **Your turn, before this cluster stops.** Broker 0 is down with offsets 10-20 that nobody else has. With the
+# controls above (scroll up to the dashboard), *restart* broker 0 and watch its log end offset on the dashboard
+# fall from 21 to 10: it truncates to the new leader's log. Then run the experiment again by hand on broker 1,
+# the leader now: produce a few records, *isolate* it, produce with `acks=1` and with `acks=all`, *heal* it —
+# and once more with `min.insync.replicas` set to 2. Each control says next to it what the brokers answered;
+# the dashboard shows where the records went. Then run the next cell, which stops this cluster (and its
+# dashboard).
+
+# %%
+controls.actions.close()
 run.stop()
+dashboard.stop()                            # it stops with the cluster; this waits until its thread has ended
 
 # %% [markdown]
 # Eleven writes, each answered with an offset, are gone: the new leader's log ends at 10, and when broker 0
@@ -266,6 +296,8 @@ producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "client.id"
                      "acks": "all", "enable.idempotence": True, "linger.ms": 2, "message.timeout.ms": 25000,
                      "retry.backoff.ms": 50, "topic.metadata.refresh.interval.ms": 500, "logger": lab13.CLIENT_LOG})
 sent, leaders = 0, [cluster.partition_state(lab13.TOPIC, 0)["leader"]]
+idempotent_dashboard = ClusterDashboard(cluster, sections=("brokers", "partitions"))
+display(idempotent_dashboard)                # live while this cell runs: the leader moves twice
 
 
 def send(count):
@@ -288,16 +320,21 @@ for _ in range(2):
     cluster.restart(leader)
     cluster.wait_until(lambda: len(cluster.partition_state(lab13.TOPIC, 0)["isr"]) == 3, 20)
 send(100)
-print("every send ended:", producer.flush(30) == 0)
+unfinished = producer.flush(30)                        # sends still without an answer after 30 s
 print("leaders, one after the other:", leaders)
 
 # %%
 lab13.read_everything(cluster, history)
 exactly_once = history.check()
 cluster.stop()
-print("valid:", exactly_once.valid)
-print("sent == acknowledged == read:", sent == exactly_once.stats["acknowledged"] == exactly_once.stats["read"], sent)
-print("duplicates:", len(exactly_once.duplicate), "| lost writes:", len(exactly_once.lost_write))
+idempotent_dashboard.stop()
+display(evidence(f"{sent} records, two leaders killed mid-stream", {
+    "every send ended (none left in flight)": unfinished == 0,
+    "the checker finds the history valid": exactly_once.valid,
+    "sent == acknowledged == read": sent == exactly_once.stats["acknowledged"] == exactly_once.stats["read"],
+    "no duplicates": len(exactly_once.duplicate) == 0,
+    "no lost writes": len(exactly_once.lost_write) == 0,
+}))
 exactly_once
 
 # %% [markdown]
@@ -402,4 +439,5 @@ lab13.check_classification(classify_answer, OUTCOMES)
 #   retries without duplicates.
 
 # %%
-print("broker warnings captured:", len(broker_log.messages()) > 0)
+evidence("The brokers' warnings went to broker_log, not to this notebook's stderr",
+         {"broker warnings captured": len(broker_log.messages()) > 0})

@@ -150,3 +150,18 @@ def test_stored_outputs_keep_a_widgets_fallbacks_not_its_view():
     assert dict(nb.cells[0].outputs[0].data) == {"text/plain": "replay: 5,000 events",
                                                 "text/html": "<div>replay: 5,000 events</div>"}
     assert build.WIDGET_VIEW in nb.cells[0].outputs[1].data
+
+
+def test_stored_outputs_keep_a_widgets_fallback_but_not_its_view():
+    """A live widget's view names a model of the kernel that ran it: the build stores its text/html instead."""
+    nb = nbformat.v4.new_notebook(metadata={"widgets": {"state": {}}})
+    fallback = '<div class="kl-dashboard">ClusterDashboard: a live view of 3 broker(s)</div>'
+    nb.cells = [nbformat.v4.new_code_cell("dashboard", outputs=[nbformat.v4.new_output(
+        "execute_result", data={build.WIDGET_VIEW: {"version_major": 2, "version_minor": 0, "model_id": "ab12"},
+                                "text/html": fallback, "text/plain": "ClusterDashboard()"}, execution_count=1)])]
+    build.store_outputs(nb, "00_tour")
+    assert dict(nb.cells[0].outputs[0].data) == {"text/html": fallback, "text/plain": "ClusterDashboard()"}
+    assert "widgets" not in nb.metadata
+    nb.cells[0].outputs.append(nbformat.v4.new_output("stream", name="stderr", text="oops"))
+    with pytest.raises(build.BuildError, match="wrote to stderr"):
+        build.store_outputs(nb, "00_tour")

@@ -10,7 +10,8 @@ import struct
 
 import pytest
 
-from kafkalab.labs import NOT_ANSWERED, CheckResult, Part, check, check_equal, check_parts, lab01
+from kafkalab.labs import (NOT_ANSWERED, CheckResult, EvidenceFailed, Part, check, check_equal, check_parts, evidence,
+                           lab01)
 from kafkalab.protocol import (ApiKey, annotate_response, decode_request, encode_request, encode_response,
                                make_request, make_response, request_class, response_header_version)
 from kafkalab.trace import ClientNotAvailable, ScriptedReplies
@@ -69,6 +70,20 @@ def test_check_parts_counts_and_marks_each_part():
     assert [p.status for p in wrong.parts] == ["fail", "pass"]
     assert check_parts("E", [0, 1], expected).status == "fail"
     assert check_parts("E", ..., expected).status == "todo"
+
+
+def test_evidence_shows_each_claim_and_fails_the_cell_when_one_does_not_hold():
+    shown = evidence("The ISR shrank", {"broker 2 left": True, "the answer came after": 3 > 2})
+    assert shown.passed and shown.text().splitlines() == [
+        "✓ The ISR shrank: all 2 claims hold", "   ✓ broker 2 left", "   ✓ the answer came after"]
+    assert "True" not in shown.text() and "<code>broker 2 left</code>" in shown._repr_html_()
+    with pytest.raises(EvidenceFailed) as failed:
+        evidence("The ISR shrank", {"broker 2 left": True, "the answer came after": False})
+    assert isinstance(failed.value, AssertionError)
+    assert "✗ the answer came after" in str(failed.value) and "1 of 2 claims do not hold" in str(failed.value)
+    assert evidence("One", {"it ran": True}).text().splitlines()[0] == "✓ One: it holds"
+    with pytest.raises(ValueError):
+        evidence("nothing", {})
 
 
 def test_parts_render_in_html():

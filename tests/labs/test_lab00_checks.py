@@ -85,3 +85,25 @@ def test_course_map_names_every_lab_of_the_curriculum_and_links_those_present(tm
     page = lab00.course_map(tmp_path)._repr_html_()
     assert '<a href="01_the_wire.ipynb">' in page and "02_api_versions (not in this copy)" in page
     assert repr(lab00.course_map(tmp_path)).splitlines()[0].startswith("00_tour")
+
+
+def _fake_cluster(logs: dict, running=(0, 1, 2)):
+    """Brokers as replicas_settled sees them: ``logs`` is ``{broker: (log end offset, high watermark)}`` of the
+    one partition of topic ``t``."""
+    from types import SimpleNamespace as NS
+
+    def broker(b):
+        log = NS(log_end_offset=logs[b][0], high_watermark=logs[b][1])
+        return NS(is_running=b in running,
+                  metadata_cache=NS(partitions=lambda topic: [NS(partition=0)] if topic == "t" else []),
+                  replica_manager=NS(get_partition=lambda topic, p: NS(log=log) if topic == "t" else None))
+    return NS(brokers={b: broker(b) for b in logs})
+
+
+def test_replicas_settled_waits_for_every_running_replica_to_reach_the_leaders_end_and_know_it_is_committed():
+    assert lab00.replicas_settled(_fake_cluster({0: (9, 9), 1: (9, 9), 2: (9, 9)}), ["t"])
+    assert not lab00.replicas_settled(_fake_cluster({0: (9, 9), 1: (9, 9), 2: (8, 8)}), ["t"])   # behind
+    assert not lab00.replicas_settled(_fake_cluster({0: (9, 9), 1: (9, 8), 2: (9, 9)}), ["t"])   # HW not yet known
+    assert not lab00.replicas_settled(_fake_cluster({0: (9, 7), 1: (9, 7), 2: (9, 7)}), ["t"])   # not committed
+    assert lab00.replicas_settled(_fake_cluster({0: (9, 9), 1: (9, 9), 2: (3, 3)}, running=(0, 1)), ["t"])
+    assert not lab00.replicas_settled(_fake_cluster({0: (9, 9)}, running=()), ["t"])

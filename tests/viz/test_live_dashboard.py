@@ -197,6 +197,12 @@ def test_snapshot_is_static_and_deterministic_for_a_fixed_state(cluster, dashboa
     assert "still-0" in html and "still-1" in html and "updated" not in html and "RequestsPerSec" not in html
     assert repr(first).startswith("ClusterDashboard snapshot: 3/3 brokers running")
     assert "RequestsPerSec" in dashboard.snapshot(sections=("requests",))._repr_html_()
+    cluster.create_topic("other", 1, 3)
+    wait_for(lambda: shown(dashboard, "other") is not None, what="second topic shown")
+    only_still = dashboard.snapshot(topics=["still"])
+    assert "still-1" in only_still._repr_html_() and "other-0" not in only_still._repr_html_()
+    assert "other-0" in dashboard.snapshot()._repr_html_()
+    assert ", 2 partitions, " in repr(only_still)
     controls = ClusterControls(cluster)
     assert repr(dashboard) == "ClusterDashboard()" and repr(controls) == "ClusterControls()"
     assert controls.snapshot() == controls.snapshot() and "—" in controls.snapshot()._repr_html_()

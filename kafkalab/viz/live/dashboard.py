@@ -138,13 +138,18 @@ class ClusterDashboard(ipywidgets.HTML):
         super().close()
 
     # ------------------------------------------------------------------------------------------ static
-    def snapshot(self, sections: Iterable[str] = STABLE_SECTIONS) -> Snapshot:
+    def snapshot(self, sections: Iterable[str] = STABLE_SECTIONS, *,
+                 topics: Optional[Iterable[str]] = None) -> Snapshot:
         """A static picture of the cluster now (read afresh if it runs, else the last state read): deterministic
         for a fixed state. The default sections leave out request rates and purgatory sizes, which move even on
-        an idle cluster; pass ``sections=SECTIONS`` for everything."""
+        an idle cluster; pass ``sections=SECTIONS`` for everything. ``topics`` keeps only those topics'
+        partitions (a lab leaves out a topic whose placement the broker chose at random)."""
         state = self.read_state() if cluster_is_running(self.cluster) else self.state
         if state is None:
             return Snapshot(self._placeholder(self.cluster), "ClusterDashboard snapshot (no state)")
+        if topics is not None:
+            keep = set(topics)
+            state = state._replace(partitions=tuple(p for p in state.partitions if p.topic in keep))
         up = sum(1 for b in state.brokers if b.status != "down")
         return Snapshot(render_dashboard(state, sections),
                         f"ClusterDashboard snapshot: {up}/{len(state.brokers)} brokers running, controller "
