@@ -44,6 +44,7 @@ def cluster():
 @pytest.fixture
 def dashboard(cluster):
     d = ClusterDashboard(cluster, interval_s=0.1)
+    wait_for(lambda: d.state is not None, what="the dashboard's first frame")
     yield d
     d.close()
 
