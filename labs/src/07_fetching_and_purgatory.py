@@ -52,6 +52,7 @@ from kafkalab.common.time import MockTime
 from kafkalab.labs import evidence, lab07
 from kafkalab.protocol import ApiException, ErrorCode
 from kafkalab.purgatory import FunctionTask, SystemTimer, TopicPartitionOperationKey
+from kafkalab.viz import LiveRequestLog
 
 broker_log = BrokerLog().install()          # the brokers' warnings: kept in a list, not on stderr
 loop_log = BrokerLog("asyncio").install()  # ... and those of the cluster's event loop (tasks of killed brokers)
@@ -102,6 +103,15 @@ def purgatory_metrics(name):
 # gone; it stays in the ISR until the leader notices after `replica.lag.time.max.ms`) and write one record
 # with `acks=1` so that it falls behind. Then an `acks=all` produce, from a thread, while we look at the
 # leader's produce purgatory.
+#
+# First a **live request log** of this lab's Produce requests: each row appears as a broker finishes a request,
+# with Kafka's four request times (queue, local, remote, send). *Remote* time is time spent in a purgatory;
+# rows that waited there are highlighted. Keep it in view while the next cell runs (in JupyterLab: right-click
+# the output, "Create New View for Cell Output").
+
+# %%
+request_log = LiveRequestLog(cluster, client="lab07", api="Produce")
+request_log
 
 # %%
 print("4 records, acks=all:", produce("orders", [b"o-%d" % i for i in range(4)]))
@@ -124,6 +134,17 @@ status = op.produce_status[("orders", 0)]
 print("acks=all answer:", result["offsets"], "| completed_by:", status.completed_by,
       "| error:", ErrorCode(status.error_code).name)
 pd.DataFrame({"before": before, "while waiting": during, "after": after})
+
+# %% [markdown]
+# The request log saw the same three Produce requests. Their exact times vary from run to run, so here is what
+# does not: which broker answered, with which `acks`, and whether the request spent more than a second in the
+# purgatory (its *remote* time).
+
+# %%
+cluster.wait_until(lambda: len(request_log.rows()) >= 3, 5)
+pd.DataFrame([{"broker": broker_id, "api": f"{r.api_name} v{r.api_version}", "client id": r.client_id,
+               "acks": acks, "remote time over 1 s (parked)": r.remote_time_ms > 1000}
+              for (broker_id, r), acks in zip(reversed(request_log.rows()[:3]), ("all", "1", "all"))])
 
 # %% [markdown]
 # * While it waited, the operation was in the timer (**NumDelayedOperations** 1) and in the watch list of
