@@ -194,6 +194,20 @@ class Browser:
                   timeout_s, f"{path} to open")
         self.wait(lambda: self.js(JS_KERNEL_IDLE), timeout_s, f"the kernel of {path}")
 
+    def activate(self, path: str) -> None:
+        """Bring the open document ``path`` to the front (the tab a person clicks)."""
+        self.js("const w = [...window.jupyterapp.shell.widgets('main')].find(w => w.context && "
+                "w.context.path === arguments[0]); window.jupyterapp.shell.activateById(w.id); return 1;", path)
+        self.wait(lambda: self.current_path() == path, 10, f"{path} in front")
+
+    def close_without_saving(self, path: str) -> None:
+        """Close the open document ``path`` and drop its changes (the labs' files stay as stored)."""
+        self.js("const w = [...window.jupyterapp.shell.widgets('main')].find(w => w.context && "
+                "w.context.path === arguments[0]); if (w) { w.context.model.dirty = false; w.close(); } return 1;",
+                path)
+        self.wait(lambda: not self.js("return [...window.jupyterapp.shell.widgets('main')].some(w => w.context && "
+                                      "w.context.path === arguments[0]);", path), 10, f"{path} to close")
+
     def current_path(self) -> str | None:
         return self.js("const p = window.jupyterapp.shell.currentWidget; return p && p.context ? p.context.path : null;")
 

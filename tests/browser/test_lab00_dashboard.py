@@ -81,12 +81,13 @@ def lab00(request):
     browser, instructor_server = request.getfixturevalue("browser"), request.getfixturevalue("instructor_server")
     browser.driver.set_window_size(1400, 1000)
     browser.open_lab(instructor_server.opening_url())
-    browser.open_notebook(next(p["path"] for p in instructor_server.api("contents")["content"]
-                               if p["path"].endswith(LAB00)))
+    path = next(p["path"] for p in instructor_server.api("contents")["content"] if p["path"].endswith(LAB00))
+    browser.open_notebook(path)
     instructor_server.remember_processes()
     run = browser.run_all(timeout_s=90, before_last=CLOSING_CELLS)
     browser.screenshot("lab00-ran")
-    return run
+    yield run
+    browser.close_without_saving(path)     # the next test's notebook is not left behind a changed lab 00
 
 
 def test_lab00_dashboard_runs_without_errors(lab00, browser):
