@@ -36,8 +36,8 @@ PINNED = "--kl-w:2px;--kl-c:#e8590c;--kl-bg:#ffe8cc;--kl-op:1"
 #: area, not the window.
 NARROW_CSS = """
 .kl-frame{container-type:inline-size}
-@container (max-width:560px){
- .kl-frame pre.kl-dump{font-size:11.5px;padding:6px 8px}
+@container (max-width:640px){
+ .kl-frame pre.kl-dump{font-size:11px;padding:6px}
  .kl-frame .kl-l{grid-template-columns:minmax(8em,1fr) auto var(--kl-rw,5.5em)}
  .kl-frame .kl-v{grid-column:1/-1;padding-left:2.4em;white-space:normal;overflow-wrap:anywhere}
  .kl-frame .kl-note{grid-column:1/-1;padding-left:2.4em}

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -64,10 +66,22 @@ const k = p && p.sessionContext && p.sessionContext.session && p.sessionContext.
 return !!(k && k.status === 'idle' && p.context.isReady);
 """
 
+#: make the ``arguments[0]``-th code cell of the current notebook the active one
+JS_SELECT_CODE_CELL = """
+const nb = window.jupyterapp.shell.currentWidget.content;
+const code = nb.widgets.map((c, i) => [c, i]).filter(([c]) => c.model.type === 'code');
+nb.deselectAll();
+nb.activeCellIndex = code[arguments[0]][1];
+return nb.activeCellIndex;
+"""
+
 #: lab 01, the lab with the stored hex dumps and pictures the browser test looks at
 LAB01 = "01_the_wire.ipynb"
 #: console entries JupyterLab itself logs at SEVERE that say nothing about the labs' outputs
-CONSOLE_NOISE = ("favicon.ico", "/api/workspaces", "lab/api/translations")
+#: (chromium's refusal of JupyterLab's "leave the page with unsaved changes?" prompt when a test opens the next
+#: page while a notebook that ran is still open)
+CONSOLE_NOISE = ("favicon.ico", "/api/workspaces", "lab/api/translations",
+                 "Blocked attempt to show a 'beforeunload' confirmation panel")
 
 #: per stored output area that holds a picture: whether a picture shows, or the untrusted placeholder/raw text
 JS_STORED_PICTURES = """
@@ -153,12 +167,20 @@ class Browser:
             time.sleep(poll_s)
 
     def open_lab(self, url: str) -> None:
-        """Load JupyterLab at ``url`` and wait until the application has started."""
+        """Load JupyterLab at ``url`` and wait until the application has started.
+
+        A ``/lab/tree/<path>`` address (``make lab`` opens lab 00 so) opens that document after the application
+        is restored: wait for it too, or it opens later on top of the notebook a test opens next, hiding it.
+        """
         self.driver.get(url)
         self.wait(lambda: self.js("return typeof window.jupyterapp === 'object'"), 30, "window.jupyterapp")
         self.driver.execute_async_script("const done = arguments[arguments.length - 1];"
                                          "window.jupyterapp.started.then(() => window.jupyterapp.restored)"
                                          ".then(() => done(1));")
+        tree = re.search(r"/lab/tree/([^?#]+)", url)
+        if tree:
+            path = urllib.parse.unquote(tree.group(1))
+            self.wait(lambda: self.current_path() == path, 30, f"{path} to open")
 
     def command(self, name: str, args: dict | None = None) -> None:
         """Run a JupyterLab command without waiting for it (a run-all would outlast the script timeout)."""
@@ -172,27 +194,57 @@ class Browser:
                   timeout_s, f"{path} to open")
         self.wait(lambda: self.js(JS_KERNEL_IDLE), timeout_s, f"the kernel of {path}")
 
+    def activate(self, path: str) -> None:
+        """Bring the open document ``path`` to the front (the tab a person clicks)."""
+        self.js("const w = [...window.jupyterapp.shell.widgets('main')].find(w => w.context && "
+                "w.context.path === arguments[0]); window.jupyterapp.shell.activateById(w.id); return 1;", path)
+        self.wait(lambda: self.current_path() == path, 10, f"{path} in front")
+
+    def close_without_saving(self, path: str) -> None:
+        """Close the open document ``path`` and drop its changes (the labs' files stay as stored)."""
+        self.js("const w = [...window.jupyterapp.shell.widgets('main')].find(w => w.context && "
+                "w.context.path === arguments[0]); if (w) { w.context.model.dirty = false; w.close(); } return 1;",
+                path)
+        self.wait(lambda: not self.js("return [...window.jupyterapp.shell.widgets('main')].some(w => w.context && "
+                                      "w.context.path === arguments[0]);", path), 10, f"{path} to close")
+
     def current_path(self) -> str | None:
         return self.js("const p = window.jupyterapp.shell.currentWidget; return p && p.context ? p.context.path : null;")
 
-    def run_all(self, timeout_s: float) -> dict:
-        """Run every cell of the current notebook; return the final run state (see JS_RUN_STATE).
+    def run_all(self, timeout_s: float, *, before_last: int = 0) -> dict:
+        """Run the cells of the current notebook; return the final run state (see JS_RUN_STATE).
 
-        The stored outputs and execution counts are cleared first, so "every cell has a count" means "ran now".
+        ``before_last=n`` leaves the last ``n`` code cells out (run them later with ``run_last``), as an
+        instructor does who keeps a lab's cluster running to work its live controls before the closing cell
+        stops it; ``total`` then counts the cells run. The stored outputs and execution counts are cleared
+        first, so "every cell has a count" means "ran now".
         """
         self.driver.execute_async_script("const done = arguments[arguments.length - 1];"
                                          "window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')"
                                          ".then(() => done(1));")
         cleared = self.js(JS_RUN_STATE)
         assert cleared["ran"] == 0 and not cleared["errors"], f"clearing the outputs left {cleared}"
-        self.command("notebook:run-all-cells")
+        if before_last:
+            self.js(JS_SELECT_CODE_CELL, cleared["total"] - before_last)
+            self.command("notebook:run-all-above")
+        else:
+            self.command("notebook:run-all-cells")
+        return self._wait_for_run(cleared["total"] - before_last, timeout_s)
 
+    def run_last(self, cells: int, timeout_s: float) -> dict:
+        """Run the last ``cells`` code cells (those ``run_all(before_last=cells)`` left out)."""
+        total = self.js(JS_RUN_STATE)["total"]
+        self.js(JS_SELECT_CODE_CELL, total - cells)     # clicks in an output make its cell the active one
+        self.command("notebook:run-all-below")
+        return self._wait_for_run(total, timeout_s)
+
+    def _wait_for_run(self, cells: int, timeout_s: float) -> dict:
         def finished():
             state = self.js(JS_RUN_STATE)
-            done = state["ran"] == state["total"] or (state["errors"] and not state["running"])
-            return state if done else None
+            done = (state["ran"] >= cells and not state["running"]) or (state["errors"] and not state["running"])
+            return {**state, "total": cells} if done else None
 
-        return self.wait(finished, timeout_s, "run all cells", poll_s=0.5)
+        return self.wait(finished, timeout_s, "the cells to run", poll_s=0.5)
 
     # -- what a person sees -------------------------------------------------------------------------------------------
     def output_texts_containing(self, needle: str) -> list[str]:

@@ -49,7 +49,8 @@ def test_no_console_errors_from_the_outputs(lab01, browser):
 
 #: the first hex dump: a byte of a field, that field's line in the tree, and what the tree line shows now
 JS_FIELD = """
-const frame = document.querySelector('.jp-OutputArea-output .kl-frame');
+const panel = window.jupyterapp.shell.currentWidget.node;   // lab 01's panel, not a notebook behind it
+const frame = panel.querySelector('.jp-OutputArea-output .kl-frame');
 const scope = [...frame.classList].find(c => c.startsWith('kl') && c !== 'kl-frame');
 const bytes = [...frame.querySelectorAll('pre.kl-dump label.kl-b')];
 const byte = bytes.find(b => [...b.classList].some(c => /^s\\d+$/.test(c)) && b.closest('details') === null);
@@ -59,7 +60,7 @@ const radio = document.getElementById(scope + '-' + n);
 const look = e => { const s = getComputedStyle(e);
   return {pin: s.getPropertyValue('--kl-c').trim(), bg: s.backgroundColor, outline: s.outlineColor}; };
 byte.scrollIntoView({block: 'center'});
-return {field: n, byte: byte, line_text: line.innerText.slice(0, 80), line: look(line), byte_look: look(byte),
+return {path: window.jupyterapp.shell.currentWidget.context.path, field: n, byte: byte, line_text: line.innerText.slice(0, 80), line: look(line), byte_look: look(byte),
         pinned: !!(radio && radio.checked)};
 """
 
@@ -67,12 +68,13 @@ return {field: n, byte: byte, line_text: line.innerText.slice(0, 80), line: look
 def test_clicking_a_byte_highlights_its_field(lab01, browser):
     from selenium.webdriver.common.action_chains import ActionChains
 
+    browser.activate(LAB01)
     before = browser.js(JS_FIELD)
-    assert not before["pinned"]
+    assert before["path"] == LAB01 and not before["pinned"], before
     ActionChains(browser.driver).move_to_element(before["byte"]).click().perform()
     # move away, so what stays lit is the pinned highlight, not the hover
-    ActionChains(browser.driver).move_to_element(browser.driver.find_element("css selector", ".jp-Notebook")) \
-        .move_by_offset(0, 0).perform()
+    notebook = browser.js("return window.jupyterapp.shell.currentWidget.content.node;")   # lab 01's, in front
+    ActionChains(browser.driver).move_to_element(notebook).move_by_offset(0, 0).perform()
     after = browser.js(JS_FIELD)
     browser.screenshot("lab01-hexdump-pinned")
     assert after["field"] == before["field"]
@@ -88,7 +90,7 @@ const nb = window.jupyterapp.shell.currentWidget.content.node.getBoundingClientR
 const side = document.querySelector('#jp-left-stack');
 const res = {window: window.innerWidth, notebook_right: nb.right, notebook_left: nb.left,
              sidebar: side ? side.getBoundingClientRect().width : 0, problems: [], checked: 0};
-for (const frame of document.querySelectorAll('.jp-OutputArea-output .kl-frame')) {
+for (const frame of window.jupyterapp.shell.currentWidget.node.querySelectorAll('.jp-OutputArea-output .kl-frame')) {
   const parts = [...frame.querySelectorAll('pre.kl-dump, .kl-tree')];
   for (const e of parts) {
     if (e.closest('details:not([open])')) continue;
@@ -113,12 +115,14 @@ return res;
 def test_hex_dumps_readable_at_1024px_with_the_file_browser_open(lab01, browser):
     try:
         browser.driver.set_window_size(1024, 768)
+        browser.activate(LAB01)
         browser.command("filebrowser:activate")
         browser.wait(lambda: browser.js("const s = document.querySelector('#jp-left-stack');"
                                         "return !!(s && s.getBoundingClientRect().width > 100);"), 10,
                      "the file browser to open")
         layout = browser.js(JS_LAYOUT)
-        browser.js("document.querySelector('.jp-OutputArea-output .kl-frame').scrollIntoView({block: 'start'})")
+        browser.js("window.jupyterapp.shell.currentWidget.node.querySelector('.jp-OutputArea-output .kl-frame')"
+                   ".scrollIntoView({block: 'start'})")
         browser.screenshot("lab01-hexdump-1024px")
     finally:
         browser.driver.set_window_size(1400, 1000)
