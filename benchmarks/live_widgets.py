@@ -3,7 +3,7 @@ in the same run, driven by confluent-kafka (issue 18's target: the dashboard cos
 
 Run from the repository root::
 
-    .venv/bin/python benchmarks/live_widgets.py                    # full run: 60,000 records per run, 5 rounds
+    .venv/bin/python benchmarks/live_widgets.py                    # full run: 300,000 records per run, 6 rounds
     .venv/bin/python benchmarks/live_widgets.py --quick            # smoke run: 3,000 records, 1 round
     .venv/bin/python benchmarks/live_widgets.py --interval 0.1     # refresh at 10 Hz instead of 4 Hz
     .venv/bin/python benchmarks/live_widgets.py --acks all --partitions 6
@@ -213,8 +213,8 @@ def report(cfg, res: dict) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--records", type=int, default=60_000)
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--records", type=int, default=300_000)
+    ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--partitions", type=int, default=3)
     ap.add_argument("--acks", choices=("1", "all"), default="1")
     ap.add_argument("--interval", type=float, default=None, help="seconds between frames (default: the widget's)")

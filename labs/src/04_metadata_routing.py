@@ -39,11 +39,12 @@
 
 # %%
 import pandas as pd
+from IPython.display import display
 
 from kafkalab import Cluster
 from kafkalab.cluster import BrokerLog
 from kafkalab.clients import Admin, NewTopic, Producer
-from kafkalab.labs import lab04
+from kafkalab.labs import evidence, lab04
 from kafkalab.viz import ClusterDashboard
 
 pd.set_option("display.max_colwidth", 120)
@@ -112,7 +113,7 @@ pd.DataFrame(lab04.partitions_table(response, TOPIC)).set_index("partition")
 # %%
 answers = {b: lab04.partitions_table(lab04.metadata_request(cluster.broker(b).bootstrap_servers, [TOPIC]), TOPIC)
            for b in sorted(cluster.brokers)}
-print("all three brokers give the same partitions:", answers[0] == answers[1] == answers[2])
+evidence("Any broker can answer", {"all three brokers give the same partitions": answers[0] == answers[1] == answers[2]})
 
 # %% [markdown]
 # ## 3 · Where topics come from
@@ -127,7 +128,7 @@ with Admin({"bootstrap.servers": first_address}) as admin:
     cluster.wait_until(lambda: cluster.broker(0).metadata_cache.partition_count("clicks") == 6)
 clicks = lab04.partitions_table(lab04.metadata_request(first_address, ["clicks"]), "clicks")
 print("partitions:", len(clicks), "| replicas per partition:", {len(r["replicas"]) for r in clicks})
-print("every broker leads some partition of clicks:", sorted({r["leader"] for r in clicks}) == [0, 1, 2])
+evidence("Leadership is spread", {"every broker leads some partition of clicks": sorted({r["leader"] for r in clicks}) == [0, 1, 2]})
 
 # %% [markdown]
 # There is a second way, older and often regretted: with `auto.create.topics.enable=true` (the default on a
@@ -198,8 +199,9 @@ cluster.wait_until(lambda: all(lab04.cached_isr_size(b, TOPIC, p) == 3 for p in 
                                for b in cluster.brokers.values()), 15, "broker 1 did not rejoin the ISR")
 new = cluster.partition_state(TOPIC, 0)
 print(f"orders-0 leader: {old['leader']} -> {new['leader']}, leader epoch {old['leader_epoch']} -> {new['leader_epoch']}")
-print("the new leader was in the old ISR:", new["leader"] in old["isr"])
-print("the restarted broker is back in the ISR (it had nothing to catch up on):", old["leader"] in new["isr"])
+display(evidence("A clean failover", {
+    "the new leader was in the old ISR": new["leader"] in old["isr"],
+    "the restarted broker is back in the ISR (it had nothing to catch up on)": old["leader"] in new["isr"]}))
 print("the producer's cache still says:", producer.metadata.leader_for(TOPIC, 0))
 
 # %% [markdown]

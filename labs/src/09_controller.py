@@ -46,6 +46,7 @@
 
 # %%
 import pandas as pd
+from IPython.display import display
 
 from kafkalab import Cluster
 from kafkalab.cluster import BrokerLog
@@ -130,8 +131,9 @@ dashboard
 # %%
 active = cluster.call(lambda: {b: s.controller.is_active for b, s in sorted(cluster.brokers.items())})
 print("active controller per broker:", active)
-print("exactly one:", sum(active.values()) == 1, "| it is the broker named in /controller:",
-      cluster.controller_id == [b for b, a in active.items() if a][0])
+evidence("One controller", {"exactly one broker is the active controller": sum(active.values()) == 1,
+                            "it is the broker named in /controller":
+                                cluster.controller_id == [b for b, a in active.items() if a][0]})
 
 # %% [markdown]
 # ## 3 · A topic, and what the controller sends
@@ -163,7 +165,8 @@ def consecutive(broker_id):
            if r.api_key in lab09.CONTROLLER_APIS]
     return ids == list(range(ids[0], ids[0] + len(ids)))
 
-print("correlation ids consecutive on every channel:", all(consecutive(b) for b in cluster.brokers))
+evidence("One request at a time", {"correlation ids are consecutive on every channel":
+                                        all(consecutive(b) for b in cluster.brokers)})
 
 # %% [markdown]
 # What was inside? The tap decoded the bodies (LeaderAndIsr v6, UpdateMetadata v7). Here is what broker 1
@@ -185,9 +188,9 @@ pd.DataFrame([r for r in bodies if r["to"] == "broker 1"])
 # The states are also in the store, written *before* the requests were sent:
 
 # %%
-print("every broker was told the same UpdateMetadata states:",
-      len({tuple((r["partition"], r["leader"], r["leader_epoch"], tuple(r["isr"])) for r in bodies
-                 if r["to"] == f"broker {b}" and r["request"].startswith("UpdateMetadata")) for b in range(3)}) == 1)
+display(evidence("One picture for everyone", {"every broker was told the same UpdateMetadata states":
+    len({tuple((r["partition"], r["leader"], r["leader_epoch"], tuple(r["isr"])) for r in bodies
+               if r["to"] == f"broker {b}" and r["request"].startswith("UpdateMetadata")) for b in range(3)}) == 1}))
 print(lab09.zk_tree(cluster))
 
 # %% [markdown]
@@ -260,8 +263,9 @@ tap.refresh()
 cluster.wait_until(lambda: all(len(cluster.partition_state(TOPIC, p)["isr"]) == 3 for p in range(3)), 15,
                    "broker 2 did not rejoin the ISRs")
 lab09.wait_until_quiet(cluster)
-print("broker 2 received LeaderAndIsr:", any(to == 2 and k == 4 for _, to, k, *_ in tap.sent),
-      "| UpdateMetadata:", any(to == 2 and k == 6 for _, to, k, *_ in tap.sent))
+display(evidence("The restarted broker is told", {
+    "broker 2 received LeaderAndIsr": any(to == 2 and k == 4 for _, to, k, *_ in tap.sent),
+    "broker 2 received UpdateMetadata": any(to == 2 and k == 6 for _, to, k, *_ in tap.sent)}))
 pd.DataFrame([{"partition": p, **{k: v for k, v in cluster.partition_state(TOPIC, p).items() if k != "logs"}}
               for p in range(3)]).set_index("partition")
 
