@@ -171,11 +171,12 @@ def test_key_value_args():
 def all_tables():
     from kafkalab.clients.config import ADMIN_CONFIGS, CONSUMER_CONFIGS, PRODUCER_CONFIGS
     from kafkalab.coordinator.group.coordinator_config import GROUP_COORDINATOR_CONFIGS
+    from kafkalab.coordinator.transaction.transaction_config import TRANSACTION_COORDINATOR_CONFIGS
     from kafkalab.server.config import BROKER_CONFIGS, SERVER_CONFIGS
     from kafkalab.storage.log_config import TOPIC_CONFIGS
     from kafkalab.storage.server_log_configs import SERVER_LOG_CONFIGS
     return {"broker": BROKER_CONFIGS, "server": SERVER_CONFIGS, "group": GROUP_COORDINATOR_CONFIGS,
-            "log": SERVER_LOG_CONFIGS, "topic": TOPIC_CONFIGS, "producer": PRODUCER_CONFIGS,
+            "transaction": TRANSACTION_COORDINATOR_CONFIGS, "log": SERVER_LOG_CONFIGS, "topic": TOPIC_CONFIGS, "producer": PRODUCER_CONFIGS,
             "consumer": CONSUMER_CONFIGS, "admin": ADMIN_CONFIGS}
 
 
@@ -191,8 +192,11 @@ def test_every_table_is_a_config_def_with_typed_documented_keys(name):
 
 def test_broker_table_is_the_union_of_its_rooms():
     t = all_tables()
-    assert set(t["broker"]) == set(t["server"]) | set(t["group"]) | set(t["log"])
-    assert not set(t["server"]) & set(t["group"]) and not set(t["server"]) & set(t["log"])
+    rooms = ("server", "group", "transaction", "log")
+    assert set(t["broker"]) == set().union(*(set(t[r]) for r in rooms))
+    for i, a in enumerate(rooms):                       # each key defined in exactly one room
+        for b in rooms[i + 1:]:
+            assert not set(t[a]) & set(t[b]), (a, b, set(t[a]) & set(t[b]))
 
 
 def test_topic_synonyms_name_declared_broker_keys():

@@ -2,6 +2,7 @@
 opens labs/. Checked with `make -n` (prints the commands, runs nothing)."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -13,7 +14,10 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is no
 
 
 def _plan(target: str) -> list[str]:
-    out = subprocess.run(["make", "-n", target], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    # not the flags of a `make test` this runs under: a nested make would print its directory around the plan
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    out = subprocess.run(["make", "--no-print-directory", "-n", target], cwd=ROOT, capture_output=True, text=True,
+                         check=True, env=env).stdout
     return out.splitlines()
 
 
