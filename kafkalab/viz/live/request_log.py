@@ -37,6 +37,7 @@ import ipywidgets as widgets
 from IPython.display import HTML
 
 from kafkalab.viz.live.refresh import Refresher
+from kafkalab.viz.live.state import cluster_is_running
 
 _COLUMNS = ("time", "broker", "api", "v", "corr id", "client id", "listener", "queue ms", "local ms", "remote ms",
             "send ms", "total ms")
@@ -51,8 +52,8 @@ def _request_logs(source) -> dict:
 
 
 def _cluster_stopped(source) -> bool:
-    """A ``Cluster`` has no public "stopped" flag (yet): its background loop is gone once :meth:`stop` ran."""
-    return hasattr(source, "brokers") and hasattr(source, "_loop") and source._loop is None
+    """A ``Cluster`` that :meth:`stop` ended (``Cluster.is_running`` is false); a single broker never counts."""
+    return hasattr(source, "brokers") and not cluster_is_running(source)
 
 
 def _names(text: str) -> set:

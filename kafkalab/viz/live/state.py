@@ -98,11 +98,8 @@ class ClusterState(NamedTuple):
 
 
 def cluster_is_running(cluster) -> bool:
-    """Whether ``cluster`` is started (its loop exists); a stopped cluster ends its dashboards' refreshers."""
-    running = getattr(cluster, "is_running", None)
-    if isinstance(running, bool):
-        return running
-    return getattr(cluster, "_loop", None) is not None
+    """``Cluster.is_running``: whether ``cluster`` is started; a stopped cluster ends its dashboards' refreshers."""
+    return bool(getattr(cluster, "is_running", False))
 
 
 def read_cluster_state(cluster, *, internal_topics: bool = False, timeout: float = 5.0) -> ClusterState:
