@@ -272,3 +272,21 @@ def test_command_line_entry_point_runs():
     r = subprocess.run([sys.executable, "-m", "kafkalab.cli", "producer-perf-test", "--topic", "t", "--num-records",
                         "1", "--throughput", "-1", "--record-size", "1"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and "Either --producer-props or --producer.config must be specified." in r.stderr
+
+
+def test_throughput_paces_the_send_loop(kafkalab_cluster):
+    topic = f"perf-{uuid.uuid4().hex[:8]}"
+    kafkalab_cluster.create_topic(topic, 1)
+    ticks = iter(range(10**9))
+    sleeps: list = []
+
+    def now_ms() -> int:                       # a clock that moves 1 ms per reading, and by every sleep
+        return next(ticks) + int(sum(sleeps) * 1000)
+
+    args = build_parser().parse_args(["producer-perf-test", "--topic", topic, "--num-records", "50",
+                                      "--record-size", "5", "--throughput", "100", "--producer-props",
+                                      f"bootstrap.servers={kafkalab_cluster.bootstrap_servers}"])
+    out = io.StringIO()
+    assert producer_perf.run(args, out, io.StringIO(), now_ms=now_ms, sleep=sleeps.append) == 0
+    assert TOTAL.match(out.getvalue().splitlines()[-1]).group(1) == "50"
+    assert 0.3 <= sum(sleeps) <= 0.55           # 50 records at 100/s: about half a second asleep
