@@ -292,3 +292,14 @@ def test_throughput_paces_the_send_loop(kafkalab_cluster):
     assert producer_perf.run(args, out, io.StringIO(), now_ms=now_ms, sleep=sleeps.append) == 0
     assert TOTAL.match(out.getvalue().splitlines()[-1]).group(1) == "50"
     assert 0.3 <= sum(sleeps) <= 0.55           # 50 records at 100/s: about half a second asleep
+
+
+def test_failed_sends_are_printed_and_not_counted(kafkalab_cluster):
+    topic = f"perf-{uuid.uuid4().hex[:8]}"
+    kafkalab_cluster.create_topic(topic, 1, config={"max.message.bytes": "200"})
+    rc, out, err = run_cli(["producer-perf-test", "--topic", topic, "--num-records", "3", "--record-size", "1000",
+                            "--throughput", "-1", "--producer-props",
+                            f"bootstrap.servers={kafkalab_cluster.bootstrap_servers}", "retries=0"])
+    assert rc == 0                                          # Kafka's tool goes on and exits 0
+    assert re.match(r"^0 records sent, ", out.splitlines()[-1]), out
+    assert err.count("\n") == 3 and "MESSAGE_TOO_LARGE" in err, err
