@@ -54,6 +54,7 @@ __all__ = ["main"]
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="kafkalab", description="kafkalab: Kafka, down to the bytes on the wire.")
+    ap.formatter_class = _one_line_per_command
     sub = ap.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _broker.add_parser(sub)
     _cluster.add_parser(sub)
@@ -75,6 +76,14 @@ def build_parser() -> argparse.ArgumentParser:
     producer_perf.add_parser(sub)
     consumer_perf.add_parser(sub)
     return ap
+
+
+def _one_line_per_command(prog: str) -> argparse.HelpFormatter:
+    """``kafkalab --help`` lists every command on one line: a help column past the longest names (argparse
+    does not measure a sub-command's name) and room for the help."""
+    formatter = argparse.HelpFormatter(prog, max_help_position=28, width=160)
+    formatter._action_max_length = 28
+    return formatter
 
 
 def _run_capture(args) -> int:

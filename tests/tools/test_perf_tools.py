@@ -2,6 +2,7 @@
 ThroughputThrottler's pacing on a fake clock, and runs against kafkalab and Tansu."""
 from __future__ import annotations
 
+import argparse
 import io
 import re
 import subprocess
@@ -174,10 +175,14 @@ def test_java_date_format():
         consumer_perf.java_date_format("yyyy-ww")
 
 
-def test_help_lists_the_perf_tools():
-    text = build_parser().format_help()
-    assert re.search(r"^\s+producer-perf-test\s+\S", text, re.M)
-    assert re.search(r"^\s+consumer-perf-test\s+\S", text, re.M)
+def test_help_lists_every_command_on_one_line():
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    text = parser.format_help()
+    listing = text[text.index("  COMMAND\n") + len("  COMMAND\n"):text.index("\noptions:")].splitlines()
+    names = [re.fullmatch(r"    (\S+) {2,}\S.*", line).group(1) for line in listing if line.strip()]
+    assert names == list(commands) and len(names) == len(listing)
+    assert {"producer-perf-test", "consumer-perf-test"} <= set(names)
 
 
 # -- against brokers ----------------------------------------------------------------------------------------
