@@ -158,6 +158,11 @@ def test_consumer_required_arguments_and_options():
     rc, _, err = run_cli(["consumer-perf-test", "--bootstrap-server", "x:1", "--topic", "t", "--messages", "5",
                           "--reporting-interval", "0"])
     assert rc == 1 and "Reporting interval must be greater than 0." in err
+    rc, out, err = run_cli(["consumer-perf-test", "--bootstrap-server", "x:1", "--topic", "t", "--messages", "5",
+                            "--threads", "3", "--print-metrics"])
+    assert rc == 1 and "--print-metrics is not available" in err
+    assert out == ("WARNING: option [threads] and [num-fetch-threads] have been deprecated and will be ignored by "
+                   "the test\n")
     args = build_parser().parse_args(["consumer-perf-test", "--broker-list", "b:9", "--topic", "t", "--messages",
                                       "1", "--fetch-size", "4096", "--from-latest", "--timeout"])
     assert args.timeout == 10_000
