@@ -24,6 +24,12 @@ One entry point with a sub-command per tool, named like the Kafka tool it mirror
                           | find-hanging (--topic T [--partition P] | --broker-id B) [--max-transaction-timeout MIN]
                           | abort --topic T --partition P (--start-offset O | --producer-id I --producer-epoch E
                                   --coordinator-epoch C)                  (kafka-transactions.sh)
+    kafkalab producer-perf-test --topic T --num-records N (--record-size S|--payload-file F|--payload-monotonic)
+                                --throughput R (--producer-props K=V ...|--producer.config F)
+                                                                          (kafka-producer-perf-test.sh)
+    kafkalab consumer-perf-test --bootstrap-server H:P --topic T --messages N [--group G] [--fetch-size B]
+                                [--timeout MS] [--show-detailed-stats] [--reporting-interval MS] [--hide-header]
+                                                                          (kafka-consumer-perf-test.sh)
 
 ``broker`` runs a broker in the foreground, ``cluster`` N brokers and the coordination store in one process, ``dump-log`` prints segment, index and checkpoint files with
 Kafka's tool's flags and output, ``decode`` prints the annotated field tree and hex dump of a frame (what
@@ -48,6 +54,7 @@ __all__ = ["main"]
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="kafkalab", description="kafkalab: Kafka, down to the bytes on the wire.")
+    ap.formatter_class = _one_line_per_command
     sub = ap.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _broker.add_parser(sub)
     _cluster.add_parser(sub)
@@ -60,13 +67,23 @@ def build_parser() -> argparse.ArgumentParser:
     cap.add_argument("action", nargs="?", default="metadata", choices=("metadata", "produce"))
     cap.add_argument("--first", action="store_true", help="answer nothing: show only the very first request")
     cap.set_defaults(run=_run_capture)
-    from kafkalab.tools import configs, replay, transactions
+    from kafkalab.tools import configs, consumer_perf, producer_perf, replay, transactions
 
     replay.add_parser(sub)
     _acls.add_parser(sub)
     configs.add_parser(sub)
     transactions.add_parser(sub)
+    producer_perf.add_parser(sub)
+    consumer_perf.add_parser(sub)
     return ap
+
+
+def _one_line_per_command(prog: str) -> argparse.HelpFormatter:
+    """``kafkalab --help`` lists every command on one line: a help column past the longest names (argparse
+    does not measure a sub-command's name) and room for the help."""
+    formatter = argparse.HelpFormatter(prog, max_help_position=28, width=160)
+    formatter._action_max_length = 28
+    return formatter
 
 
 def _run_capture(args) -> int:

@@ -17,6 +17,9 @@ the real tool prints on a real cluster. Each tool is a module with ``main(argv)`
 * :mod:`.configs` -- ``kafka-configs.sh`` for SCRAM users (``kafkalab configs``).
 * :mod:`.transactions` -- ``kafka-transactions.sh`` (``kafkalab transactions list|describe|describe-producers|
   find-hanging|abort``), through the admin client's transaction operations.
+* :mod:`.producer_perf`, :mod:`.consumer_perf` -- ``kafka-producer-perf-test.sh`` and
+  ``kafka-consumer-perf-test.sh`` (``kafkalab producer-perf-test`` / ``consumer-perf-test``), through the clients;
+  :mod:`.throughput_throttler` paces ``--throughput`` as Kafka's ``ThroughputThrottler``.
 
 Mirrors: ``core/src/main/scala/kafka/tools/`` and ``tools/src/main/java/org/apache/kafka/tools/``.
 """
