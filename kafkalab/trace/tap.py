@@ -35,7 +35,7 @@ import json
 import socket
 import threading
 import time
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from kafkalab.protocol import (DEFAULT_MAX_FRAME_BYTES, FrameReader, InvalidReceiveError, api_name, decode_request,
                                decode_response, encode_response, request_schema, response_schema, size_prefixed)
@@ -93,6 +93,21 @@ class TapFrame:
         """What the receiver got, with its size prefix."""
         return size_prefixed(self.forwarded if self.forwarded is not None else self.frame)
 
+    def summary(self) -> str:
+        """One line: when, which connection, which way, what."""
+        arrow = "->" if self.direction == "request" else "<-"
+        what = (f"{self.api_name} v{self.api_version}" if self.api_key is not None else "?")
+        line = f"{self.time:9.3f} conn {self.connection} {arrow} {what} correlation_id={self.correlation_id} " \
+               f"{len(self.frame)} bytes"
+        if self.latency is not None:
+            line += f" ({self.latency * 1000:.1f} ms)"
+        for change in self.rewritten:
+            line += f" [node {change.node_id} {change.upstream[0]}:{change.upstream[1]} -> " \
+                    f"{change.tap[0]}:{change.tap[1]}]"
+        if self.error:
+            line += f" ! {self.error}"
+        return line
+
     def body_json(self) -> Optional[str]:
         if self.decoded is None:
             return None
@@ -138,13 +153,16 @@ class TapConnection:
 class Tap:
     """A recording proxy in front of a Kafka cluster (see the module docstring).
 
-    ``Tap("localhost:9092", listen="127.0.0.1:0").start()``; clients use :attr:`bootstrap_servers`. With a
+    ``Tap("localhost:9092", listen="127.0.0.1:0").start()``; clients use :attr:`bootstrap_servers`;
+    ``on_frame`` (optional) is called with each frame as it is recorded. With a
     fixed listen port P, the brokers get P+1, P+2, ... in the order they are first advertised; with port 0
     every tap port is a free one.
     """
 
     def __init__(self, bootstrap_server: str, listen: str = "127.0.0.1:0", *,
-                 max_frames: int = DEFAULT_MAX_FRAMES, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES):
+                 max_frames: int = DEFAULT_MAX_FRAMES, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+                 on_frame: Optional[Callable[[TapFrame], None]] = None):
+        self.on_frame = on_frame   # called with each recorded frame, on the relaying thread
         self.upstream = _parse_address(bootstrap_server)
         self.listen_host, self._listen_port = _parse_address(listen)
         self.max_frame_bytes = max_frame_bytes
@@ -220,6 +238,11 @@ class Tap:
             if len(self.frames) == self.frames.maxlen:
                 self.dropped += 1
             self.frames.append(frame)
+        if self.on_frame is not None:
+            try:
+                self.on_frame(frame)
+            except Exception as e:   # noqa: BLE001 -- a failing observer must not stop the relay
+                self._event(frame.connection, "observer-failed", f"{type(e).__name__}: {e}")
         return frame
 
     def _event(self, connection: int, kind: str, detail: str = "") -> None:

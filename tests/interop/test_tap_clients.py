@@ -8,6 +8,7 @@ for the rewritten addresses (:func:`_assert_pass_through`).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 
@@ -122,6 +123,8 @@ def test_python_clients_through_the_tap(cluster, tap, topic, client):
 def _tshark(path, ports) -> list[list[str]]:
     tshark = shutil.which("tshark")
     if tshark is None:
+        if os.environ.get("KAFKALAB_REQUIRE_TSHARK") == "1":
+            pytest.fail("tshark is required (KAFKALAB_REQUIRE_TSHARK=1) but not on PATH: apt-get install -y tshark")
         pytest.skip("tshark is not installed (apt-get install -y tshark)")
     args = [tshark, "-r", str(path)]
     for port in sorted(ports):

@@ -152,3 +152,43 @@ def test_read_pcap_refuses_bad_files(tmp_path):
                                                                                                      999, 999))
     with pytest.raises(DecodeError, match="runs past the end"):
         read_pcap(truncated)
+
+
+def test_the_tap_command_prints_frames_and_writes_both_files(cluster, tmp_path, capsys):
+    import socket
+    import threading
+
+    from kafkalab.cli import main
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    jsonl, pcap = tmp_path / "tap.jsonl", tmp_path / "tap.pcap"
+    result: list = []
+    runner = threading.Thread(target=lambda: result.append(main([
+        "tap", "--bootstrap-server", cluster.bootstrap_servers, "--listen", f"127.0.0.1:{port}", "--duration", "1.5",
+        "--jsonl", str(jsonl), "--pcap", str(pcap)])))
+    runner.start()
+    for _ in range(100):
+        try:
+            conn = RawConnection(("127.0.0.1", port))
+            break
+        except OSError:
+            time.sleep(0.02)
+    with conn:
+        conn.send(_metadata(7))
+        assert decode_response(conn.receive(), 3, 9).body.brokers[0].port == port   # the bootstrap broker itself
+    runner.join(10)
+    assert result == [0]
+    out = capsys.readouterr().out
+    assert f"tap listening on 127.0.0.1:{port}" in out
+    assert "conn 0 -> Metadata v9 correlation_id=7" in out and f"-> 127.0.0.1:{port}]" in out
+    assert f"2 frame(s) on 1 connection(s), 0 dropped; tap ports: -d tcp.port=={port},kafka\n" in out
+    assert len(jsonl.read_text().splitlines()) >= 3 and len(read_pcap(pcap)) == 2
+
+
+def test_the_tap_command_refuses_a_bad_address(capsys):
+    from kafkalab.cli import main
+
+    assert main(["tap", "--bootstrap-server", "no-port", "--duration", "0"]) == 1
+    assert "expected HOST:PORT, got 'no-port'" in capsys.readouterr().err
