@@ -17,8 +17,9 @@ accepts it opens a connection to the broker behind that port and relays both way
 Bad input never stops the tap: a size prefix that is negative or over ``max_frame_bytes`` is recorded as a
 :class:`TapEvent` and the rest of that direction is relayed raw (the broker decides what to do with it); a
 close in the middle of a frame is recorded with the bytes left over; an unreachable broker closes the client's
-connection and is recorded. What is kept is bounded (``max_frames`` frames, oldest dropped first, counted in
-``dropped``).
+connection and is recorded. What is kept is bounded (``max_frames`` frames and ``max_bytes`` bytes of them,
+oldest dropped first, counted in ``dropped``); a slow client slows its broker connection down rather than
+filling memory (each relay thread writes before it reads again).
 
 Exports: :meth:`Tap.to_json_lines` (one JSON object per frame or event) and :meth:`Tap.write_pcap` (a libpcap
 file tshark's Kafka dissector reads, see :mod:`.pcap`). Threads: one acceptor per tap port, two relays per
@@ -42,10 +43,12 @@ from kafkalab.protocol import (DEFAULT_MAX_FRAME_BYTES, FrameReader, InvalidRece
 from kafkalab.protocol.json_converter import to_json, write
 from kafkalab.trace.tap_rewrite import REWRITTEN_APIS, AddressChange, rewrite_response
 
-__all__ = ["Tap", "TapFrame", "TapEvent", "DEFAULT_MAX_FRAMES"]
+__all__ = ["Tap", "TapFrame", "TapEvent", "DEFAULT_MAX_FRAMES", "DEFAULT_MAX_BYTES"]
 
 #: Frames a tap keeps before it drops the oldest.
 DEFAULT_MAX_FRAMES = 100_000
+#: Bytes of recorded frames a tap keeps before it drops the oldest frames.
+DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 _RECV_BYTES = 65536
 
 
@@ -160,12 +163,15 @@ class Tap:
     """
 
     def __init__(self, bootstrap_server: str, listen: str = "127.0.0.1:0", *,
-                 max_frames: int = DEFAULT_MAX_FRAMES, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+                 max_frames: int = DEFAULT_MAX_FRAMES, max_bytes: int = DEFAULT_MAX_BYTES,
+                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
                  on_frame: Optional[Callable[[TapFrame], None]] = None):
         self.on_frame = on_frame   # called with each recorded frame, on the relaying thread
         self.upstream = _parse_address(bootstrap_server)
         self.listen_host, self._listen_port = _parse_address(listen)
         self.max_frame_bytes = max_frame_bytes
+        self.max_bytes = max_bytes
+        self._kept_bytes = 0
         self.frames: collections.deque[TapFrame] = collections.deque(maxlen=max_frames)
         self.events: collections.deque[TapEvent] = collections.deque(maxlen=max_frames)
         self.connections: list[TapConnection] = []
@@ -235,7 +241,10 @@ class Tap:
         with self._lock:
             frame.index = self._next_index
             self._next_index += 1
-            if len(self.frames) == self.frames.maxlen:
+            self._kept_bytes += len(frame.frame) + len(frame.forwarded or b"")
+            while self.frames and (len(self.frames) == self.frames.maxlen or self._kept_bytes > self.max_bytes):
+                oldest = self.frames.popleft()
+                self._kept_bytes -= len(oldest.frame) + len(oldest.forwarded or b"")
                 self.dropped += 1
             self.frames.append(frame)
         if self.on_frame is not None:
@@ -286,6 +295,8 @@ class Tap:
                         f"{side} closed with {reader.buffered} byte(s) of an incomplete {size} frame")
         else:
             self._event(conn.number, "closed", f"{side} closed the connection")
+        with self._lock:
+            self._sockets.difference_update(sockets)
         for s in sockets:
             try:
                 s.shutdown(socket.SHUT_RDWR)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 
 import pytest
@@ -109,6 +110,19 @@ def test_kcat_lists_tap_addresses_produces_and_consumes(cluster, tap, topic):
     _assert_pass_through(cluster, tap)
 
 
+def test_a_fixed_listen_port_gives_the_brokers_the_next_ports(cluster):
+    require_kcat()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    first = cluster.broker(0).bound_endpoints[0]
+    with Tap(f"{first.host}:{first.port}", f"127.0.0.1:{port}") as tap:
+        md = json.loads(kcat(tap.bootstrap_servers, "-L", "-J"))
+        by_id = {b["id"]: b["name"] for b in md["brokers"]}
+        assert by_id[0] == f"127.0.0.1:{port}"                      # the bootstrap broker is broker 0
+        assert sorted(by_id.values()) == [f"127.0.0.1:{port + i}" for i in range(3)]
+
+
 @pytest.mark.parametrize("client", ["kafka-python", "aiokafka"])
 def test_python_clients_through_the_tap(cluster, tap, topic, client):
     require_client(client)
@@ -152,3 +166,22 @@ def test_tshark_decodes_the_pcap(cluster, tap, topic, tmp_path):
     seen = sorted(int(cid) for r in rows for cid in r[0].split(",") if cid)
     assert seen == sorted(f.correlation_id for f in tap.frames)
     assert [f.frame for f in read_pcap(path)] == [f.forwarded or f.frame for f in tap.frames]
+
+
+def test_tshark_frames_the_pcap_of_a_recent_client(cluster, tap, topic, tmp_path):
+    """confluent-kafka speaks versions newer than Wireshark 4.0's dissector knows (it then says "Unsupported ...
+    version" and marks the frame malformed): the framing is still right -- tshark finds every frame, and flags
+    no frame for any other reason and no TCP segment."""
+    require_client("confluent-kafka")
+    records = sample_records("tap-pcap-ck", partitions=3)
+    confluent_produce(tap.bootstrap_servers, topic, records)
+    confluent_consume(tap.bootstrap_servers, topic, [0, 1, 2], len(records))
+    path = tmp_path / "tap.pcap"
+    tap.write_pcap(path)
+    rows = _tshark(path, [p for _, p in tap.broker_ports.values()])
+    seen = sorted(int(cid) for r in rows for cid in r[0].split(",") if cid)
+    assert seen == sorted(f.correlation_id for f in tap.frames)
+    assert not [r for r in rows if r[3]]
+    for r in rows:
+        if r[1]:
+            assert "Unsupported" in r[2] and "version" in r[2], r

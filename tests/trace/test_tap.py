@@ -115,6 +115,13 @@ def test_what_is_kept_is_bounded(cluster):
             assert conn.receive() is not None
         assert _wait(lambda: tap.dropped == 5)
         assert [f.index for f in tap.frames] == [5, 6, 7]
+    request = len(_api_versions(0))
+    with Tap(cluster.bootstrap_servers, max_bytes=2 * request) as tap, RawConnection(tap.bootstrap_servers) as conn:
+        for cid in range(3):
+            conn.send(_api_versions(cid))
+            assert conn.receive() is not None
+        assert _wait(lambda: tap.dropped == 5)      # a response is larger than a request: one frame fits
+        assert [f.index for f in tap.frames] == [5]
 
 
 def test_json_lines_and_pcap_read_back(tap, tmp_path):
