@@ -42,11 +42,13 @@ class AddressChange:
 
 
 def _swap(item, resolve: Resolver, changes: list):
-    """``item`` (anything with node_id, host, port) pointing at the tap; unchanged if it names no broker."""
-    if item.node_id < 0 or item.port < 0 or not item.host:
+    """``item`` (node_id -- broker_id in DescribeCluster --, host, port) pointing at the tap; unchanged if it names
+    no broker (a coordinator not found: node_id -1, host "", port -1)."""
+    node_id = item.broker_id if hasattr(item, "broker_id") else item.node_id
+    if node_id < 0 or item.port < 0 or not item.host:
         return item
-    host, port = resolve(item.node_id, item.host, item.port)
-    changes.append(AddressChange(item.node_id, (item.host, item.port), (host, port)))
+    host, port = resolve(node_id, item.host, item.port)
+    changes.append(AddressChange(node_id, (item.host, item.port), (host, port)))
     return item._replace(host=host, port=port)
 
 

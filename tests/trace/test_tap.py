@@ -199,3 +199,26 @@ def test_the_tap_command_refuses_a_bad_address(capsys):
 
     assert main(["tap", "--bootstrap-server", "no-port", "--duration", "0"]) == 1
     assert "expected HOST:PORT, got 'no-port'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("api_key, version, body", [
+    (10, 3, dict(key="tap-group", key_type=0)),
+    (10, 4, dict(key_type=0, coordinator_keys=("tap-group", "other-group"))),
+    (60, 0, dict(include_cluster_authorized_operations=False)),
+])
+def test_find_coordinator_and_describe_cluster_are_rewritten(cluster, tap, api_key, version, body):
+    broker = cluster.broker(0).bound_endpoints[0]
+    frame = encode_request(make_request(request_class(api_key)(**body), api_version=version, correlation_id=5,
+                                        client_id="tap-test"))
+    with RawConnection(tap.bootstrap_servers) as conn:
+        for _ in range(50):    # the group coordinator may need a moment after startup
+            conn.send(frame)
+            got = decode_response(conn.receive(), api_key, version).body
+            items = [got] if api_key == 10 and version < 4 else list(
+                got.coordinators if api_key == 10 else got.brokers)
+            if all(item.port >= 0 for item in items):
+                break
+            time.sleep(0.1)
+    assert {(item.host, item.port) for item in items} == {tap.broker_ports[(broker.host, broker.port)]}
+    assert _wait(lambda: tap.responses() and tap.responses()[-1].rewritten)
+    assert {c.upstream for c in tap.responses()[-1].rewritten} == {(broker.host, broker.port)}
