@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import html
 import json
 import socket
 import threading
@@ -410,6 +411,24 @@ class Tap:
             for c in f.rewritten:
                 seen.setdefault((c.node_id, c.upstream, c.tap), c)
         return list(seen.values())
+
+    def _repr_html_(self) -> str:
+        """In a notebook: the tap's ports and its last 50 frames as a table (request, response, latency)."""
+        ports = ", ".join(f"{html.escape(u[0])}:{u[1]} &rarr; {html.escape(t[0])}:{t[1]}"
+                          for u, t in self.broker_ports.items())
+        rows = []
+        for f in list(self.frames)[-50:]:
+            notes = "; ".join(f"node {c.node_id} -> {c.tap[0]}:{c.tap[1]}" for c in f.rewritten) or f.error or ""
+            cells = [str(f.index), str(f.connection), f.api_name if f.api_key is not None else "?",
+                     str(f.api_version), str(f.correlation_id), str(len(f.frame)),
+                     "" if f.latency is None else f"{f.latency * 1000:.1f} ms", notes]
+            arrow = "&rarr;" if f.direction == "request" else "&larr;"
+            escaped = [html.escape(c) for c in cells]
+            rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in escaped[:2] + [arrow] + escaped[2:]) + "</tr>")
+        head = "".join(f"<th>{h}</th>" for h in ("#", "conn", "", "API", "v", "correlation id", "bytes", "latency",
+                                                  "rewritten / error"))
+        return (f"<div><b>Tap</b> {len(self.frames)} frame(s) on {len(self.connections)} connection(s), "
+                f"{self.dropped} dropped; ports: {ports}<table><tr>{head}</tr>{''.join(rows)}</table></div>")
 
     def to_json_lines(self) -> str:
         """Every connection, frame and event as one JSON object per line, in time order."""

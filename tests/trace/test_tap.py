@@ -222,3 +222,16 @@ def test_find_coordinator_and_describe_cluster_are_rewritten(cluster, tap, api_k
     assert {(item.host, item.port) for item in items} == {tap.broker_ports[(broker.host, broker.port)]}
     assert _wait(lambda: tap.responses() and tap.responses()[-1].rewritten)
     assert {c.upstream for c in tap.responses()[-1].rewritten} == {(broker.host, broker.port)}
+
+
+def test_the_notebook_view_lists_frames_and_ports(tap):
+    with RawConnection(tap.bootstrap_servers) as conn:
+        conn.send(_metadata(3))
+        conn.receive()
+    assert _wait(lambda: len(tap.frames) == 2)
+    page = tap._repr_html_()
+    (upstream, address), = tap.broker_ports.items()
+    assert f"2 frame(s) on 1 connection(s), 0 dropped; ports: {upstream[0]}:{upstream[1]} &rarr; " \
+           f"{address[0]}:{address[1]}" in page
+    assert page.count("<td>Metadata</td>") == 2 and "<td>&larr;</td>" in page
+    assert f"node 0 -&gt; {address[0]}:{address[1]}" in page
