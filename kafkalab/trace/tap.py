@@ -152,6 +152,7 @@ class TapConnection:
     client: tuple[str, int]
     tap: tuple[str, int]
     upstream: tuple[str, int]
+    closed: bool = False
 
 
 class Tap:
@@ -290,6 +291,11 @@ class Tap:
         threading.Thread(target=self._relay_responses, args=(conn, broker, client, pending), daemon=True).start()
 
     def _close(self, conn: TapConnection, side: str, reader: FrameReader, *sockets: socket.socket) -> None:
+        """Close both sockets; only the first of the two relays to get here records why."""
+        with self._lock:
+            first, conn.closed = not conn.closed, True
+        if not first:
+            return
         if reader.buffered:
             size = f"{reader.expected_size}-byte" if reader.expected_size >= 0 else "unsized"
             self._event(conn.number, "closed-mid-frame",
