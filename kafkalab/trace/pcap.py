@@ -12,7 +12,8 @@ are the tap's own (wall clock at start + recorded offset). Requests are written 
 the client received them (rewritten where the tap rewrote them).
 
 :func:`read_pcap` reads such a file (or any Ethernet/IPv4/TCP capture) back: it follows each TCP flow by
-sequence number and cuts its payload into Kafka frames with :class:`~kafkalab.protocol.FrameReader`.
+sequence number and cuts its payload into Kafka frames with :class:`~kafkalab.protocol.FrameReader`; a flow
+whose bytes stop making frames (a bad size) keeps the frames before and is not read further.
 
 Decode with: ``tshark -r tap.pcap -d tcp.port==PORT,kafka``. Mirrors the file format of libpcap
 (``pcap-savefile(5)``), not a Kafka class.
@@ -24,7 +25,7 @@ import socket
 import struct
 from typing import Iterable
 
-from kafkalab.protocol import DecodeError, FrameReader, size_prefixed
+from kafkalab.protocol import DecodeError, FrameReader, InvalidReceiveError, size_prefixed
 
 __all__ = ["MAX_SEGMENT", "PcapFrame", "write_pcap", "read_pcap"]
 
@@ -160,8 +161,13 @@ def read_pcap(path) -> list[PcapFrame]:
             continue
         key = (src, dst)
         reader, expected = readers.get(key, (FrameReader(), None))
-        if expected is not None and seq != expected:
-            continue   # a retransmission or a gap: only in-order bytes make frames
+        if reader is None or (expected is not None and seq != expected):
+            continue   # a flow that is not Kafka, a retransmission or a gap: only in-order bytes make frames
         readers[key] = (reader, (seq + len(payload)) & 0xFFFFFFFF)
-        out += [PcapFrame(stamp, src, dst, bytes(fr)) for fr in reader.feed(payload)]
+        try:
+            frames = reader.feed(payload)
+        except InvalidReceiveError as e:   # not Kafka framing (or garbage): keep what came before, skip the rest
+            frames = list(getattr(e, "frames", []) or [])
+            readers[key] = (None, None)
+        out += [PcapFrame(stamp, src, dst, bytes(fr)) for fr in frames]
     return out

@@ -236,3 +236,18 @@ def test_the_notebook_view_lists_frames_and_ports(tap):
            f"{address[0]}:{address[1]}" in page
     assert page.count("<td>Metadata</td>") == 2 and "<td>&larr;</td>" in page
     assert f"node 0 -&gt; {address[0]}:{address[1]}" in page
+
+
+def test_read_pcap_keeps_the_frames_before_a_bad_size(tmp_path):
+    from kafkalab.protocol import size_prefixed
+    from kafkalab.trace import pcap
+
+    flow = pcap._Flow(("127.0.0.1", 50000), ("127.0.0.1", 9092), 0)
+    good = _api_versions(1)
+    packets = [flow.packet("c", pcap._SYN), flow.packet("s", pcap._SYN | pcap._ACK),
+               flow.packet("c", pcap._PSH | pcap._ACK, size_prefixed(good) + struct.pack(">i", -1)),
+               flow.packet("c", pcap._PSH | pcap._ACK, size_prefixed(good))]
+    path = tmp_path / "bad-size.pcap"
+    path.write_bytes(pcap._GLOBAL.pack(pcap._MAGIC, 2, 4, 0, 0, 65535, 1)
+                     + b"".join(pcap._record(1.0, p) for p in packets))
+    assert [(f.source, f.frame) for f in read_pcap(path)] == [(("127.0.0.1", 50000), good)]
