@@ -80,7 +80,9 @@ def _record(stamp: float, packet: bytes) -> bytes:
 
 def write_pcap(path, frames: Iterable, connections: Iterable, events: Iterable = (), started_at: float = 0.0) -> int:
     """Write the tap's ``frames`` of ``connections`` as a libpcap file; return the number of packets."""
-    frames = sorted(frames, key=lambda f: f.index)
+    # Packets are built in time order, so that every acknowledgement number covers only bytes already in the
+    # file (index order can differ slightly: the two relays of a connection record on different threads).
+    frames = sorted(frames, key=lambda f: (f.time, f.index))
     conns = {c.number: c for c in connections}
     closes = {e.connection: e.time for e in events if e.kind.startswith("closed")}
     flows: dict[int, _Flow] = {}
