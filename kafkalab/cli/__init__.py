@@ -9,6 +9,7 @@ One entry point with a sub-command per tool, named like the Kafka tool it mirror
     kafkalab dump-log --files F [--print-data-log] [--deep-iteration]     (kafka-dump-log.sh)
     kafkalab decode FRAME_HEX_OR_FILE [--response API_KEY VERSION] [--size-prefix] [--records]
     kafkalab capture CLIENT [metadata|produce] [--first]
+    kafkalab tap --bootstrap-server HOST:PORT [--listen HOST:PORT] [--jsonl FILE] [--pcap FILE] [--duration S]
     kafkalab configs --bootstrap-server H:P [--command-config F] --alter|--describe --entity-type users
                      [--entity-name U] [--add-config 'SCRAM-SHA-256=[iterations=8192,password=..]']
                      [--delete-config SCRAM-SHA-512]                        (kafka-configs.sh, SCRAM users)
@@ -34,7 +35,8 @@ One entry point with a sub-command per tool, named like the Kafka tool it mirror
 ``broker`` runs a broker in the foreground, ``cluster`` N brokers and the coordination store in one process, ``dump-log`` prints segment, index and checkpoint files with
 Kafka's tool's flags and output, ``decode`` prints the annotated field tree and hex dump of a frame (what
 ``kafkalab.viz.show_frame`` draws in a notebook), ``capture`` runs a real client against a recording listener
-and lists what it sent, ``replay`` sends a JSON-lines event file (``data/clickstream/events.jsonl``) to a topic
+and lists what it sent, ``tap`` stands between real clients and a cluster and records every frame both ways
+(JSON lines, pcap), ``replay`` sends a JSON-lines event file (``data/clickstream/events.jsonl``) to a topic
 at a chosen rate with keys and event times kept, ``acls`` manages ACLs with kafka-acls.sh's flags and output,
 ``transactions`` lists and describes transactions and finds and aborts hanging ones as kafka-transactions.sh does.
 """
@@ -48,6 +50,7 @@ from kafkalab.cli import acls as _acls
 from kafkalab.cli import broker as _broker
 from kafkalab.cli import cluster as _cluster
 from kafkalab.cli import decode as _decode
+from kafkalab.cli import tap as _tap
 
 __all__ = ["main"]
 
@@ -67,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     cap.add_argument("action", nargs="?", default="metadata", choices=("metadata", "produce"))
     cap.add_argument("--first", action="store_true", help="answer nothing: show only the very first request")
     cap.set_defaults(run=_run_capture)
+    _tap.add_parser(sub)
     from kafkalab.tools import configs, consumer_perf, producer_perf, replay, transactions
 
     replay.add_parser(sub)

@@ -9,6 +9,9 @@ of a real client's socket and keep every frame it sends:
   :func:`capture` (run kcat, confluent-kafka, kafka-python or aiokafka against it, get the requests back);
 * :mod:`.replies` -- the reply policies: :func:`first_request_only`, :class:`ScriptedReplies`;
 * :mod:`.drivers` -- the small client scripts :func:`capture` runs in a subprocess;
+* :mod:`.tap` -- :class:`Tap`, a transparent recording proxy between real clients and a real cluster (one tap
+  port per broker, addresses rewritten by :mod:`.tap_rewrite`), exported as JSON lines or as a pcap file
+  (:mod:`.pcap`: :func:`write_pcap`, :func:`read_pcap`);
 * :mod:`.raw` -- :class:`RawConnection`, the other direction: a bare connection *to* a broker that sends frames
   exactly as given and reads the replies (pipelining by hand, frames built byte by byte, a broker hanging up).
 
@@ -21,9 +24,12 @@ from kafkalab.trace.capture import (CLIENTS, CLOSE, DEFAULT_ADVERTISED, Captured
                                     CaptureResult, ClientNotAvailable, ConnectionRecord, Fault, ScriptedListener,
                                     ScriptedReplies, available_clients, capture, client_version, count_records,
                                     first_request_only, topic_id_for)
+from kafkalab.trace.pcap import PcapFrame, read_pcap, write_pcap
 from kafkalab.trace.raw import RawConnection
+from kafkalab.trace.tap import Tap, TapEvent, TapFrame
+from kafkalab.trace.tap_rewrite import AddressChange
 
-__all__ = ["CLIENTS", "CLOSE", "DEFAULT_ADVERTISED", "CapturedRequest", "CaptureError", "CaptureResult",
+__all__ = ["AddressChange", "PcapFrame", "Tap", "TapEvent", "TapFrame", "read_pcap", "write_pcap", "CLIENTS", "CLOSE", "DEFAULT_ADVERTISED", "CapturedRequest", "CaptureError", "CaptureResult",
            "ClientNotAvailable", "ConnectionRecord", "Fault", "RawConnection", "ScriptedListener", "ScriptedReplies",
            "available_clients", "capture", "client_version", "count_records", "first_request_only",
            "topic_id_for"]
