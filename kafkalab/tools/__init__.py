@@ -17,6 +17,7 @@ the real tool prints on a real cluster. Each tool is a module with ``main(argv)`
 * :mod:`.configs` -- ``kafka-configs.sh`` for SCRAM users (``kafkalab configs``).
 * :mod:`.transactions` -- ``kafka-transactions.sh`` (``kafkalab transactions list|describe|describe-producers|
   find-hanging|abort``), through the admin client's transaction operations.
+* :mod:`.topics` -- ``kafka-topics.sh`` (``kafkalab topics --create|--list|--describe|--alter|--delete``).
 
 Mirrors: ``core/src/main/scala/kafka/tools/`` and ``tools/src/main/java/org/apache/kafka/tools/``.
 """
