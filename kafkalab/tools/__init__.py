@@ -18,6 +18,8 @@ the real tool prints on a real cluster. Each tool is a module with ``main(argv)`
 * :mod:`.transactions` -- ``kafka-transactions.sh`` (``kafkalab transactions list|describe|describe-producers|
   find-hanging|abort``), through the admin client's transaction operations.
 * :mod:`.topics` -- ``kafka-topics.sh`` (``kafkalab topics --create|--list|--describe|--alter|--delete``).
+* :mod:`.console_consumer` -- ``kafka-console-consumer.sh`` (``kafkalab console-consumer``) and Kafka's
+  ``DefaultMessageFormatter``, through kafkalab's consumer.
 
 Mirrors: ``core/src/main/scala/kafka/tools/`` and ``tools/src/main/java/org/apache/kafka/tools/``.
 """
