@@ -32,7 +32,8 @@ and lists what it sent, ``replay`` sends a JSON-lines event file (``data/clickst
 at a chosen rate with keys and event times kept, ``acls`` manages ACLs with kafka-acls.sh's flags and output,
 ``transactions`` lists and describes transactions and finds and aborts hanging ones as kafka-transactions.sh does,
 ``topics`` creates, lists, describes, grows and deletes topics with kafka-topics.sh's flags, output and exit codes,
-``console-consumer`` prints a topic's records with kafka-console-consumer.sh's flags and formatter properties.
+``console-consumer`` prints a topic's records with kafka-console-consumer.sh's flags and formatter properties,
+``console-producer`` sends standard input's lines as records with kafka-console-producer.sh's flags and reader.
 """
 from __future__ import annotations
 
@@ -62,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     cap.add_argument("action", nargs="?", default="metadata", choices=("metadata", "produce"))
     cap.add_argument("--first", action="store_true", help="answer nothing: show only the very first request")
     cap.set_defaults(run=_run_capture)
-    from kafkalab.tools import configs, console_consumer, replay, topics, transactions
+    from kafkalab.tools import configs, console_consumer, console_producer, replay, topics, transactions
 
     replay.add_parser(sub)
     _acls.add_parser(sub)
@@ -70,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     transactions.add_parser(sub)
     topics.add_parser(sub)
     console_consumer.add_parser(sub)
+    console_producer.add_parser(sub)
     return ap
 
 

@@ -20,6 +20,8 @@ the real tool prints on a real cluster. Each tool is a module with ``main(argv)`
 * :mod:`.topics` -- ``kafka-topics.sh`` (``kafkalab topics --create|--list|--describe|--alter|--delete``).
 * :mod:`.console_consumer` -- ``kafka-console-consumer.sh`` (``kafkalab console-consumer``) and Kafka's
   ``DefaultMessageFormatter``, through kafkalab's consumer.
+* :mod:`.console_producer` -- ``kafka-console-producer.sh`` (``kafkalab console-producer``) and its
+  ``LineMessageReader``, through kafkalab's producer.
 
 Mirrors: ``core/src/main/scala/kafka/tools/`` and ``tools/src/main/java/org/apache/kafka/tools/``.
 """
