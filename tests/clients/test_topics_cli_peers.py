@@ -1,10 +1,13 @@
-"""``kafkalab topics`` against kafkalab and the peer brokers: the same lines from any broker that speaks the
-protocol (a broker without DescribeTopicPartitions gets ``Elr: N/A``, as Kafka's tool prints after falling back)."""
+"""``kafkalab topics``, ``console-producer`` and ``console-consumer`` against kafkalab and the peer brokers: the
+same lines from any broker that speaks the protocol (a broker without DescribeTopicPartitions gets ``Elr: N/A``,
+as Kafka's tool prints after its admin client fell back to Metadata)."""
 from __future__ import annotations
 
+import io
 import re
 
-from kafkalab.cli import main
+from kafkalab.cli import build_parser, main
+from kafkalab.tools import console_consumer, console_producer
 from kafkalab.clients import Admin
 
 from tests.clients.conftest import unique
@@ -40,3 +43,20 @@ def test_create_list_describe_delete(broker, capsys):
     assert topics("--delete", "--topic", topic) == (0, "")
     assert topic not in topics("--list")[1].splitlines()
 
+
+
+def test_console_producer_then_consumer(broker):
+    topic = unique("cli-console")
+    assert main(["topics", "--bootstrap-server", broker.bootstrap_servers, "--create", "--topic", topic,
+                 "--partitions", "1"]) == 0
+    err = io.StringIO()
+    args = build_parser().parse_args(["console-producer", "--bootstrap-server", broker.bootstrap_servers, "--topic",
+                                      topic, "--property", "parse.key=true"])
+    assert console_producer.run(args, stdin=io.StringIO("k1\tv1\nk2\tv2\n"), err=err) == 0 and err.getvalue() == ""
+    out, err = io.BytesIO(), io.StringIO()
+    args = build_parser().parse_args(["console-consumer", "--bootstrap-server", broker.bootstrap_servers, "--topic",
+                                      topic, "--partition", "0", "--offset", "earliest", "--max-messages", "2",
+                                      "--property", "print.key=true", "--property", "print.offset=true"])
+    assert console_consumer.run(args, out=out, err=err) == 0
+    assert out.getvalue() == b"Offset:0\tk1\tv1\nOffset:1\tk2\tv2\n"
+    assert err.getvalue() == "Processed a total of 2 messages\n"

@@ -3,7 +3,10 @@ exit codes and messages, against kafkalab."""
 from __future__ import annotations
 
 import io
+import os
 import struct
+import subprocess
+import sys
 
 import pytest
 
@@ -109,3 +112,17 @@ def test_formatter_defaults_and_switches():
     assert long_value.format(_record(value=struct.pack(">q", -3))) == b"-3\n"
     with pytest.raises(ValueError, match="Size of data received by LongDeserializer is not 8"):
         long_value.format(_record(value=b"abc"))
+
+
+def test_the_kafkalab_command_pipes_producer_into_consumer(cluster):
+    """The real entry point: stdin lines in, stdout bytes out, the exit codes and stderr lines of Kafka's tools."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    cli = [sys.executable, "-m", "kafkalab.cli"]
+    bootstrap = ["--bootstrap-server", cluster.bootstrap_servers]
+    sent = subprocess.run([*cli, "console-producer", *bootstrap, "--topic", "piped"], input=b"a\nb\n",
+                          capture_output=True, env=env, timeout=60)
+    assert (sent.returncode, sent.stdout, sent.stderr) == (0, b"", b"")
+    read = subprocess.run([*cli, "console-consumer", *bootstrap, "--topic", "piped", "--from-beginning",
+                           "--max-messages", "2"], capture_output=True, env=env, timeout=60)
+    assert (read.returncode, read.stdout) == (0, b"a\nb\n")
+    assert read.stderr.endswith(b"Processed a total of 2 messages\n")
