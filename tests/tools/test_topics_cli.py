@@ -7,6 +7,9 @@ import pytest
 
 from kafkalab import Cluster
 from kafkalab.cli import main
+from kafkalab.clients import Consumer
+from kafkalab.security.jaas import jaas_line
+from kafkalab.server.sasl_listeners import sasl_plaintext_overrides
 from kafkalab.tools.topics import CommandError, parse_replica_assignment
 
 
@@ -141,7 +144,6 @@ def test_bootstrap_server_is_required(capsys):
 
 
 def test_exclude_internal_and_describe_by_topic_id(cluster, capsys):
-    from kafkalab.clients import Consumer
     with Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "g"}) as c:
         c.subscribe(["plain-for-group"])
         c.poll(0.5)
@@ -153,3 +155,13 @@ def test_exclude_internal_and_describe_by_topic_id(cluster, capsys):
     assert topics(cluster, capsys, "--describe", "--topic-id", topic_id)[1] == out
     assert topics(cluster, capsys, "--describe", "--topic-id", "AAAAAAAAAAAAAAAAAAAAAQ") == \
         (1, "Error while executing topic command : TopicId 'AAAAAAAAAAAAAAAAAAAAAQ' does not exist as expected\n", "")
+
+
+def test_command_config_carries_the_admin_clients_sasl_settings(tmp_path, capsys):
+    config = tmp_path / "admin.properties"
+    config.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                      f"sasl.jaas.config={jaas_line('PLAIN', 'admin', 'admin-secret')}\n")
+    with Cluster(brokers=1, overrides=sasl_plaintext_overrides({})) as sasl:
+        assert topics(sasl, capsys, "--command-config", str(config), "--create", "--topic", "secured") == \
+            (0, "Created topic secured.\n", "")
+        assert topics(sasl, capsys, "--command-config", str(config), "--list") == (0, "secured\n", "")
