@@ -51,4 +51,7 @@ async def describe_elr(client, names, partition_limit: int = DEFAULT_PARTITION_L
         nxt = resp.next_cursor
         if nxt is None:
             return out
-        cursor = cls.Cursor(topic_name=nxt.topic_name, partition_index=nxt.partition_index)
+        following = cls.Cursor(topic_name=nxt.topic_name, partition_index=nxt.partition_index)
+        if following == cursor:           # a broker that does not move on: what was answered is all there is
+            return out
+        cursor = following

@@ -165,3 +165,10 @@ def test_command_config_carries_the_admin_clients_sasl_settings(tmp_path, capsys
         assert topics(sasl, capsys, "--command-config", str(config), "--create", "--topic", "secured") == \
             (0, "Created topic secured.\n", "")
         assert topics(sasl, capsys, "--command-config", str(config), "--list") == (0, "secured\n", "")
+
+
+def test_partition_size_limit_pages_describe_topic_partitions(cluster, capsys):
+    assert topics(cluster, capsys, "--create", "--topic", "paged", "--partitions", "3")[0] == 0
+    _, whole, _ = topics(cluster, capsys, "--describe", "--topic", "paged")
+    _, paged, _ = topics(cluster, capsys, "--describe", "--topic", "paged", "--partition-size-limit-per-response", "1")
+    assert paged == whole and whole.count("\tElr: \tLastKnownElr: \n") == 3
