@@ -38,7 +38,10 @@ Kafka's tool's flags and output, ``decode`` prints the annotated field tree and 
 and lists what it sent, ``tap`` stands between real clients and a cluster and records every frame both ways
 (JSON lines, pcap), ``replay`` sends a JSON-lines event file (``data/clickstream/events.jsonl``) to a topic
 at a chosen rate with keys and event times kept, ``acls`` manages ACLs with kafka-acls.sh's flags and output,
-``transactions`` lists and describes transactions and finds and aborts hanging ones as kafka-transactions.sh does.
+``transactions`` lists and describes transactions and finds and aborts hanging ones as kafka-transactions.sh does,
+``topics`` creates, lists, describes, grows and deletes topics with kafka-topics.sh's flags, output and exit codes,
+``console-consumer`` prints a topic's records with kafka-console-consumer.sh's flags and formatter properties,
+``console-producer`` sends standard input's lines as records with kafka-console-producer.sh's flags and reader.
 """
 from __future__ import annotations
 
@@ -71,12 +74,16 @@ def build_parser() -> argparse.ArgumentParser:
     cap.add_argument("--first", action="store_true", help="answer nothing: show only the very first request")
     cap.set_defaults(run=_run_capture)
     _tap.add_parser(sub)
-    from kafkalab.tools import configs, consumer_perf, producer_perf, replay, transactions
+    from kafkalab.tools import (configs, console_consumer, console_producer, consumer_perf, producer_perf, replay,
+                                topics, transactions)
 
     replay.add_parser(sub)
     _acls.add_parser(sub)
     configs.add_parser(sub)
     transactions.add_parser(sub)
+    topics.add_parser(sub)
+    console_consumer.add_parser(sub)
+    console_producer.add_parser(sub)
     producer_perf.add_parser(sub)
     consumer_perf.add_parser(sub)
     return ap

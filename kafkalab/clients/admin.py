@@ -12,6 +12,7 @@ create_topics           CreateTopics                  the controller (``NOT_CONT
 delete_topics           DeleteTopics                  the controller
 create_partitions       CreatePartitions              the controller
 describe_topics         Metadata                      any broker (the least loaded)
+describe_elr            DescribeTopicPartitions       any broker (:mod:`.admin_topics`)
 describe_cluster        DescribeCluster (or Metadata  any broker
                         when not supported)
 describe_configs        DescribeConfigs               any broker; a BROKER resource goes to that broker
@@ -43,6 +44,7 @@ from typing import Any, Mapping, NamedTuple, Optional, Sequence, Union
 
 from kafkalab.clients.admin_acls import AclOperations
 from kafkalab.clients import admin_scram
+from kafkalab.clients.admin_topics import DEFAULT_PARTITION_LIMIT, describe_elr
 from kafkalab.clients.admin_groups import ConsumerGroupOperations
 from kafkalab.clients.admin_transactions import AbortTransactionSpec, TransactionOperations
 from kafkalab.clients.config import admin_config
@@ -326,6 +328,10 @@ class Admin:
             return self._run(go())
         finally:
             self.client.metadata.all_topics = False
+
+    def describe_elr(self, names, partition_limit: int = DEFAULT_PARTITION_LIMIT) -> Optional[dict]:
+        """DescribeTopicPartitions (:mod:`.admin_topics`): ``{topic: {partition: (elr, last_known_elr)}}``."""
+        return self._run(describe_elr(self.client, list(names), partition_limit))
 
     # -- cluster ----------------------------------------------------------------------------------------------
     def describe_cluster(self) -> ClusterDescription:

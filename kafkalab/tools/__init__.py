@@ -20,6 +20,11 @@ the real tool prints on a real cluster. Each tool is a module with ``main(argv)`
 * :mod:`.producer_perf`, :mod:`.consumer_perf` -- ``kafka-producer-perf-test.sh`` and
   ``kafka-consumer-perf-test.sh`` (``kafkalab producer-perf-test`` / ``consumer-perf-test``), through the clients;
   :mod:`.throughput_throttler` paces ``--throughput`` as Kafka's ``ThroughputThrottler``.
+* :mod:`.topics` -- ``kafka-topics.sh`` (``kafkalab topics --create|--list|--describe|--alter|--delete``).
+* :mod:`.console_consumer` -- ``kafka-console-consumer.sh`` (``kafkalab console-consumer``) and Kafka's
+  ``DefaultMessageFormatter``, through kafkalab's consumer.
+* :mod:`.console_producer` -- ``kafka-console-producer.sh`` (``kafkalab console-producer``) and its
+  ``LineMessageReader``, through kafkalab's producer.
 
 Mirrors: ``core/src/main/scala/kafka/tools/`` and ``tools/src/main/java/org/apache/kafka/tools/``.
 """
