@@ -24,13 +24,20 @@ One entry point with a sub-command per tool, named like the Kafka tool it mirror
                           | find-hanging (--topic T [--partition P] | --broker-id B) [--max-transaction-timeout MIN]
                           | abort --topic T --partition P (--start-offset O | --producer-id I --producer-epoch E
                                   --coordinator-epoch C)                  (kafka-transactions.sh)
+    kafkalab consumer-groups --bootstrap-server HOST:PORT [--command-config FILE] --list [--state [S,..]]
+                             | --describe (--group G | --all-groups) [--members [--verbose] | --state | --offsets]
+                             | --delete (--group G | --all-groups) | --delete-offsets --group G --topic T
+                             | --reset-offsets (--group G | --all-groups) (--topic T[:P,..] | --all-topics)
+                               (--to-earliest | --to-latest | --to-current | --to-offset N | --shift-by N)
+                               [--dry-run | --execute]                    (kafka-consumer-groups.sh)
 
 ``broker`` runs a broker in the foreground, ``cluster`` N brokers and the coordination store in one process, ``dump-log`` prints segment, index and checkpoint files with
 Kafka's tool's flags and output, ``decode`` prints the annotated field tree and hex dump of a frame (what
 ``kafkalab.viz.show_frame`` draws in a notebook), ``capture`` runs a real client against a recording listener
 and lists what it sent, ``replay`` sends a JSON-lines event file (``data/clickstream/events.jsonl``) to a topic
 at a chosen rate with keys and event times kept, ``acls`` manages ACLs with kafka-acls.sh's flags and output,
-``transactions`` lists and describes transactions and finds and aborts hanging ones as kafka-transactions.sh does.
+``transactions`` lists and describes transactions and finds and aborts hanging ones as kafka-transactions.sh does,
+``consumer-groups`` lists, describes and deletes groups and resets their offsets as kafka-consumer-groups.sh does.
 """
 from __future__ import annotations
 
@@ -60,12 +67,13 @@ def build_parser() -> argparse.ArgumentParser:
     cap.add_argument("action", nargs="?", default="metadata", choices=("metadata", "produce"))
     cap.add_argument("--first", action="store_true", help="answer nothing: show only the very first request")
     cap.set_defaults(run=_run_capture)
-    from kafkalab.tools import configs, replay, transactions
+    from kafkalab.tools import configs, consumer_groups, replay, transactions
 
     replay.add_parser(sub)
     _acls.add_parser(sub)
     configs.add_parser(sub)
     transactions.add_parser(sub)
+    consumer_groups.add_parser(sub)
     return ap
 
 

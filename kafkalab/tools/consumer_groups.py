@@ -1,0 +1,495 @@
+"""``kafkalab consumer-groups``: Kafka's ``kafka-consumer-groups.sh``, with its actions, flags and tables.
+
+Theory of operation
+-------------------
+A consumer group lives on its **group coordinator** (members, state, committed offsets); how far behind it is
+needs the partitions' **log end offsets** from their leaders. The tool asks both through the admin client
+(:mod:`kafkalab.clients.admin_groups`, ``Admin.list_offsets``)::
+
+    kafkalab consumer-groups --bootstrap-server localhost:9092 --list [--state [Stable,Empty]]
+    kafkalab consumer-groups --bootstrap-server localhost:9092 --describe --group G [--members [--verbose] | --state]
+    kafkalab consumer-groups --bootstrap-server localhost:9092 --delete --group G
+    kafkalab consumer-groups --bootstrap-server localhost:9092 --reset-offsets --group G --topic T --to-earliest --execute
+    kafkalab consumer-groups --bootstrap-server localhost:9092 --delete-offsets --group G --topic T
+
+=====================  =================================================================================
+action                 what it prints (Java's ``printf`` formats, columns widened to their longest value)
+=====================  =================================================================================
+``--list``             one group id a line; with ``--state``: ``GROUP`` and ``STATE`` columns
+``--describe``         GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID, a row
+                       per assigned partition (members with most partitions first) then per committed but
+                       unassigned partition (``-`` for the member columns)
+``--members``          GROUP CONSUMER-ID [GROUP-INSTANCE-ID] HOST CLIENT-ID #PARTITIONS [ASSIGNMENT]
+``--state``            GROUP COORDINATOR (ID) ASSIGNMENT-STRATEGY STATE #MEMBERS
+``--reset-offsets``    GROUP TOPIC PARTITION NEW-OFFSET -- the plan; written only with ``--execute``, and only
+                       while the group is Empty (or Dead): committed as generation -1 (OffsetCommit)
+``--delete``           ``Deletion of requested consumer groups ('G') was successful.``
+``--delete-offsets``   TOPIC PARTITION STATUS (OffsetDelete; refused for topics the group is subscribed to)
+=====================  =================================================================================
+
+As in Kafka a failure is printed on stdout as ``\\nError: ...`` and the exit status stays 0; a usage error
+prints the message and exits with 1. A group with no members prints ``Consumer group 'G' has no active
+members.`` on stderr; one that does not exist ``Error: Consumer group 'G' does not exist.``.
+
+Mirrors ``tools/src/main/java/org/apache/kafka/tools/consumer/group/ConsumerGroupCommand.java`` and
+``ConsumerGroupCommandOptions.java`` (Kafka 3.9).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable, Optional
+
+from kafkalab.clients import Admin
+from kafkalab.clients.admin_groups import ConsumerGroupDescription
+from kafkalab.clients.consumer.assignors.protocol import TopicPartition
+from kafkalab.common.config import ConfigException, load_properties
+from kafkalab.protocol import ApiException
+
+__all__ = ["add_parser", "run", "GROUP_STATES", "offsets_table", "members_table", "state_table", "list_table",
+           "reset_plan_table",
+           "delete_offsets_table"]
+
+MISSING = "-"                                        # Kafka's MISSING_COLUMN_VALUE
+GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty", "Assigning", "Reconciling")
+_REBALANCING = {"PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"}
+_SCENARIOS = ("to_earliest", "to_latest", "to_offset", "shift_by", "to_current")
+
+
+class UsageError(Exception):
+    """A bad combination of options: printed with the usage, exit status 1 (``printUsageAndExit``)."""
+
+
+class _ToolParser(argparse.ArgumentParser):
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(1, f"{self.prog}: error: {message}\n")
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("consumer-groups", help="list, describe, delete consumer groups; reset and delete their "
+                                               "offsets (kafka-consumer-groups.sh)",
+                       description="List all consumer groups, describe a consumer group, delete consumer group "
+                                   "info, or reset consumer group offsets.")
+    p.error = _ToolParser.error.__get__(p)
+    p.add_argument("--bootstrap-server", metavar="server to connect to", required=True,
+                   help="the server(s) to connect to, host:port (comma-separated for several)")
+    p.add_argument("--command-config", metavar="command config property file",
+                   help="property file containing configs to be passed to the admin client")
+    actions = p.add_argument_group("actions (exactly one)")
+    for flag, text in (("--list", "list all consumer groups"), ("--describe", "describe consumer group(s)"),
+                       ("--delete", "delete consumer group(s)"),
+                       ("--reset-offsets", "reset offsets of consumer group(s); dry run unless --execute"),
+                       ("--delete-offsets", "delete offsets of a consumer group")):
+        actions.add_argument(flag, action="store_true", help=text)
+    p.add_argument("--group", action="append", default=[], metavar="consumer group",
+                   help="the consumer group (repeat for several)")
+    p.add_argument("--all-groups", action="store_true", help="apply to all consumer groups")
+    p.add_argument("--topic", action="append", default=[], metavar="topic",
+                   help="topic, or topic:partition,partition (reset-offsets); topic (delete-offsets)")
+    p.add_argument("--all-topics", action="store_true", help="reset-offsets: every topic the group has offsets for")
+    p.add_argument("--offsets", action="store_true", help="describe: the group's offsets (the default)")
+    p.add_argument("--members", action="store_true", help="describe: the group's members")
+    p.add_argument("--verbose", action="store_true", help="members: list each member's partitions")
+    p.add_argument("--state", nargs="?", const="", default=None, metavar="states",
+                   help="describe: the group's state; list: its state column, only these states if given")
+    p.add_argument("--dry-run", action="store_true", help="reset-offsets: only print the plan (the default)")
+    p.add_argument("--execute", action="store_true", help="reset-offsets: commit the plan")
+    p.add_argument("--to-earliest", action="store_true", help="reset to the earliest offset")
+    p.add_argument("--to-latest", action="store_true", help="reset to the latest offset")
+    p.add_argument("--to-current", action="store_true", help="reset to the current offset")
+    p.add_argument("--to-offset", type=int, metavar="offset", help="reset to this offset")
+    p.add_argument("--shift-by", type=int, metavar="number-of-offsets", help="move the offsets by n (+ or -)")
+    p.add_argument("--timeout", type=int, default=5000, metavar="timeout (ms)",
+                   help="ms to wait for the group to be stable and other calls (default 5000)")
+    p.set_defaults(run=lambda args: run(args))
+
+
+# -- tables (pure: rows in, text out) ------------------------------------------------------------------------
+def _ljust(value, width: int) -> str:
+    return str(value).ljust(width)
+
+
+def list_table(listings, include_state: bool) -> str:
+    """``--list``: ids one a line, or the GROUP/STATE table (``printGroupInfo``)."""
+    if not include_state:
+        return "".join(f"{g.group_id}\n" for g in listings)
+    width = max((max(15, len(g.group_id)) for g in listings), default=15) + 10
+    lines = [f"{_ljust('GROUP', width)} {_ljust('STATE', 20)}"]
+    lines += [f"{_ljust(g.group_id, width)} {_ljust(g.state or 'Unknown', 20)}" for g in listings]
+    return "".join(line + "\n" for line in lines)
+
+
+def offsets_table(rows) -> str:
+    """``printOffsets``: rows of (group, topic, partition, offset, log end, lag, consumer id, host, client id)."""
+    widths = [15, 15, 10, 15, 15, 15, 15, 15]
+    for r in rows:
+        widths[0] = max(widths[0], len(r[0]))
+        widths[1] = max(widths[1], len(r[1]))
+        widths[6] = max(widths[6], len(r[6]))
+        widths[7] = max(widths[7], len(r[7]))
+    header = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
+              "CLIENT-ID")
+    return "".join("\n" + " ".join([_ljust(c, w) for c, w in zip(r, widths)] + [str(r[8])])
+                   for r in (header, *rows))
+
+
+def members_table(group: str, members, verbose: bool) -> str:
+    """``printMembers``: one row per member (GROUP-INSTANCE-ID only when some member has one)."""
+    widths = {"group": 15, "id": 15, "instance": 17, "host": 15, "client": 15}
+    with_instance = False
+    for m in members:
+        widths["group"] = max(widths["group"], len(group))
+        widths["id"] = max(widths["id"], len(m.member_id))
+        widths["instance"] = max(widths["instance"], len(m.group_instance_id or ""))
+        widths["host"] = max(widths["host"], len(m.host))
+        widths["client"] = max(widths["client"], len(m.client_id))
+        with_instance = with_instance or bool(m.group_instance_id)
+
+    def row(cells) -> str:
+        g, mid, instance, host, client, n = cells
+        parts = [_ljust(g, widths["group"]), _ljust(mid, widths["id"])]
+        if with_instance:
+            parts.append(_ljust(instance, widths["instance"]))
+        parts += [_ljust(host, widths["host"]), _ljust(client, widths["client"]), _ljust(n, 15)]
+        return " ".join(parts) + " "
+    text = "\n" + row(("GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS"))
+    text += ("ASSIGNMENT" if verbose else "") + "\n"
+    for m in members:
+        text += row((group, m.member_id, m.group_instance_id or "", m.host, m.client_id, len(m.assignment)))
+        if verbose:
+            text += _assignment(m.assignment)
+        text += "\n"
+    return text
+
+
+def _assignment(partitions) -> str:
+    """``topic``-less groups of partition numbers, as Kafka prints them: ``(0,1), (2)`` (strings sorted)."""
+    if not partitions:
+        return MISSING
+    by_topic: dict = {}
+    for tp in partitions:
+        by_topic.setdefault(tp[0], []).append(str(tp[1]))
+    return ", ".join(sorted("(" + ",".join(sorted(ps)) + ")" for ps in by_topic.values()))
+
+
+def state_table(group: str, coordinator: str, strategy: str, state: str, members: int) -> str:
+    """``printStates``: Kafka widens the *first* column to the coordinator's text (its own quirk, kept)."""
+    width = max(25, len(coordinator))
+
+    def row(cells) -> str:
+        return "\n" + " ".join([_ljust(cells[0], width), _ljust(cells[1], 25), _ljust(cells[2], 20),
+                                _ljust(cells[3], 15), str(cells[4])])
+    return (row(("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"))
+            + row((group, coordinator, strategy, state, members)) + "\n")
+
+
+def reset_plan_table(plan: dict) -> str:
+    """``printOffsetsToReset``: ``{group: {TopicPartition: offset}}``, one row a line (as the Scala tool printed
+    it; 3.9's Java port drops the rows' line ends)."""
+    if not plan:
+        return ""
+    widths = (30, 30, 10, 15)
+    lines = [("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")]
+    lines += [(group, tp[0], tp[1], offset) for group, offsets in plan.items() for tp, offset in offsets.items()]
+    return "\n" + "".join(" ".join(_ljust(c, w) for c, w in zip(line, widths)) + "\n" for line in lines)
+
+
+def delete_offsets_table(statuses) -> str:
+    """``deleteOffsets``' table: (topic, partition, status) rows, one a line."""
+    widths = (30, 15, 15)
+    lines = [("TOPIC", "PARTITION", "STATUS"), *statuses]
+    return "\n" + "".join(" ".join(_ljust(c, w) for c, w in zip(line, widths)) + "\n" for line in lines)
+
+
+# -- the service ------------------------------------------------------------------------------------------------
+class ToolError(Exception):
+    """Printed as ``\\nError: <message>`` on stdout (Kafka's ``printError``)."""
+
+
+class ConsumerGroupService:
+    """The actions, against one admin client; each returns the text for stdout, warnings go to ``err``."""
+
+    def __init__(self, admin: Admin, args, err):
+        self.admin, self.args, self.err = admin, args, err
+        self.notes: list = []            # Kafka's warnings and errors printed on stdout before the table
+
+    def _group_ids(self) -> list:
+        if self.args.all_groups:
+            return [g.group_id for g in self.admin.list_consumer_groups()]
+        return list(self.args.group)
+
+    def _describe(self, group_ids) -> dict:
+        return dict(sorted(self.admin.describe_consumer_groups(group_ids).items())) if group_ids else {}
+
+    def _printable(self, group: str, state: str, rows: int) -> tuple:
+        """``shouldPrintMemberState``: (print the rows?, text to print first); notes go to ``err``."""
+        if state == "Dead":
+            return False, f"\nError: Consumer group '{group}' does not exist.\n"
+        if state == "Empty":
+            print(f"\nConsumer group '{group}' has no active members.", file=self.err)
+        elif state in _REBALANCING:
+            print(f"\nWarning: Consumer group '{group}' is rebalancing.", file=self.err)
+        return rows > 0, ""
+
+    def list(self) -> str:
+        listings = self.admin.list_consumer_groups()
+        include_state = self.args.state is not None
+        if include_state and self.args.state:
+            wanted = _parse_states(self.args.state)
+            listings = [g for g in listings if g.state in wanted]
+        return list_table(listings, include_state)
+
+    def describe(self) -> str:
+        groups = self._describe(self._group_ids())
+        if self.args.members:
+            return "".join(self._members(g) for g in groups.values())
+        if self.args.state is not None and not self.args.offsets:
+            return "".join(self._state(g) for g in groups.values())
+        return "".join(self._offsets(g) for g in groups.values())
+
+    def _members(self, g: ConsumerGroupDescription) -> str:
+        _, first = self._printable(g.group_id, g.state, len(g.members))
+        return first + members_table(g.group_id, g.members, self.args.verbose)     # the header in any case
+
+    def _state(self, g: ConsumerGroupDescription) -> str:
+        shown, first = self._printable(g.group_id, g.state, 1)
+        if not shown:
+            return first
+        broker = self.admin.describe_cluster().brokers.get(g.coordinator)
+        where = f"{broker['host']}:{broker['port']}" if broker is not None else ""
+        return state_table(g.group_id, f"{where}  ({g.coordinator})", g.partition_assignor, g.state,
+                           len(g.members))
+
+    def _offsets(self, g: ConsumerGroupDescription) -> str:
+        committed = self.admin.list_consumer_group_offsets(g.group_id)
+        rows, assigned = [], set()
+        for m in sorted((m for m in g.members if m.assignment), key=lambda m: -len(m.assignment)):
+            tps = sorted(m.assignment, key=lambda tp: tp[1])
+            assigned.update(tps)
+            rows += self._partition_rows(g.group_id, tps, committed, (m.member_id, m.host, m.client_id))
+        unassigned = sorted((tp for tp in committed if tp not in assigned), key=lambda tp: (tp[1], tp[0]))
+        rows += self._partition_rows(g.group_id, unassigned, committed, (MISSING, MISSING, MISSING))
+        shown, first = self._printable(g.group_id, g.state, len(rows))
+        return first + (offsets_table(rows) + "\n" if shown else "")
+
+    def _partition_rows(self, group, tps, committed, member) -> list:
+        if not tps:
+            return []
+        ends = self._log_offsets(tps, "latest")
+        rows = []
+        for tp in tps:
+            om = committed.get(tp)
+            offset = None if om is None else om.offset
+            end = ends.get(tp)
+            lag = end - offset if offset is not None and offset != -1 and end is not None else None
+            rows.append((group, tp[0], str(tp[1]), _cell(offset), _cell(end), _cell(lag), *member))
+        return rows
+
+    def _log_offsets(self, tps, spec) -> dict:
+        try:
+            answers = self.admin.list_offsets({tp: spec for tp in tps})
+        except ApiException:
+            return {}
+        return {TopicPartition(*tp): r.offset for tp, r in answers.items()}
+
+    def delete(self) -> str:
+        groups = self._group_ids()
+        try:
+            self.admin.delete_consumer_groups(groups)
+            return f"Deletion of requested consumer groups ('{', '.join(groups)}') was successful.\n"
+        except ApiException as e:
+            errors, done = getattr(e, "errors", {}), getattr(e, "results", {})
+            text = "\nError: Deletion of some consumer groups failed:\n"
+            text += "".join(f"* Group '{g}' could not be deleted due to: {_name(err)}: {err.message}\n"
+                            for g, err in errors.items())
+            if done:
+                text += f"\nThese consumer groups were deleted successfully: '{chr(39).join(done)}', '\n"
+            return text
+
+    def reset_offsets(self) -> str:
+        plan = {}
+        for group, g in self._describe(self._group_ids()).items():
+            if g.state not in ("Empty", "Dead"):
+                self.notes.append(f"\nError: Assignments can only be reset if the group '{group}' is inactive, but "
+                                  f"the current state is {g.state}.\n")
+                plan[group] = {}
+                continue
+            offsets = self._prepare(group, self._partitions_to_reset(group))
+            if self.args.execute and not self.args.dry_run:
+                self.admin.alter_consumer_group_offsets(group, offsets)
+            plan[group] = offsets
+        return reset_plan_table(plan)
+
+    def _partitions_to_reset(self, group: str) -> list:
+        if self.args.all_topics:
+            return sorted(self.admin.list_consumer_group_offsets(group))
+        tps = []
+        for spec in self.args.topic:
+            topic, _, parts = spec.partition(":")
+            if parts:
+                tps += [TopicPartition(topic, int(p)) for p in parts.split(",")]
+            else:
+                info = self.admin.describe_topics([topic])[topic]
+                tps += [TopicPartition(topic, p) for p in sorted(info.partitions)]
+        return tps
+
+    def _prepare(self, group: str, tps) -> dict:
+        a = self.args
+        if a.to_earliest:
+            return dict(sorted(self._log_offsets(tps, "earliest").items()))
+        if a.to_latest:
+            return dict(sorted(self._log_offsets(tps, "latest").items()))
+        committed = self.admin.list_consumer_group_offsets(group, tps)
+        if a.to_current:
+            return {tp: committed[tp].offset for tp in tps if tp in committed}
+        starts, ends = self._log_offsets(tps, "earliest"), self._log_offsets(tps, "latest")
+        out = {}
+        for tp in tps:
+            if a.to_offset is not None:
+                target = a.to_offset
+            elif tp in committed:
+                target = committed[tp].offset + a.shift_by
+            else:
+                raise ToolError(f"Error getting committed offset for partition {tp[0]}-{tp[1]}")
+            out[tp] = _within(tp, target, starts.get(tp), ends.get(tp), self.notes)
+        return out
+
+    def delete_offsets(self) -> str:
+        (group,) = self.args.group
+        topics = self.args.topic
+        tps = []
+        for spec in topics:
+            topic, _, parts = spec.partition(":")
+            if parts:
+                tps += [TopicPartition(topic, int(p)) for p in parts.split(",")]
+            else:
+                tps += [TopicPartition(topic, p) for p in sorted(self.admin.describe_topics([topic])[topic].partitions)]
+        try:
+            self.admin.delete_consumer_group_offsets(group, tps)
+            top, errors = None, {}
+        except ApiException as e:
+            errors = dict(getattr(e, "errors", {}))
+            top = None if errors else e
+            if top is not None:
+                errors = {tp: e for tp in tps}
+        if not errors:
+            text = f"Request succeed for deleting offsets with topic {', '.join(topics)} group {group}\n"
+        elif top is None:
+            text = "\nError: Encounter some partition level error, see the follow-up details:\n"
+        else:
+            text = f"\nError: {_delete_offsets_failure(group, top)}\n"
+        statuses = [(tp[0], tp[1], f"Error: :{errors[tp].message}" if tp in errors else "Successful")
+                    for tp in sorted(tps, key=lambda tp: tp[0] + str(tp[1]))]
+        return text + delete_offsets_table(statuses)
+
+
+def _delete_offsets_failure(group: str, e: ApiException) -> str:
+    code = getattr(e.error_code, "name", "")
+    return {"INVALID_GROUP_ID": f"'{group}' is not valid.",
+            "GROUP_ID_NOT_FOUND": f"'{group}' does not exist.",
+            "GROUP_AUTHORIZATION_FAILED": f"Access to '{group}' is not authorized.",
+            "NON_EMPTY_GROUP": f"Deleting offsets of a consumer group '{group}' is forbidden if the group is not "
+                               "empty.",
+            "GROUP_SUBSCRIBED_TO_TOPIC": "Encounter some partition level error, see the follow-up details:",
+            }.get(code, f"Encounter some unknown error: {code}")
+
+
+def _within(tp, target: int, start: Optional[int], end: Optional[int], notes: list) -> int:
+    """``checkOffsetRange``: a target outside [log start, log end] is moved to the nearest bound, with a warning."""
+    if end is not None and target > end:
+        notes.append(f"\nWarn: New offset ({target}) is higher than latest offset for topic partition {tp[0]}-{tp[1]}. "
+              f"Value will be set to {end}\n")
+        return end
+    if start is not None and target < start:
+        notes.append(f"\nWarn: New offset ({target}) is lower than earliest offset for topic partition {tp[0]}-{tp[1]}. "
+              f"Value will be set to {start}\n")
+        return start
+    return target
+
+
+def _cell(value) -> str:
+    return MISSING if value is None else str(value)
+
+
+_JAVA_NAMES = {"NON_EMPTY_GROUP": "GroupNotEmpty"}     # where the class is not the code in CamelCase
+
+
+def _name(e: ApiException) -> str:
+    """What Java's ``ExecutionException.toString()`` starts with: GROUP_ID_NOT_FOUND ->
+    ``java.util.concurrent.ExecutionException: org.apache.kafka.common.errors.GroupIdNotFoundException``."""
+    code = getattr(e.error_code, "name", str(e.error_code))
+    camel = _JAVA_NAMES.get(code) or "".join(part.capitalize() for part in code.split("_"))
+    return f"java.util.concurrent.ExecutionException: org.apache.kafka.common.errors.{camel}Exception"
+
+
+def _parse_states(text: str) -> set:
+    by_lower = {s.lower(): s for s in GROUP_STATES}
+    states = {by_lower.get(s.strip().lower()) for s in text.split(",")}
+    if None in states:
+        raise UsageError(f"Invalid state list '{text}'. Valid states are: {', '.join(GROUP_STATES)}")
+    return states
+
+
+def _check(args) -> str:
+    """``ConsumerGroupCommandOptions.checkArgs``: the action, and what it needs; raises UsageError."""
+    chosen = [a for a in ("list", "describe", "delete", "reset_offsets", "delete_offsets") if getattr(args, a)]
+    if len(chosen) != 1:
+        raise UsageError("Command must include exactly one action: --list, --describe, --delete, --reset-offsets, "
+                         "--delete-offsets")
+    action = chosen[0]
+    if action in ("describe", "delete", "reset_offsets") and not args.group and not args.all_groups:
+        raise UsageError(f"Option --{action.replace('_', '-')} takes one of these options: --all-groups, --group")
+    if action == "delete_offsets" and (len(args.group) != 1 or not args.topic):
+        raise UsageError("Option --delete-offsets takes the following options: --group, --topic")
+    if action == "reset_offsets":
+        if sum(getattr(args, s) not in (None, False) for s in _SCENARIOS) != 1:
+            raise UsageError("Option '--reset-offsets' requires one of the following scenarios: [--to-offset, "
+                             "--to-datetime, --by-duration, --to-earliest, --to-latest, --shift-by, --from-file, "
+                             "--to-current]")
+        if bool(args.topic) == bool(args.all_topics):
+            raise UsageError("Option --reset-offsets takes one of these options: --all-topics, --topic")
+        if args.dry_run and args.execute:
+            raise UsageError("Option --reset-offsets only accepts one of --execute and --dry-run")
+    if action == "describe" and (args.members + args.offsets + (args.state is not None)) > 1:
+        raise UsageError("Option --describe takes at most one of these options: --members, --offsets, --state")
+    if args.verbose and not args.members:
+        raise UsageError("Option --verbose can only be used with --describe --members")
+    return action
+
+
+def run(args, *, out=None, err=None, admin_factory: Optional[Callable[[dict], Admin]] = None) -> int:
+    """Run the chosen action; 1 on a usage error, else 0 (failures print ``Error: ...`` as Kafka's tool does)."""
+    out, err = out or sys.stdout, err or sys.stderr
+    try:
+        action = _check(args)
+    except UsageError as e:
+        print(f"{e}", file=err)
+        return 1
+    try:
+        config = dict(load_properties(args.command_config)) if args.command_config else {}
+        config.setdefault("default.api.timeout.ms", args.timeout)
+        config["bootstrap.servers"] = args.bootstrap_server
+        admin = (admin_factory or Admin)(config)
+    except (OSError, ConfigException, ApiException) as e:
+        print(f"\nError: Executing consumer group command failed due to {_message(e)}", file=out)
+        return 0
+    try:
+        service = ConsumerGroupService(admin, args, err)
+        text = getattr(service, action)()
+        out.write("".join(service.notes) + text)
+    except UsageError as e:
+        print(f"{e}", file=err)
+        return 1
+    except (ToolError, ApiException, OSError) as e:
+        print(f"\nError: Executing consumer group command failed due to {_message(e)}", file=out)
+    finally:
+        admin.close()
+    return 0
+
+
+def _message(e: BaseException) -> str:
+    errors = getattr(e, "errors", None)
+    if errors:
+        e = next(iter(errors.values()))
+    return e.message if isinstance(e, ApiException) else str(e)
