@@ -17,6 +17,8 @@ the real tool prints on a real cluster. Each tool is a module with ``main(argv)`
 * :mod:`.configs` -- ``kafka-configs.sh`` for SCRAM users (``kafkalab configs``).
 * :mod:`.transactions` -- ``kafka-transactions.sh`` (``kafkalab transactions list|describe|describe-producers|
   find-hanging|abort``), through the admin client's transaction operations.
+* :mod:`.consumer_groups` -- ``kafka-consumer-groups.sh`` (``kafkalab consumer-groups --list|--describe|--delete|
+  --reset-offsets|--delete-offsets``), through the admin client's group operations and ListOffsets.
 
 Mirrors: ``core/src/main/scala/kafka/tools/`` and ``tools/src/main/java/org/apache/kafka/tools/``.
 """
