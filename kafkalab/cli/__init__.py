@@ -30,6 +30,11 @@ One entry point with a sub-command per tool, named like the Kafka tool it mirror
                              | --reset-offsets (--group G | --all-groups) (--topic T[:P,..] | --all-topics)
                                (--to-earliest | --to-latest | --to-current | --to-offset N | --shift-by N)
                                [--dry-run | --execute]                    (kafka-consumer-groups.sh)
+    kafkalab get-offsets --bootstrap-server HOST:PORT [--topic REGEX] [--partitions P,..]
+                         [--topic-partitions RULES] [--time latest|earliest|max-timestamp|MS]
+                         [--exclude-internal-topics] [--command-config FILE]   (kafka-get-offsets.sh)
+    kafkalab delete-records --bootstrap-server HOST:PORT --offset-json-file F [--command-config FILE]
+                                                                          (kafka-delete-records.sh)
 
 ``broker`` runs a broker in the foreground, ``cluster`` N brokers and the coordination store in one process, ``dump-log`` prints segment, index and checkpoint files with
 Kafka's tool's flags and output, ``decode`` prints the annotated field tree and hex dump of a frame (what
@@ -37,7 +42,9 @@ Kafka's tool's flags and output, ``decode`` prints the annotated field tree and 
 and lists what it sent, ``replay`` sends a JSON-lines event file (``data/clickstream/events.jsonl``) to a topic
 at a chosen rate with keys and event times kept, ``acls`` manages ACLs with kafka-acls.sh's flags and output,
 ``transactions`` lists and describes transactions and finds and aborts hanging ones as kafka-transactions.sh does,
-``consumer-groups`` lists, describes and deletes groups and resets their offsets as kafka-consumer-groups.sh does.
+``consumer-groups`` lists, describes and deletes groups and resets their offsets as kafka-consumer-groups.sh does,
+``get-offsets`` prints partitions' offsets for a time and ``delete-records`` moves log start offsets forward, as
+kafka-get-offsets.sh and kafka-delete-records.sh do.
 """
 from __future__ import annotations
 
@@ -67,13 +74,15 @@ def build_parser() -> argparse.ArgumentParser:
     cap.add_argument("action", nargs="?", default="metadata", choices=("metadata", "produce"))
     cap.add_argument("--first", action="store_true", help="answer nothing: show only the very first request")
     cap.set_defaults(run=_run_capture)
-    from kafkalab.tools import configs, consumer_groups, replay, transactions
+    from kafkalab.tools import configs, consumer_groups, delete_records, get_offsets, replay, transactions
 
     replay.add_parser(sub)
     _acls.add_parser(sub)
     configs.add_parser(sub)
     transactions.add_parser(sub)
     consumer_groups.add_parser(sub)
+    get_offsets.add_parser(sub)
+    delete_records.add_parser(sub)
     return ap
 
 

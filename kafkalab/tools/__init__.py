@@ -19,6 +19,8 @@ the real tool prints on a real cluster. Each tool is a module with ``main(argv)`
   find-hanging|abort``), through the admin client's transaction operations.
 * :mod:`.consumer_groups` -- ``kafka-consumer-groups.sh`` (``kafkalab consumer-groups --list|--describe|--delete|
   --reset-offsets|--delete-offsets``), through the admin client's group operations and ListOffsets.
+* :mod:`.get_offsets` -- ``kafka-get-offsets.sh`` (``kafkalab get-offsets``: ``topic:partition:offset`` lines).
+* :mod:`.delete_records` -- ``kafka-delete-records.sh`` (``kafkalab delete-records --offset-json-file F``).
 
 Mirrors: ``core/src/main/scala/kafka/tools/`` and ``tools/src/main/java/org/apache/kafka/tools/``.
 """
