@@ -21,7 +21,8 @@ action                 what it prints (Java's ``printf`` formats, columns widene
                        unassigned partition (``-`` for the member columns)
 ``--members``          GROUP CONSUMER-ID [GROUP-INSTANCE-ID] HOST CLIENT-ID #PARTITIONS [ASSIGNMENT]
 ``--state``            GROUP COORDINATOR (ID) ASSIGNMENT-STRATEGY STATE #MEMBERS
-``--reset-offsets``    GROUP TOPIC PARTITION NEW-OFFSET -- the plan; written only with ``--execute``, and only
+``--reset-offsets``    GROUP TOPIC PARTITION NEW-OFFSET -- the plan (``--to-earliest``, ``--to-latest``,
+                       ``--to-offset``, ``--shift-by``, ``--to-current``, ``--to-datetime``, ``--by-duration``); written only with ``--execute``, and only
                        while the group is Empty (or Dead): committed as generation -1 (OffsetCommit)
 ``--delete``           ``Deletion of requested consumer groups ('G') was successful.``
 ``--delete-offsets``   TOPIC PARTITION STATUS (OffsetDelete; refused for topics the group is subscribed to)
@@ -37,7 +38,10 @@ Mirrors ``tools/src/main/java/org/apache/kafka/tools/consumer/group/ConsumerGrou
 from __future__ import annotations
 
 import argparse
+import datetime
+import re
 import sys
+import time
 from typing import Callable, Optional
 
 from kafkalab.clients import Admin
@@ -47,13 +51,16 @@ from kafkalab.common.config import ConfigException, load_properties
 from kafkalab.protocol import ApiException
 
 __all__ = ["add_parser", "run", "GROUP_STATES", "offsets_table", "members_table", "state_table", "list_table",
-           "reset_plan_table",
+           "reset_plan_table", "parse_datetime", "parse_duration_ms",
            "delete_offsets_table"]
 
 MISSING = "-"                                        # Kafka's MISSING_COLUMN_VALUE
 GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty", "Assigning", "Reconciling")
 _REBALANCING = {"PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"}
-_SCENARIOS = ("to_earliest", "to_latest", "to_offset", "shift_by", "to_current")
+_SCENARIOS = ("to_earliest", "to_latest", "to_offset", "shift_by", "to_current", "to_datetime", "by_duration")
+_DATETIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\.(\d{3})(Z|[+-]\d{2}(?::?\d{2})?)?")
+_DURATION = re.compile(r"([-+]?)P(?:([-+]?\d+)D)?(?:T(?:([-+]?\d+)H)?(?:([-+]?\d+)M)?(?:([-+]?\d+(?:\.\d{1,9})?)S)?)?",
+                       re.IGNORECASE)
 
 
 class UsageError(Exception):
@@ -100,6 +107,10 @@ def add_parser(sub) -> None:
     p.add_argument("--to-current", action="store_true", help="reset to the current offset")
     p.add_argument("--to-offset", type=int, metavar="offset", help="reset to this offset")
     p.add_argument("--shift-by", type=int, metavar="number-of-offsets", help="move the offsets by n (+ or -)")
+    p.add_argument("--to-datetime", metavar="datetime",
+                   help="reset to the offsets of this time: 'YYYY-MM-DDTHH:mm:SS.sss' (UTC unless a zone follows)")
+    p.add_argument("--by-duration", metavar="duration",
+                   help="reset to the offsets of this long ago: 'PnDTnHnMnS' (ISO-8601 duration)")
     p.add_argument("--timeout", type=int, default=5000, metavar="timeout (ms)",
                    help="ms to wait for the group to be stable and other calls (default 5000)")
     p.set_defaults(run=lambda args: run(args))
@@ -340,6 +351,10 @@ class ConsumerGroupService:
             return dict(sorted(self._log_offsets(tps, "earliest").items()))
         if a.to_latest:
             return dict(sorted(self._log_offsets(tps, "latest").items()))
+        if a.to_datetime is not None or a.by_duration is not None:
+            when = parse_datetime(a.to_datetime) if a.to_datetime is not None else (
+                int(time.time() * 1000) - parse_duration_ms(a.by_duration))
+            return self._offsets_for_time(tps, when)
         committed = self.admin.list_consumer_group_offsets(group, tps)
         if a.to_current:
             return {tp: committed[tp].offset for tp in tps if tp in committed}
@@ -354,6 +369,17 @@ class ConsumerGroupService:
                 raise ToolError(f"Error getting committed offset for partition {tp[0]}-{tp[1]}")
             out[tp] = _within(tp, target, starts.get(tp), ends.get(tp), self.notes)
         return out
+
+    def _offsets_for_time(self, tps, when: int) -> dict:
+        """``getLogTimestampOffsets``: the first offset at or after ``when``; the log end where there is none."""
+        found = {tp: offset for tp, offset in self._log_offsets(tps, when).items() if offset != -1}
+        empty = [tp for tp in tps if tp not in found]
+        for tp in empty:
+            self.notes.append(f"\nWarn: Partition {tp[1]} from topic {tp[0]} is empty. Falling back to latest known "
+                              "offset.\n")
+        if empty:
+            found.update(self._log_offsets(empty, "latest"))
+        return {tp: found[tp] for tp in tps if tp in found}
 
     def delete_offsets(self) -> str:
         (group,) = self.args.group
@@ -408,6 +434,36 @@ def _within(tp, target: int, start: Optional[int], end: Optional[int], notes: li
     return target
 
 
+def parse_datetime(text: str) -> int:
+    """``Utils.getDateTime``: 'yyyy-MM-ddTHH:mm:ss.SSS' with an optional zone (Z, +hh, +hh:mm), UTC by default."""
+    m = _DATETIME.fullmatch(text)
+    if m is None:
+        raise ToolError(f'Unparseable date: "{text}"')
+    year, month, day, hour, minute, second, millis = (int(g) for g in m.groups()[:7])
+    zone = m.group(8) or "Z"
+    offset = datetime.timedelta(0)
+    if zone != "Z":
+        digits = zone[1:].replace(":", "")
+        offset = datetime.timedelta(hours=int(digits[:2]), minutes=int(digits[2:] or 0)) * (-1 if zone[0] == "-" else 1)
+    try:
+        moment = datetime.datetime(year, month, day, hour, minute, second, millis * 1000,
+                                   tzinfo=datetime.timezone(offset))
+    except ValueError:
+        raise ToolError(f'Unparseable date: "{text}"') from None
+    return int(moment.timestamp() * 1000)
+
+
+def parse_duration_ms(text: str) -> int:
+    """``java.time.Duration.parse``: 'PnDTnHnMn.nS' -> milliseconds."""
+    m = _DURATION.fullmatch(text)
+    if m is None or not any(m.groups()[1:]):
+        raise ToolError(f"Text cannot be parsed to a Duration: {text}")
+    sign, days, hours, minutes, seconds = m.groups()
+    ms = (int(days or 0) * 86_400_000 + int(hours or 0) * 3_600_000 + int(minutes or 0) * 60_000
+          + round(float(seconds or 0) * 1000))
+    return -ms if sign == "-" else ms
+
+
 def _cell(value) -> str:
     return MISSING if value is None else str(value)
 
@@ -447,6 +503,13 @@ def _check(args) -> str:
             raise UsageError("Option '--reset-offsets' requires one of the following scenarios: [--to-offset, "
                              "--to-datetime, --by-duration, --to-earliest, --to-latest, --shift-by, --from-file, "
                              "--to-current]")
+        for name in ("to_datetime", "by_duration"):
+            value = getattr(args, name)
+            if value is not None:
+                try:
+                    parse_datetime(value) if name == "to_datetime" else parse_duration_ms(value)
+                except ToolError as e:
+                    raise UsageError(str(e)) from None
         if bool(args.topic) == bool(args.all_topics):
             raise UsageError("Option --reset-offsets takes one of these options: --all-topics, --topic")
         if args.dry_run and args.execute:

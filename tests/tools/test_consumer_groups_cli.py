@@ -193,3 +193,38 @@ def test_usage_errors_exit_with_1(cluster, capsys, argv, message):
     status, out, err = groups(cluster, capsys, *argv)
     assert (status, out) == (1, "")
     assert err.startswith(message)
+
+
+def test_reset_to_a_datetime_or_by_a_duration(cluster, capsys):
+    consume_and_commit(cluster, "timed").close()
+    rows = groups(cluster, capsys, "--reset-offsets", "--group", "timed", "--topic", "orders", "--by-duration",
+                  "P1D")[1].splitlines()
+    assert [row.split()[2:] for row in rows[2:]] == [["0", "0"], ["1", "0"]]   # every record is newer than a day
+    status, out, _ = groups(cluster, capsys, "--reset-offsets", "--group", "timed", "--topic", "orders:0",
+                            "--to-datetime", "2999-01-01T00:00:00.000")
+    assert out == ("\nWarn: Partition 0 from topic orders is empty. Falling back to latest known offset.\n"
+                   "\nGROUP                          TOPIC                          PARTITION  NEW-OFFSET     \n"
+                   "timed                          orders                         0          5              \n")
+    assert groups(cluster, capsys, "--reset-offsets", "--group", "timed", "--topic", "orders:0", "--to-datetime",
+                  "1970-01-01T00:00:00.000+01:00", "--execute")[1].splitlines()[2].split() == \
+        ["timed", "orders", "0", "0"]
+
+
+def test_datetime_and_duration_parsing():
+    assert tool.parse_datetime("2024-03-01T12:00:00.250") == 1_709_294_400_250
+    assert tool.parse_datetime("2024-03-01T12:00:00.250Z") == 1_709_294_400_250
+    assert tool.parse_datetime("2024-03-01T13:30:00.250+01:30") == 1_709_294_400_250
+    assert tool.parse_datetime("2024-03-01T10:00:00.250-02") == 1_709_294_400_250
+    assert tool.parse_duration_ms("P1DT2H3M4.5S") == 86_400_000 + 7_200_000 + 180_000 + 4_500
+    assert tool.parse_duration_ms("PT15M") == 900_000
+    for bad in ("2024-03-01 12:00:00", "2024-13-01T00:00:00.000", "2024-03-01T12:00:00"):
+        with pytest.raises(tool.ToolError):
+            tool.parse_datetime(bad)
+    for bad in ("P", "PT", "1D", "P1X"):
+        with pytest.raises(tool.ToolError):
+            tool.parse_duration_ms(bad)
+
+
+def test_a_bad_datetime_is_a_usage_error(cluster, capsys):
+    assert groups(cluster, capsys, "--reset-offsets", "--group", "g", "--all-topics", "--to-datetime", "yesterday") \
+        == (1, "", 'Unparseable date: "yesterday"\n')
