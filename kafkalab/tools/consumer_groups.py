@@ -22,8 +22,9 @@ action                 what it prints (Java's ``printf`` formats, columns widene
 ``--members``          GROUP CONSUMER-ID [GROUP-INSTANCE-ID] HOST CLIENT-ID #PARTITIONS [ASSIGNMENT]
 ``--state``            GROUP COORDINATOR (ID) ASSIGNMENT-STRATEGY STATE #MEMBERS
 ``--reset-offsets``    GROUP TOPIC PARTITION NEW-OFFSET -- the plan (``--to-earliest``, ``--to-latest``,
-                       ``--to-offset``, ``--shift-by``, ``--to-current``, ``--to-datetime``, ``--by-duration``); written only with ``--execute``, and only
-                       while the group is Empty (or Dead): committed as generation -1 (OffsetCommit)
+                       ``--to-offset``, ``--shift-by``, ``--to-current``, ``--to-datetime``,
+                       ``--by-duration``); written only with ``--execute``, and only while the group is
+                       Empty (or Dead): committed as generation -1 (OffsetCommit)
 ``--delete``           ``Deletion of requested consumer groups ('G') was successful.``
 ``--delete-offsets``   TOPIC PARTITION STATUS (OffsetDelete; refused for topics the group is subscribed to)
 =====================  =================================================================================
