@@ -31,7 +31,9 @@ action                 what it prints (Java's ``printf`` formats, columns widene
 
 As in Kafka a failure is printed on stdout as ``\\nError: ...`` and the exit status stays 0; a usage error
 prints the message and exits with 1. A group with no members prints ``Consumer group 'G' has no active
-members.`` on stderr; one that does not exist ``Error: Consumer group 'G' does not exist.``.
+members.`` on stderr; one that does not exist ``Error: Consumer group 'G' does not exist.``. Two differences, both
+line ends: each table ends with one (Kafka leaves the cursor after its last row), and the reset plan's and
+delete-offsets' rows are one a line as the Scala tool printed them (3.9's Java port runs them together).
 
 Mirrors ``tools/src/main/java/org/apache/kafka/tools/consumer/group/ConsumerGroupCommand.java`` and
 ``ConsumerGroupCommandOptions.java`` (Kafka 3.9).
