@@ -36,6 +36,8 @@ One entry point with a sub-command per tool, named like the Kafka tool it mirror
                          [--exclude-internal-topics] [--command-config FILE]   (kafka-get-offsets.sh)
     kafkalab delete-records --bootstrap-server HOST:PORT --offset-json-file F [--command-config FILE]
                                                                           (kafka-delete-records.sh)
+    kafkalab log-dirs --bootstrap-server HOST:PORT --describe [--broker-list 0,1] [--topic-list T,..]
+                      [--command-config FILE]                             (kafka-log-dirs.sh)
 
 ``broker`` runs a broker in the foreground, ``cluster`` N brokers and the coordination store in one process, ``dump-log`` prints segment, index and checkpoint files with
 Kafka's tool's flags and output, ``decode`` prints the annotated field tree and hex dump of a frame (what
@@ -45,7 +47,8 @@ at a chosen rate with keys and event times kept, ``acls`` manages ACLs with kafk
 ``transactions`` lists and describes transactions and finds and aborts hanging ones as kafka-transactions.sh does,
 ``consumer-groups`` lists, describes and deletes groups and resets their offsets as kafka-consumer-groups.sh does,
 ``get-offsets`` prints partitions' offsets for a time and ``delete-records`` moves log start offsets forward, as
-kafka-get-offsets.sh and kafka-delete-records.sh do.
+kafka-get-offsets.sh and kafka-delete-records.sh do, ``log-dirs`` prints each broker's log directories as
+kafka-log-dirs.sh's JSON.
 """
 from __future__ import annotations
 
@@ -75,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     cap.add_argument("action", nargs="?", default="metadata", choices=("metadata", "produce"))
     cap.add_argument("--first", action="store_true", help="answer nothing: show only the very first request")
     cap.set_defaults(run=_run_capture)
-    from kafkalab.tools import configs, consumer_groups, delete_records, get_offsets, replay, transactions
+    from kafkalab.tools import (configs, consumer_groups, delete_records, get_offsets, log_dirs, replay,
+                                transactions)
 
     replay.add_parser(sub)
     _acls.add_parser(sub)
@@ -84,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     consumer_groups.add_parser(sub)
     get_offsets.add_parser(sub)
     delete_records.add_parser(sub)
+    log_dirs.add_parser(sub)
     return ap
 
 

@@ -42,7 +42,7 @@ import dataclasses
 from typing import Any, Mapping, NamedTuple, Optional, Sequence, Union
 
 from kafkalab.clients.admin_acls import AclOperations
-from kafkalab.clients import admin_scram
+from kafkalab.clients import admin_log_dirs, admin_scram
 from kafkalab.clients.admin_groups import ConsumerGroupOperations
 from kafkalab.clients.admin_transactions import AbortTransactionSpec, TransactionOperations
 from kafkalab.clients.config import admin_config
@@ -354,6 +354,10 @@ class Admin:
         """Upsertions and deletions (:class:`~.admin_scram.UserScramCredentialUpsertion` /
         ``UserScramCredentialDeletion``); {user: None or ApiException}. The password never leaves this client."""
         return self._run(admin_scram.alter_user_scram_credentials(self.client, alterations))
+
+    def describe_log_dirs(self, broker_ids) -> dict:
+        """``{broker: {log dir: LogDirDescription}}`` (:mod:`.admin_log_dirs`), one DescribeLogDirs per broker."""
+        return self._run(admin_log_dirs.describe_log_dirs(self.client, broker_ids))
 
     # -- configs ----------------------------------------------------------------------------------------------
     async def _node_for_resource(self, res: ConfigResource) -> int:
