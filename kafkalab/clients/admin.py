@@ -515,6 +515,12 @@ class Admin:
         return self._run(self._find_coordinator(key, key_type))
 
     async def _find_coordinator(self, key: str, key_type: int) -> int:
+        """Retriable answers (COORDINATOR_NOT_AVAILABLE while ``__consumer_offsets`` is created) are asked again."""
+        async def attempt():
+            return {key: await self._find_coordinator_once(key, key_type)}, {}, False
+        return (await self._retrying(attempt))[0][key]
+
+    async def _find_coordinator_once(self, key: str, key_type: int) -> int:
         cls = request_class(ApiKey.FIND_COORDINATOR)
         conn = await self.client.connection(self.client.least_loaded_node())
         version = conn.version_for(ApiKey.FIND_COORDINATOR)

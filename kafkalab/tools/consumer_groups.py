@@ -338,11 +338,15 @@ class ConsumerGroupService:
     def _partitions_to_reset(self, group: str) -> list:
         if self.args.all_topics:
             return sorted(self.admin.list_consumer_group_offsets(group))
+        return self._topic_args()
+
+    def _topic_args(self) -> list:
+        """``--topic T`` (every partition of T) or ``--topic T:0,2``, in the order given."""
         tps = []
         for spec in self.args.topic:
             topic, _, parts = spec.partition(":")
             if parts:
-                tps += [TopicPartition(topic, int(p)) for p in parts.split(",")]
+                tps += [TopicPartition(topic, _partition_number(p)) for p in parts.split(",")]
             else:
                 info = self.admin.describe_topics([topic])[topic]
                 tps += [TopicPartition(topic, p) for p in sorted(info.partitions)]
@@ -387,13 +391,7 @@ class ConsumerGroupService:
     def delete_offsets(self) -> str:
         (group,) = self.args.group
         topics = self.args.topic
-        tps = []
-        for spec in topics:
-            topic, _, parts = spec.partition(":")
-            if parts:
-                tps += [TopicPartition(topic, int(p)) for p in parts.split(",")]
-            else:
-                tps += [TopicPartition(topic, p) for p in sorted(self.admin.describe_topics([topic])[topic].partitions)]
+        tps = self._topic_args()
         try:
             self.admin.delete_consumer_group_offsets(group, tps)
             top, errors = None, {}
@@ -465,6 +463,12 @@ def parse_duration_ms(text: str) -> int:
     ms = (int(days or 0) * 86_400_000 + int(hours or 0) * 3_600_000 + int(minutes or 0) * 60_000
           + round(float(seconds or 0) * 1000))
     return -ms if sign == "-" else ms
+
+
+def _partition_number(text: str) -> int:
+    if not text.strip().isdigit():
+        raise ToolError(f'For input string: "{text}"')         # Integer.parseInt's NumberFormatException
+    return int(text)
 
 
 def _cell(value) -> str:

@@ -228,3 +228,15 @@ def test_datetime_and_duration_parsing():
 def test_a_bad_datetime_is_a_usage_error(cluster, capsys):
     assert groups(cluster, capsys, "--reset-offsets", "--group", "g", "--all-topics", "--to-datetime", "yesterday") \
         == (1, "", 'Unparseable date: "yesterday"\n')
+
+
+def test_the_first_command_on_a_fresh_cluster_waits_for_the_offsets_topic(capsys):
+    """FindCoordinator answers COORDINATOR_NOT_AVAILABLE while __consumer_offsets is created: asked again."""
+    with Cluster(brokers=1) as fresh:
+        assert groups(fresh, capsys, "--describe", "--group", "nobody") == (
+            0, "\nError: Consumer group 'nobody' does not exist.\n", "")
+
+
+def test_a_partition_that_is_not_a_number(cluster, capsys):
+    assert groups(cluster, capsys, "--reset-offsets", "--group", "g", "--topic", "orders:0,x", "--to-earliest") \
+        == (0, '\nError: Executing consumer group command failed due to For input string: "x"\n', "")
