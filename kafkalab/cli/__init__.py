@@ -29,7 +29,7 @@ One entry point with a sub-command per tool, named like the Kafka tool it mirror
                              | --delete (--group G | --all-groups) | --delete-offsets --group G --topic T
                              | --reset-offsets (--group G | --all-groups) (--topic T[:P,..] | --all-topics)
                                (--to-earliest | --to-latest | --to-current | --to-offset N | --shift-by N
-                                | --to-datetime T | --by-duration D)
+                                | --to-datetime T | --by-duration D | --from-file CSV) [--export]
                                [--dry-run | --execute]                    (kafka-consumer-groups.sh)
     kafkalab get-offsets --bootstrap-server HOST:PORT [--topic REGEX] [--partitions P,..]
                          [--topic-partitions RULES] [--time latest|earliest|max-timestamp|MS]

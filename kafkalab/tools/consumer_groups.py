@@ -23,7 +23,7 @@ action                 what it prints (Java's ``printf`` formats, columns widene
 ``--state``            GROUP COORDINATOR (ID) ASSIGNMENT-STRATEGY STATE #MEMBERS
 ``--reset-offsets``    GROUP TOPIC PARTITION NEW-OFFSET -- the plan (``--to-earliest``, ``--to-latest``,
                        ``--to-offset``, ``--shift-by``, ``--to-current``, ``--to-datetime``,
-                       ``--by-duration``); written only with ``--execute``, and only while the group is
+                       ``--by-duration``, ``--from-file``; ``--export``: as CSV); written only with ``--execute``, and only while the group is
                        Empty (or Dead): committed as generation -1 (OffsetCommit)
 ``--delete``           ``Deletion of requested consumer groups ('G') was successful.``
 ``--delete-offsets``   TOPIC PARTITION STATUS (OffsetDelete; refused for topics the group is subscribed to)
@@ -52,15 +52,17 @@ from kafkalab.clients.admin_groups import ConsumerGroupDescription
 from kafkalab.clients.consumer.assignors.protocol import TopicPartition
 from kafkalab.common.config import ConfigException, load_properties
 from kafkalab.protocol import ApiException
+from kafkalab.tools.consumer_groups_tables import (MISSING, delete_offsets_table, export_csv, list_table,
+                                                   members_table, offsets_table, reset_plan_table, state_table)
 
 __all__ = ["add_parser", "run", "GROUP_STATES", "offsets_table", "members_table", "state_table", "list_table",
-           "reset_plan_table", "parse_datetime", "parse_duration_ms",
+           "reset_plan_table", "export_csv", "parse_reset_plan", "parse_datetime", "parse_duration_ms",
            "delete_offsets_table"]
 
-MISSING = "-"                                        # Kafka's MISSING_COLUMN_VALUE
 GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty", "Assigning", "Reconciling")
 _REBALANCING = {"PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"}
-_SCENARIOS = ("to_earliest", "to_latest", "to_offset", "shift_by", "to_current", "to_datetime", "by_duration")
+_SCENARIOS = ("to_earliest", "to_latest", "to_offset", "shift_by", "to_current", "to_datetime", "by_duration",
+              "from_file")
 _DATETIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\.(\d{3})(Z|[+-]\d{2}(?::?\d{2})?)?")
 _DURATION = re.compile(r"([-+]?)P(?:([-+]?\d+)D)?(?:T(?:([-+]?\d+)H)?(?:([-+]?\d+)M)?(?:([-+]?\d+(?:\.\d{1,9})?)S)?)?",
                        re.IGNORECASE)
@@ -114,106 +116,13 @@ def add_parser(sub) -> None:
                    help="reset to the offsets of this time: 'YYYY-MM-DDTHH:mm:SS.sss' (UTC unless a zone follows)")
     p.add_argument("--by-duration", metavar="duration",
                    help="reset to the offsets of this long ago: 'PnDTnHnMnS' (ISO-8601 duration)")
+    p.add_argument("--from-file", metavar="path to CSV file",
+                   help="reset to the offsets of a CSV file (topic,partition,offset; group,topic,partition,offset)")
+    p.add_argument("--export", action="store_true",
+                   help="reset-offsets: print the plan as CSV (what --from-file reads) instead of the table")
     p.add_argument("--timeout", type=int, default=5000, metavar="timeout (ms)",
                    help="ms to wait for the group to be stable and other calls (default 5000)")
     p.set_defaults(run=lambda args: run(args))
-
-
-# -- tables (pure: rows in, text out) ------------------------------------------------------------------------
-def _ljust(value, width: int) -> str:
-    return str(value).ljust(width)
-
-
-def list_table(listings, include_state: bool) -> str:
-    """``--list``: ids one a line, or the GROUP/STATE table (``printGroupInfo``)."""
-    if not include_state:
-        return "".join(f"{g.group_id}\n" for g in listings)
-    width = max((max(15, len(g.group_id)) for g in listings), default=15) + 10
-    lines = [f"{_ljust('GROUP', width)} {_ljust('STATE', 20)}"]
-    lines += [f"{_ljust(g.group_id, width)} {_ljust(g.state or 'Unknown', 20)}" for g in listings]
-    return "".join(line + "\n" for line in lines)
-
-
-def offsets_table(rows) -> str:
-    """``printOffsets``: rows of (group, topic, partition, offset, log end, lag, consumer id, host, client id)."""
-    widths = [15, 15, 10, 15, 15, 15, 15, 15]
-    for r in rows:
-        widths[0] = max(widths[0], len(r[0]))
-        widths[1] = max(widths[1], len(r[1]))
-        widths[6] = max(widths[6], len(r[6]))
-        widths[7] = max(widths[7], len(r[7]))
-    header = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
-              "CLIENT-ID")
-    return "".join("\n" + " ".join([_ljust(c, w) for c, w in zip(r, widths)] + [str(r[8])])
-                   for r in (header, *rows))
-
-
-def members_table(group: str, members, verbose: bool) -> str:
-    """``printMembers``: one row per member (GROUP-INSTANCE-ID only when some member has one)."""
-    widths = {"group": 15, "id": 15, "instance": 17, "host": 15, "client": 15}
-    with_instance = False
-    for m in members:
-        widths["group"] = max(widths["group"], len(group))
-        widths["id"] = max(widths["id"], len(m.member_id))
-        widths["instance"] = max(widths["instance"], len(m.group_instance_id or ""))
-        widths["host"] = max(widths["host"], len(m.host))
-        widths["client"] = max(widths["client"], len(m.client_id))
-        with_instance = with_instance or bool(m.group_instance_id)
-
-    def row(cells) -> str:
-        g, mid, instance, host, client, n = cells
-        parts = [_ljust(g, widths["group"]), _ljust(mid, widths["id"])]
-        if with_instance:
-            parts.append(_ljust(instance, widths["instance"]))
-        parts += [_ljust(host, widths["host"]), _ljust(client, widths["client"]), _ljust(n, 15)]
-        return " ".join(parts) + " "
-    text = "\n" + row(("GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS"))
-    text += ("ASSIGNMENT" if verbose else "") + "\n"
-    for m in members:
-        text += row((group, m.member_id, m.group_instance_id or "", m.host, m.client_id, len(m.assignment)))
-        if verbose:
-            text += _assignment(m.assignment)
-        text += "\n"
-    return text
-
-
-def _assignment(partitions) -> str:
-    """``topic``-less groups of partition numbers, as Kafka prints them: ``(0,1), (2)`` (strings sorted)."""
-    if not partitions:
-        return MISSING
-    by_topic: dict = {}
-    for tp in partitions:
-        by_topic.setdefault(tp[0], []).append(str(tp[1]))
-    return ", ".join(sorted("(" + ",".join(sorted(ps)) + ")" for ps in by_topic.values()))
-
-
-def state_table(group: str, coordinator: str, strategy: str, state: str, members: int) -> str:
-    """``printStates``: Kafka widens the *first* column to the coordinator's text (its own quirk, kept)."""
-    width = max(25, len(coordinator))
-
-    def row(cells) -> str:
-        return "\n" + " ".join([_ljust(cells[0], width), _ljust(cells[1], 25), _ljust(cells[2], 20),
-                                _ljust(cells[3], 15), str(cells[4])])
-    return (row(("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"))
-            + row((group, coordinator, strategy, state, members)) + "\n")
-
-
-def reset_plan_table(plan: dict) -> str:
-    """``printOffsetsToReset``: ``{group: {TopicPartition: offset}}``, one row a line (as the Scala tool printed
-    it; 3.9's Java port drops the rows' line ends)."""
-    if not plan:
-        return ""
-    widths = (30, 30, 10, 15)
-    lines = [("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")]
-    lines += [(group, tp[0], tp[1], offset) for group, offsets in plan.items() for tp, offset in offsets.items()]
-    return "\n" + "".join(" ".join(_ljust(c, w) for c, w in zip(line, widths)) + "\n" for line in lines)
-
-
-def delete_offsets_table(statuses) -> str:
-    """``deleteOffsets``' table: (topic, partition, status) rows, one a line."""
-    widths = (30, 15, 15)
-    lines = [("TOPIC", "PARTITION", "STATUS"), *statuses]
-    return "\n" + "".join(" ".join(_ljust(c, w) for c, w in zip(line, widths)) + "\n" for line in lines)
 
 
 # -- the service ------------------------------------------------------------------------------------------------
@@ -329,11 +238,24 @@ class ConsumerGroupService:
                                   f"the current state is {g.state}.\n")
                 plan[group] = {}
                 continue
-            offsets = self._prepare(group, self._partitions_to_reset(group))
+            if self.args.from_file is not None:
+                offsets = self._plan_from_file().get(group, {})
+            else:
+                offsets = self._prepare(group, self._partitions_to_reset(group))
             if self.args.execute and not self.args.dry_run:
                 self.admin.alter_consumer_group_offsets(group, offsets)
             plan[group] = offsets
+        if self.args.export:
+            return export_csv(plan, single_group=len(self.args.group) == 1) + "\n"
         return reset_plan_table(plan)
+
+    def _plan_from_file(self) -> dict:
+        try:
+            with open(self.args.from_file, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            raise ToolError(str(e)) from None
+        return parse_reset_plan(text, self.args.group[0] if len(self.args.group) == 1 else None)
 
     def _partitions_to_reset(self, group: str) -> list:
         if self.args.all_topics:
@@ -465,6 +387,30 @@ def parse_duration_ms(text: str) -> int:
     return -ms if sign == "-" else ms
 
 
+def parse_reset_plan(text: str, group: Optional[str]) -> dict:
+    """``parseResetPlan``: the CSV ``export_csv`` writes -> ``{group: {TopicPartition: offset}}``."""
+    plan: dict = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        cells = line.split(",")
+        if len(cells) == 4:
+            owner, topic, partition, offset = cells
+        elif len(cells) == 3 and group is not None:
+            owner, (topic, partition, offset) = group, cells
+        else:
+            raise ToolError(f"Invalid reset plan line: {line}")
+        plan.setdefault(owner, {})[TopicPartition(topic, _partition_number(partition))] = _offset_number(offset)
+    return plan
+
+
+def _offset_number(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ToolError(f'For input string: "{text}"') from None
+
+
 def _partition_number(text: str) -> int:
     if not text.strip().isdigit():
         raise ToolError(f'For input string: "{text}"')         # Integer.parseInt's NumberFormatException
@@ -517,7 +463,7 @@ def _check(args) -> str:
                     parse_datetime(value) if name == "to_datetime" else parse_duration_ms(value)
                 except ToolError as e:
                     raise UsageError(str(e)) from None
-        if bool(args.topic) == bool(args.all_topics):
+        if args.from_file is None and bool(args.topic) == bool(args.all_topics):
             raise UsageError("Option --reset-offsets takes one of these options: --all-topics, --topic")
         if args.dry_run and args.execute:
             raise UsageError("Option --reset-offsets only accepts one of --execute and --dry-run")

@@ -240,3 +240,20 @@ def test_the_first_command_on_a_fresh_cluster_waits_for_the_offsets_topic(capsys
 def test_a_partition_that_is_not_a_number(cluster, capsys):
     assert groups(cluster, capsys, "--reset-offsets", "--group", "g", "--topic", "orders:0,x", "--to-earliest") \
         == (0, '\nError: Executing consumer group command failed due to For input string: "x"\n', "")
+
+
+def test_export_a_plan_and_reset_from_the_file(cluster, capsys, tmp_path):
+    consume_and_commit(cluster, "exported").close()
+    status, out, _ = groups(cluster, capsys, "--reset-offsets", "--group", "exported", "--topic", "orders",
+                            "--shift-by", "-1", "--export")
+    assert (status, out) == (0, "orders,0,4\norders,1,4\n\n")
+    plan = tmp_path / "plan.csv"
+    plan.write_text("orders,0,1\norders,1,2\n")
+    assert groups(cluster, capsys, "--reset-offsets", "--group", "exported", "--from-file", str(plan),
+                  "--execute")[0] == 0
+    rows = groups(cluster, capsys, "--describe", "--group", "exported")[1].splitlines()[2:]
+    assert [row.split()[3] for row in rows] == ["1", "2"]
+    assert tool.parse_reset_plan("g,t,0,5\nh,t,1,6\n", None) == {"g": {TopicPartition("t", 0): 5},
+                                                                 "h": {TopicPartition("t", 1): 6}}
+    with pytest.raises(tool.ToolError):
+        tool.parse_reset_plan("t,0,5\n", None)          # no group column and not one --group
