@@ -178,6 +178,12 @@ def test_an_empty_group_reset_dry_run_execute_bounds_delete_offsets_and_delete(c
 def test_a_group_that_does_not_exist(cluster, capsys):
     assert groups(cluster, capsys, "--describe", "--group", "nobody") == (
         0, "\nError: Consumer group 'nobody' does not exist.\n", "")
+    # --members prints its header whatever the state, as Kafka's printMembers does
+    assert groups(cluster, capsys, "--describe", "--group", "nobody", "--members")[1] == (
+        "\nError: Consumer group 'nobody' does not exist.\n"
+        "\nGROUP           CONSUMER-ID     HOST            CLIENT-ID       #PARTITIONS     \n")
+    assert groups(cluster, capsys, "--describe", "--group", "nobody", "--state")[1] == (
+        "\nError: Consumer group 'nobody' does not exist.\n")
 
 
 @pytest.mark.parametrize("argv, message", [
