@@ -31,6 +31,20 @@ One entry point with a sub-command per tool, named like the Kafka tool it mirror
     kafkalab consumer-perf-test --bootstrap-server H:P --topic T --messages N [--group G] [--fetch-size B]
                                 [--timeout MS] [--show-detailed-stats] [--reporting-interval MS] [--hide-header]
                                                                           (kafka-consumer-perf-test.sh)
+    kafkalab consumer-groups --bootstrap-server HOST:PORT [--command-config FILE] --list [--state [S,..]]
+                             | --describe (--group G | --all-groups) [--members [--verbose] | --state | --offsets]
+                             | --delete (--group G | --all-groups) | --delete-offsets --group G --topic T
+                             | --reset-offsets (--group G | --all-groups) (--topic T[:P,..] | --all-topics)
+                               (--to-earliest | --to-latest | --to-current | --to-offset N | --shift-by N
+                                | --to-datetime T | --by-duration D | --from-file CSV) [--export]
+                               [--dry-run | --execute]                    (kafka-consumer-groups.sh)
+    kafkalab get-offsets --bootstrap-server HOST:PORT [--topic REGEX] [--partitions P,..]
+                         [--topic-partitions RULES] [--time latest|earliest|max-timestamp|MS]
+                         [--exclude-internal-topics] [--command-config FILE]   (kafka-get-offsets.sh)
+    kafkalab delete-records --bootstrap-server HOST:PORT --offset-json-file F [--command-config FILE]
+                                                                          (kafka-delete-records.sh)
+    kafkalab log-dirs --bootstrap-server HOST:PORT --describe [--broker-list 0,1] [--topic-list T,..]
+                      [--command-config FILE]                             (kafka-log-dirs.sh)
 
 ``broker`` runs a broker in the foreground, ``cluster`` N brokers and the coordination store in one process, ``dump-log`` prints segment, index and checkpoint files with
 Kafka's tool's flags and output, ``decode`` prints the annotated field tree and hex dump of a frame (what
@@ -41,7 +55,11 @@ at a chosen rate with keys and event times kept, ``acls`` manages ACLs with kafk
 ``transactions`` lists and describes transactions and finds and aborts hanging ones as kafka-transactions.sh does,
 ``topics`` creates, lists, describes, grows and deletes topics with kafka-topics.sh's flags, output and exit codes,
 ``console-consumer`` prints a topic's records with kafka-console-consumer.sh's flags and formatter properties,
-``console-producer`` sends standard input's lines as records with kafka-console-producer.sh's flags and reader.
+``console-producer`` sends standard input's lines as records with kafka-console-producer.sh's flags and reader,
+``consumer-groups`` lists, describes and deletes groups and resets their offsets as kafka-consumer-groups.sh does,
+``get-offsets`` prints partitions' offsets for a time and ``delete-records`` moves log start offsets forward, as
+kafka-get-offsets.sh and kafka-delete-records.sh do, ``log-dirs`` prints each broker's log directories as
+kafka-log-dirs.sh's JSON.
 """
 from __future__ import annotations
 
@@ -74,8 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     cap.add_argument("--first", action="store_true", help="answer nothing: show only the very first request")
     cap.set_defaults(run=_run_capture)
     _tap.add_parser(sub)
-    from kafkalab.tools import (configs, console_consumer, console_producer, consumer_perf, producer_perf, replay,
-                                topics, transactions)
+    from kafkalab.tools import (configs, console_consumer, console_producer, consumer_groups, consumer_perf,
+                                delete_records, get_offsets, log_dirs, producer_perf, replay, topics, transactions)
 
     replay.add_parser(sub)
     _acls.add_parser(sub)
@@ -84,6 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
     topics.add_parser(sub)
     console_consumer.add_parser(sub)
     console_producer.add_parser(sub)
+    consumer_groups.add_parser(sub)
+    get_offsets.add_parser(sub)
+    delete_records.add_parser(sub)
+    log_dirs.add_parser(sub)
     producer_perf.add_parser(sub)
     consumer_perf.add_parser(sub)
     return ap

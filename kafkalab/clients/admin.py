@@ -43,7 +43,7 @@ import dataclasses
 from typing import Any, Mapping, NamedTuple, Optional, Sequence, Union
 
 from kafkalab.clients.admin_acls import AclOperations
-from kafkalab.clients import admin_scram
+from kafkalab.clients import admin_log_dirs, admin_scram
 from kafkalab.clients.admin_topics import DEFAULT_PARTITION_LIMIT, describe_elr
 from kafkalab.clients.admin_groups import ConsumerGroupOperations
 from kafkalab.clients.admin_transactions import AbortTransactionSpec, TransactionOperations
@@ -361,6 +361,10 @@ class Admin:
         ``UserScramCredentialDeletion``); {user: None or ApiException}. The password never leaves this client."""
         return self._run(admin_scram.alter_user_scram_credentials(self.client, alterations))
 
+    def describe_log_dirs(self, broker_ids) -> dict:
+        """``{broker: {log dir: LogDirDescription}}`` (:mod:`.admin_log_dirs`), one DescribeLogDirs per broker."""
+        return self._run(admin_log_dirs.describe_log_dirs(self.client, broker_ids))
+
     # -- configs ----------------------------------------------------------------------------------------------
     async def _node_for_resource(self, res: ConfigResource) -> int:
         if res.type.lower() in ("broker", "broker_logger") and res.name not in ("", None):
@@ -517,6 +521,12 @@ class Admin:
         return self._run(self._find_coordinator(key, key_type))
 
     async def _find_coordinator(self, key: str, key_type: int) -> int:
+        """Retriable answers (COORDINATOR_NOT_AVAILABLE while ``__consumer_offsets`` is created) are asked again."""
+        async def attempt():
+            return {key: await self._find_coordinator_once(key, key_type)}, {}, False
+        return (await self._retrying(attempt))[0][key]
+
+    async def _find_coordinator_once(self, key: str, key_type: int) -> int:
         cls = request_class(ApiKey.FIND_COORDINATOR)
         conn = await self.client.connection(self.client.least_loaded_node())
         version = conn.version_for(ApiKey.FIND_COORDINATOR)

@@ -25,6 +25,11 @@ the real tool prints on a real cluster. Each tool is a module with ``main(argv)`
   ``DefaultMessageFormatter``, through kafkalab's consumer.
 * :mod:`.console_producer` -- ``kafka-console-producer.sh`` (``kafkalab console-producer``) and its
   ``LineMessageReader``, through kafkalab's producer.
+* :mod:`.consumer_groups` -- ``kafka-consumer-groups.sh`` (``kafkalab consumer-groups --list|--describe|--delete|
+  --reset-offsets|--delete-offsets``), through the admin client's group operations and ListOffsets.
+* :mod:`.get_offsets` -- ``kafka-get-offsets.sh`` (``kafkalab get-offsets``: ``topic:partition:offset`` lines).
+* :mod:`.delete_records` -- ``kafka-delete-records.sh`` (``kafkalab delete-records --offset-json-file F``).
+* :mod:`.log_dirs` -- ``kafka-log-dirs.sh`` (``kafkalab log-dirs --describe``: the brokers' log directories as JSON).
 
 Mirrors: ``core/src/main/scala/kafka/tools/`` and ``tools/src/main/java/org/apache/kafka/tools/``.
 """
