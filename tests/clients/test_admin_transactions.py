@@ -2,6 +2,8 @@
 results and error rules against a scripted broker, then the real thing against brokers with transactions."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from kafkalab.clients import (AbortTransactionSpec, Admin, AdminError, TopicPartition, TransactionState)
@@ -205,7 +207,12 @@ def test_an_open_then_committed_transaction_seen_by_the_coordinator(broker):
         listed = [t for ts in admin.list_transactions(filter_states=["Ongoing"]).values() for t in ts]
         assert (tid, open_txn.producer_id, TransactionState.ONGOING) in listed
         producer.commit_transaction(30)
+        # EndTxn is answered once PrepareCommit is durable; the markers, then CompleteCommit, follow (as in Kafka)
+        deadline = time.monotonic() + 15
         done = admin.describe_transactions([tid])[tid]
+        while done.state is TransactionState.PREPARE_COMMIT and time.monotonic() < deadline:
+            time.sleep(0.05)
+            done = admin.describe_transactions([tid])[tid]
         assert done.state is TransactionState.COMPLETE_COMMIT and done.topic_partitions == frozenset()
 
 
@@ -217,5 +224,9 @@ def test_the_leader_shows_the_open_transactions_first_offset(broker):
         (state,) = admin.describe_producers([(topic, 0)])[TopicPartition(topic, 0)].active_producers
         assert (state.producer_id, state.current_transaction_start_offset) == (pid, 0)
         producer.commit_transaction(30)
+        deadline = time.monotonic() + 15      # the COMMIT marker reaches the leader after EndTxn is answered
         (state,) = admin.describe_producers([(topic, 0)])[TopicPartition(topic, 0)].active_producers
+        while state.current_transaction_start_offset is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+            (state,) = admin.describe_producers([(topic, 0)])[TopicPartition(topic, 0)].active_producers
         assert state.current_transaction_start_offset is None and state.coordinator_epoch is not None
