@@ -199,22 +199,13 @@ class TransactionOperations:
             try:
                 by_node.setdefault(await self._find_coordinator(tid, 1), []).append(tid)
             except ApiException as e:
-                if e.retriable:
-                    retry[tid] = e
-                else:
-                    errors[tid] = e
-                    pending.discard(tid)
+                _failed((tid,), e, retry, errors, pending)
         cls = request_class(ApiKey.DESCRIBE_TRANSACTIONS)
         for node, tids in by_node.items():
             try:
                 body, _ = await self._send(node, cls(transactional_ids=tuple(tids)))
             except ApiException as e:
-                for tid in tids:
-                    if e.retriable:
-                        retry[tid] = e
-                    else:
-                        errors[tid] = e
-                        pending.discard(tid)
+                _failed(tids, e, retry, errors, pending)
                 continue
             for state in body.transaction_states:
                 tid = state.transactional_id
@@ -276,11 +267,7 @@ class TransactionOperations:
                         "to an older broker, do not specify duration filter or set duration filter to -1.")
                 resp = (await conn.send(fit(body, version), version)).body
             except ApiException as e:
-                if e.retriable:
-                    retry[node] = e
-                else:
-                    errors[node] = e
-                    pending.discard(node)
+                _failed((node,), e, retry, errors, pending)
                 continue
             code = resp.error_code
             if code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
@@ -344,12 +331,7 @@ class TransactionOperations:
             try:
                 resp, _ = await self._send(node, body)
             except ApiException as e:
-                for tp in tps:
-                    if e.retriable:
-                        retry[tp] = e
-                    else:
-                        errors[tp] = e
-                        pending.discard(tp)
+                _failed(tps, e, retry, errors, pending)
                 continue
             for t in resp.topics:
                 for p in t.partitions:
@@ -415,11 +397,7 @@ class TransactionOperations:
             try:
                 resp, _ = await self._send(node, body)
             except ApiException as e:
-                if e.retriable:
-                    retry[tp] = e
-                else:
-                    errors[tp] = e
-                    pending.discard(tp)
+                _failed((tp,), e, retry, errors, pending)
                 continue
             code = self._marker_code(resp, spec)
             if code == ErrorCode.NONE:
@@ -460,3 +438,14 @@ class TransactionOperations:
             return _fail(code, f"{about} failed since the provided coordinator epoch {spec.coordinator_epoch} has "
                                f"been fenced by the active coordinator")
         return _fail(code, f"{about} failed due to unexpected error: {KafkaProtocolError(code).message}")
+
+
+def _failed(keys, error: ApiException, retry: dict, errors: dict, pending: set) -> None:
+    """A request for ``keys`` failed with ``error``: each is retried next round when the error is retriable (Java's
+    handlers "unmap" and look the node up again), otherwise its result is that error."""
+    for key in keys:
+        if error.retriable:
+            retry[key] = error
+        else:
+            errors[key] = error
+            pending.discard(key)
