@@ -46,7 +46,8 @@ from kafkalab.coordinator.group.records import (GroupMetadataKey, OffsetKey, rea
                                                 read_offset_value)
 from kafkalab.coordinator.group.state import TRANSITIONS
 from kafkalab.labs import CheckResult, Part, check, check_equal, is_unanswered
-from kafkalab.viz.textfit import GRAPHVIZ_FONT, SVG_FONT_FAMILY, text_width
+from kafkalab.viz.state_diagram import state_machine_diagram
+from kafkalab.viz.textfit import SVG_FONT_FAMILY, text_width
 from kafkalab.protocol import ErrorCode
 from kafkalab.protocol.consumer_protocol import (Assignment, Subscription, annotate_subscription, encode_assignment,
                                                  encode_subscription, group_by_topic)
@@ -352,52 +353,16 @@ _STATE_COLOURS = {"Empty": "#f1f3f5", "PreparingRebalance": "#ffe8cc", "Completi
                   "Stable": "#d3f9d8", "Dead": "#e9ecef"}
 
 
-def _wrap(text: str, width: int = 26) -> str:
-    words, lines, line = text.split(), [], ""
-    for w in words:
-        if line and len(line) + 1 + len(w) > width:
-            lines.append(line)
-            line = w
-        else:
-            line = f"{line} {w}".strip()
-    lines.append(line)
-    return "\n".join(lines)
-
-
 def state_machine(current: Optional[str] = None, taken: Iterable[tuple[str, str]] = (), transitions=TRANSITIONS):
     """The group state machine drawn from ``transitions`` ((from, to, why) triples): ``current`` filled,
     edges in ``taken`` drawn bold."""
-    import graphviz
-
-    from kafkalab.viz import Diagram
-
-    taken = {(str(a), str(b)) for a, b in taken}
-    g = graphviz.Digraph("group_states", graph_attr={"rankdir": "LR", "bgcolor": "transparent", "nodesep": "0.6",
-                                                      "ranksep": "1.1", "fontname": GRAPHVIZ_FONT},
-                         node_attr={"fontname": GRAPHVIZ_FONT, "fontsize": "12", "shape": "box",
-                                    "style": "rounded,filled", "fillcolor": "#ffffff", "color": "#868e96"},
-                         edge_attr={"fontname": GRAPHVIZ_FONT, "fontsize": "9", "color": "#868e96",
-                                    "fontcolor": "#495057", "arrowsize": "0.6"})
-    for state in S:
-        name = state.value
-        if current is not None and name == str(current):
-            g.node(name, f"{name}\n(now)", fillcolor=_STATE_COLOURS[name], color="#1971c2", penwidth="2.5")
-        else:
-            g.node(name, name, fillcolor=_STATE_COLOURS[name] if name in {a for a, _ in taken} | {b for _, b in taken}
-                   else "#ffffff")
-    g.body.append('{rank=same; "CompletingRebalance"; "Dead"}')
-    for a, b, why in transitions:
-        a, b = str(a), str(b)
-        if a == b:
-            continue
-        style = {"color": "#1971c2", "penwidth": "2", "fontcolor": "#1864ab"} if (a, b) in taken else {}
-        if b == "Dead":
-            style.update(style="dashed", fontsize="9", constraint="false")
-        g.edge(a, b, label=_wrap(why, 22 if b != "Dead" else 30), **style)
     caption = "The group state machine, drawn from kafkalab.coordinator.group.state.TRANSITIONS"
     if taken:
         caption += "; blue edges: the transitions this group has taken so far"
-    return Diagram(g, caption=caption + ".")
+    return state_machine_diagram("group_states", (state.value for state in S), transitions, _STATE_COLOURS,
+                                 caption=caption + ".", current=current, taken=taken, dashed_to=("Dead",),
+                                 label_width=22, dashed_label_width=30, nodesep="0.6", ranksep="1.1",
+                                 body=('{rank=same; "CompletingRebalance"; "Dead"}',))
 
 
 _MARKS = {"JoinGroup": "#1971c2", "SyncGroup": "#2b8a3e", "Heartbeat": "#868e96", "LeaveGroup": "#e03131",

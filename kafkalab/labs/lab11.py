@@ -47,7 +47,8 @@ from kafkalab.coordinator.transaction import (MemoryTransactionLog, TransactionC
 from kafkalab.coordinator.transaction.state import TRANSITIONS
 from kafkalab.coordinator.transaction.transaction_log import read_txn_record_key, read_txn_record_value
 from kafkalab.labs import CheckResult, check_equal, check_parts, is_unanswered
-from kafkalab.viz.textfit import GRAPHVIZ_FONT, SVG_FONT_FAMILY, text_width
+from kafkalab.viz.state_diagram import state_machine_diagram
+from kafkalab.viz.textfit import SVG_FONT_FAMILY, text_width
 from kafkalab.protocol import ApiKey, ErrorCode, api_name, response_class
 
 __all__ = ["T0", "TXN_ID", "GROUP", "OUTPUT", "INPUT", "OVERRIDES", "COORDINATOR_EPOCH", "txn_partition",
@@ -360,54 +361,17 @@ _STATE_COLOURS = {"Empty": "#f1f3f5", "Ongoing": "#fff3bf", "PrepareCommit": "#d
                   "PrepareEpochFence": "#ffd8a8"}
 
 
-def _wrap(text: str, width: int) -> str:
-    words, lines, line = text.split(), [], ""
-    for w in words:
-        if line and len(line) + 1 + len(w) > width:
-            lines.append(line)
-            line = w
-        else:
-            line = f"{line} {w}".strip()
-    lines.append(line)
-    return "\n".join(lines)
-
-
 def state_machine(current: Optional[str] = None, taken: Iterable[tuple[str, str]] = ()):
     """The transaction state machine drawn from :data:`TRANSITIONS` (Graphviz): ``current`` outlined, the
     edges in ``taken`` blue. Dead and its edges are left out (the id expiring is not part of this lab), and so
     is the Empty -> Empty edge (InitProducerId again)."""
-    import graphviz
-
-    from kafkalab.viz import Diagram
-
-    taken = {(str(a), str(b)) for a, b in taken}
-    visited = {a for a, _ in taken} | {b for _, b in taken}
-    g = graphviz.Digraph("txn_states", graph_attr={"rankdir": "LR", "bgcolor": "transparent", "nodesep": "0.5",
-                                                    "ranksep": "1.0", "fontname": GRAPHVIZ_FONT},
-                         node_attr={"fontname": GRAPHVIZ_FONT, "fontsize": "12", "shape": "box",
-                                    "style": "rounded,filled", "fillcolor": "#ffffff", "color": "#868e96"},
-                         edge_attr={"fontname": GRAPHVIZ_FONT, "fontsize": "9", "color": "#868e96",
-                                    "fontcolor": "#495057", "arrowsize": "0.6"})
-    for state in S:
-        name = state.value
-        if name == "Dead":
-            continue
-        fill = _STATE_COLOURS[name] if name in visited or name == str(current) else "#ffffff"
-        if current is not None and name == str(current):
-            g.node(name, f"{name}\n(now)", fillcolor=fill, color="#1971c2", penwidth="2.5")
-        else:
-            g.node(name, name, fillcolor=fill)
-    for a, b, why in TRANSITIONS:
-        a, b = str(a), str(b)
-        if a == b or b == "Dead":
-            continue
-        style = {"color": "#1971c2", "penwidth": "2", "fontcolor": "#1864ab"} if (a, b) in taken else {}
-        g.edge(a, b, label=_wrap(why, 24), **style)
     caption = ("The transaction state machine, drawn from kafkalab.coordinator.transaction.state.TRANSITIONS "
                "(Dead, reached when an idle id expires, left out)")
     if taken:
         caption += "; blue edges: the transitions this id has taken"
-    return Diagram(g, caption=caption + ".")
+    return state_machine_diagram("txn_states", (state.value for state in S), TRANSITIONS, _STATE_COLOURS,
+                                 caption=caption + ".", current=current, taken=taken, leave_out=("Dead",),
+                                 label_width=24, nodesep="0.5", ranksep="1.0")
 
 
 # -- the log -----------------------------------------------------------------------------------------------------------
