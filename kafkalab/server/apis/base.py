@@ -20,11 +20,13 @@ has no way to report an error (a Produce with ``acks=0``), the connection is clo
 """
 from __future__ import annotations
 
+import asyncio
+
 from typing import Any, Awaitable, Callable, NamedTuple, Optional
 
 from kafkalab.protocol import response_class
 
-__all__ = ["Handler", "handles", "REGISTRY", "Delayed", "top_level_error"]
+__all__ = ["Handler", "handles", "REGISTRY", "Delayed", "top_level_error", "callback_future"]
 
 
 class Handler(NamedTuple):
@@ -61,3 +63,15 @@ def top_level_error(api_key: int):
             kwargs["error_message"] = message
         return cls(**kwargs)
     return build
+
+
+def callback_future() -> tuple:
+    """``(future, callback)``: a coordinator answers through ``callback(result)`` -- at once or later, from its
+    own completion (an append reaching the in-sync replicas) -- and the handler awaits ``future``. A second call
+    of the callback is ignored."""
+    fut = asyncio.get_running_loop().create_future()
+
+    def callback(result) -> None:
+        if not fut.done():
+            fut.set_result(result)
+    return fut, callback

@@ -31,13 +31,12 @@ Mirrors: ``KafkaApis.handleFindCoordinatorRequest``, ``GroupMetadataManager.part
 """
 from __future__ import annotations
 
-import asyncio
 
 from kafkalab.coordinator.group.group_metadata_manager import OFFSETS_TOPIC, java_string_hash, partition_for  # noqa: F401
 from kafkalab.coordinator.transaction.transaction_log import TRANSACTION_STATE_TOPIC
 from kafkalab.protocol import ApiException, ApiKey, ErrorCode, response_class
 from kafkalab.security.acl import AclOperation, ResourceType
-from kafkalab.server.apis.base import Delayed, handles, top_level_error
+from kafkalab.server.apis.base import Delayed, callback_future, handles, top_level_error
 from kafkalab.server.apis.transactions import producer_fenced_for
 
 FindCoordinatorResponse = response_class(ApiKey.FIND_COORDINATOR)
@@ -112,11 +111,7 @@ def handle_init_producer_id(broker, request):
                                       producer_epoch=-1)
     expected = None if pid == -1 else (pid, epoch)
     version = request.context.api_version
-    fut = asyncio.get_running_loop().create_future()
-
-    def callback(result) -> None:
-        if not fut.done():
-            fut.set_result(result)
+    fut, callback = callback_future()
 
     def respond(result):
         return InitProducerIdResponse(throttle_time_ms=0, error_code=producer_fenced_for(result.error, version, 4),

@@ -33,7 +33,6 @@ Mirrors: ``KafkaApis.handleJoinGroupRequest``, ``handleSyncGroupRequest``, ``han
 """
 from __future__ import annotations
 
-import asyncio
 
 from kafkalab.coordinator.group import JoinGroupResult, SyncGroupResult
 from kafkalab.coordinator.group.group_metadata import OffsetAndMetadata
@@ -41,7 +40,7 @@ from kafkalab.coordinator.group.group_metadata_manager import OFFSETS_TOPIC
 from kafkalab.protocol import ApiException, ApiKey, ErrorCode, response_class
 from kafkalab.records import decode_batches
 from kafkalab.security.acl import AclOperation, ResourceType
-from kafkalab.server.apis.base import Delayed, handles, top_level_error
+from kafkalab.server.apis.base import Delayed, callback_future, handles, top_level_error
 from kafkalab.server.config import server_setting
 from kafkalab.storage import FetchIsolation
 
@@ -127,16 +126,6 @@ def _topic_denied(broker, request, operation: AclOperation, names) -> set:
     return broker.auth.denied(request.context, operation, ResourceType.TOPIC, names)
 
 
-def _wait():
-    loop = asyncio.get_running_loop()
-    fut = loop.create_future()
-
-    def callback(result):
-        if not fut.done():
-            fut.set_result(result)
-    return fut, callback
-
-
 # ---------------------------------------------------------------------------------------------- JoinGroup
 def _join_response(version: int, r: JoinGroupResult):
     R = JoinGroupResponse
@@ -152,7 +141,7 @@ def _join_response(version: int, r: JoinGroupResult):
 def handle_join_group(broker, request):
     body, version, ctx = request.body, request.context.api_version, request.context
     _require_group(broker, request, AclOperation.READ, body.group_id)
-    fut, callback = _wait()
+    fut, callback = callback_future()
     if body.group_instance_id is not None and version < 5:
         return _join_response(version, JoinGroupResult(ErrorCode.UNSUPPORTED_VERSION, body.member_id))
     _coordinator(broker).handle_join_group(
@@ -179,7 +168,7 @@ def _sync_response(version: int, r: SyncGroupResult):
 def handle_sync_group(broker, request):
     body, version = request.body, request.context.api_version
     _require_group(broker, request, AclOperation.READ, body.group_id)
-    fut, callback = _wait()
+    fut, callback = callback_future()
     _coordinator(broker).handle_sync_group(
         body.group_id, body.generation_id, body.member_id, body.protocol_type if version >= 5 else None,
         body.protocol_name if version >= 5 else None, body.group_instance_id if version >= 3 else None,
@@ -258,7 +247,7 @@ def handle_offset_commit(broker, request):
             for t in body.topics))
     if not offsets:
         return respond({})
-    fut, callback = _wait()   # the commit completes when the in-sync replicas have it (acks=all)
+    fut, callback = callback_future()   # the commit completes when the in-sync replicas have it (acks=all)
     _coordinator(broker).handle_commit_offsets(
         body.group_id, body.member_id, body.group_instance_id if version >= 7 else None,
         body.generation_id_or_member_epoch, offsets, callback)

@@ -32,7 +32,6 @@ Mirrors: ``KafkaApis.handleAddPartitionToTxnRequest``, ``handleAddOffsetsToTxnRe
 """
 from __future__ import annotations
 
-import asyncio
 
 from kafkalab.coordinator.group.group_metadata_manager import OFFSETS_TOPIC
 from kafkalab.coordinator.transaction.transaction_log import TRANSACTION_STATE_TOPIC
@@ -40,7 +39,7 @@ from kafkalab.protocol import ApiException, ApiKey, ErrorCode, response_class
 from kafkalab.records import decode_batches
 from kafkalab.security.acl import AclOperation, ResourceType
 from kafkalab.server.admin_manager import INTERNAL_TOPICS
-from kafkalab.server.apis.base import Delayed, handles, top_level_error
+from kafkalab.server.apis.base import Delayed, callback_future, handles, top_level_error
 from kafkalab.storage import FetchIsolation
 
 __all__ = ["BrokerTransactionLog", "producer_fenced_for"]
@@ -98,16 +97,6 @@ def _require_transactional_id(broker, request, transactional_id) -> None:
         raise ApiException(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
 
 
-def _wait():
-    loop = asyncio.get_running_loop()
-    fut = loop.create_future()
-
-    def callback(result):
-        if not fut.done():
-            fut.set_result(result)
-    return fut, callback
-
-
 def _answer(fut, respond):
     if fut.done():
         return respond(fut.result())
@@ -158,7 +147,7 @@ def handle_add_partitions_to_txn(broker, request):
     if errors:
         errors.update({tp: ErrorCode.OPERATION_NOT_ATTEMPTED for tp in ok})
         return _partitions_response(errors)
-    fut, callback = _wait()
+    fut, callback = callback_future()
     broker.transaction_coordinator.handle_add_partitions_to_transaction(
         transactional_id, body.v3_and_below_producer_id, body.v3_and_below_producer_epoch, set(partitions), callback)
     return _answer(fut, lambda code: _partitions_response(
@@ -173,7 +162,7 @@ def handle_add_offsets_to_txn(broker, request):
     if not broker.auth.authorize(request.context, AclOperation.READ, ResourceType.GROUP, body.group_id):
         raise ApiException(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     offsets_partition = (OFFSETS_TOPIC, broker.group_coordinator.partition_for(body.group_id))
-    fut, callback = _wait()
+    fut, callback = callback_future()
     broker.transaction_coordinator.handle_add_partitions_to_transaction(
         body.transactional_id, body.producer_id, body.producer_epoch, {offsets_partition}, callback)
     return _answer(fut, lambda code: AddOffsetsToTxnResponse(throttle_time_ms=0,
@@ -185,7 +174,7 @@ def handle_add_offsets_to_txn(broker, request):
 def handle_end_txn(broker, request):
     body, version = request.body, request.context.api_version
     _require_transactional_id(broker, request, body.transactional_id)
-    fut, callback = _wait()
+    fut, callback = callback_future()
     broker.transaction_coordinator.handle_end_transaction(body.transactional_id, body.producer_id,
                                                           body.producer_epoch, bool(body.committed), callback)
     return _answer(fut, lambda code: EndTxnResponse(throttle_time_ms=0, error_code=producer_fenced_for(code, version, 2),
