@@ -10,9 +10,10 @@ One entry point with a sub-command per tool, named like the Kafka tool it mirror
     kafkalab decode FRAME_HEX_OR_FILE [--response API_KEY VERSION] [--size-prefix] [--records]
     kafkalab capture CLIENT [metadata|produce] [--first]
     kafkalab tap --bootstrap-server HOST:PORT [--listen HOST:PORT] [--jsonl FILE] [--pcap FILE] [--duration S]
-    kafkalab configs --bootstrap-server H:P [--command-config F] --alter|--describe --entity-type users
-                     [--entity-name U] [--add-config 'SCRAM-SHA-256=[iterations=8192,password=..]']
-                     [--delete-config SCRAM-SHA-512]                        (kafka-configs.sh, SCRAM users)
+    kafkalab configs --bootstrap-server H:P [--command-config F] --describe [--all] | --alter
+                     --entity-type topics|brokers|users [--entity-name N | --entity-default]
+                     [--add-config 'k=v,k2=[a,b]' | --add-config-file F] [--delete-config k,k2]
+                                                                          (kafka-configs.sh)
     kafkalab replay FILE --bootstrap-server HOST:PORT --topic T [--rate N] [--key-field F]
                          [--timestamp event-time|now] [--limit N]
     kafkalab acls --bootstrap-server HOST:PORT (--add|--remove|--list) [--allow-principal P] [--deny-principal P]
@@ -134,7 +135,9 @@ def _run_capture(args) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv            # the words as typed: a tool's error line repeats them, as Kafka's tools do
     return args.run(args)
 
 

@@ -16,7 +16,8 @@ describe_elr            DescribeTopicPartitions       any broker (:mod:`.admin_t
 describe_cluster        DescribeCluster (or Metadata  any broker
                         when not supported)
 describe_configs        DescribeConfigs               any broker; a BROKER resource goes to that broker
-incremental_alter_...   IncrementalAlterConfigs       as describe_configs
+incremental_alter_...   IncrementalAlterConfigs       as describe_configs (:mod:`.admin_configs`)
+alter_configs           AlterConfigs (deprecated)     as describe_configs
 list_offsets            ListOffsets                   each partition's leader
 delete_records          DeleteRecords                 each partition's leader
 ======================  ============================  =======================================================
@@ -43,7 +44,8 @@ import dataclasses
 from typing import Any, Mapping, NamedTuple, Optional, Sequence, Union
 
 from kafkalab.clients.admin_acls import AclOperations
-from kafkalab.clients import admin_log_dirs, admin_scram
+from kafkalab.clients import admin_configs, admin_log_dirs, admin_scram
+from kafkalab.clients.admin_configs import ConfigResource
 from kafkalab.clients.admin_topics import DEFAULT_PARTITION_LIMIT, describe_elr
 from kafkalab.clients.admin_groups import ConsumerGroupOperations
 from kafkalab.clients.admin_transactions import AbortTransactionSpec, TransactionOperations
@@ -74,19 +76,6 @@ class NewTopic(NamedTuple):
 
 class NewPartitions(NamedTuple):
     total_count: int
-
-
-class ConfigResource(NamedTuple):
-    """``ConfigResource("topic", "events")`` or ``ConfigResource("broker", "0")``."""
-
-    type: str
-    name: str
-
-    TYPES = {"topic": 2, "broker": 4, "broker_logger": 8, "client_metrics": 16, "group": 32}
-
-    @property
-    def type_code(self) -> int:
-        return self.TYPES[self.type.lower()]
 
 
 class OffsetSpec:
@@ -365,58 +354,28 @@ class Admin:
         """``{broker: {log dir: LogDirDescription}}`` (:mod:`.admin_log_dirs`), one DescribeLogDirs per broker."""
         return self._run(admin_log_dirs.describe_log_dirs(self.client, broker_ids))
 
-    # -- configs ----------------------------------------------------------------------------------------------
-    async def _node_for_resource(self, res: ConfigResource) -> int:
-        if res.type.lower() in ("broker", "broker_logger") and res.name not in ("", None):
-            await self._metadata()
-            return int(res.name)
-        return self.client.least_loaded_node()
+    # -- configs (:mod:`.admin_configs`) ----------------------------------------------------------------------
+    OPS = admin_configs.OPS
 
     def describe_configs(self, resources, *, include_synonyms: bool = False) -> dict:
         """``{ConfigResource: {name: DescribeConfigsResourceResult}}`` (value, read_only, config_source, ...)."""
-        return self._run(self._describe_configs([ConfigResource(*r) for r in resources], include_synonyms))
-
-    async def _describe_configs(self, resources, include_synonyms) -> dict:
-        cls = request_class(ApiKey.DESCRIBE_CONFIGS)
-        results, errors = {}, {}
-        for res in resources:
-            body = cls(resources=(cls.DescribeConfigsResource(resource_type=res.type_code, resource_name=res.name,
-                                                              configuration_keys=None),),
-                       include_synonyms=include_synonyms)
-            resp = await self.client.send(await self._node_for_resource(res), body)
-            for r in resp.body.results:
-                if r.error_code:
-                    errors[res] = _error(r.error_code, r.error_message)
-                else:
-                    results[res] = {c.name: c for c in r.configs}
-        return _check("describe_configs", results, errors)
-
-    OPS = {"SET": 0, "DELETE": 1, "APPEND": 2, "SUBTRACT": 3}
+        found = self._run(admin_configs.describe_configs(self.client, [ConfigResource(*r) for r in resources],
+                                                         include_synonyms))
+        return _check("describe_configs", *found)
 
     def incremental_alter_configs(self, changes: Mapping, *, validate_only: bool = False) -> dict:
         """``{ConfigResource("topic", "t"): {"retention.ms": "1000", "cleanup.policy": None}}``: a value SETs,
         None DELETEs (back to the default), ``("APPEND", "x")`` appends to a list. Returns ``{resource: None}``."""
-        return self._run(self._alter({ConfigResource(*k): v for k, v in changes.items()}, validate_only))
+        found = self._run(admin_configs.incremental_alter_configs(
+            self.client, {ConfigResource(*k): v for k, v in changes.items()}, validate_only))
+        return _check("incremental_alter_configs", *found)
 
-    async def _alter(self, changes, validate_only) -> dict:
-        cls = request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS)
-        results, errors = {}, {}
-        for res, entries in changes.items():
-            configs = []
-            for name, value in entries.items():
-                op, val = ("DELETE", None) if value is None else \
-                    (value if isinstance(value, tuple) else ("SET", value))
-                configs.append(cls.AlterableConfig(name=name, config_operation=self.OPS[op.upper()],
-                                                   value=None if val is None else str(val)))
-            body = cls(resources=(cls.AlterConfigsResource(resource_type=res.type_code, resource_name=res.name,
-                                                           configs=tuple(configs)),), validate_only=validate_only)
-            resp = await self.client.send(await self._node_for_resource(res), body)
-            for r in resp.body.responses:
-                if r.error_code:
-                    errors[res] = _error(r.error_code, r.error_message)
-                else:
-                    results[res] = None
-        return _check("incremental_alter_configs", results, errors)
+    def alter_configs(self, configs: Mapping, *, validate_only: bool = False) -> dict:
+        """Deprecated AlterConfigs: ``{ConfigResource("broker", "0"): {"key": "value", ...}}``, each resource's
+        whole new set of overrides (a key left out returns to its default). Returns ``{resource: None}``."""
+        found = self._run(admin_configs.alter_configs(
+            self.client, {ConfigResource(*k): dict(v) for k, v in configs.items()}, validate_only))
+        return _check("alter_configs", *found)
 
     # -- offsets and records ----------------------------------------------------------------------------------
     async def _by_leader(self, tps) -> dict[int, list]:

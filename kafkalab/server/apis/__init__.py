@@ -12,7 +12,7 @@ ApiVersions advertisement::
     fetch          Fetch
     offsets        ListOffsets, OffsetForLeaderEpoch, DeleteRecords
     topics         CreateTopics, DeleteTopics, CreatePartitions
-    configs        DescribeConfigs, IncrementalAlterConfigs
+    configs        DescribeConfigs, IncrementalAlterConfigs, AlterConfigs (deprecated)
     cluster        DescribeCluster, DescribeTopicPartitions, DescribeLogDirs
     coordinators   FindCoordinator, InitProducerId
     transactions   AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions, ListTransactions

@@ -35,9 +35,19 @@ broker change with Kafka's own refusal for read-only keys -- INVALID_REQUEST "Ca
 dynamically: Set(...)" -- and, to stay consistent, describes every broker config as ``read_only``.
 ``BROKER_LOGGER`` resources (log4j levels, KIP-412) are not implemented: INVALID_REQUEST.
 
+**AlterConfigs** (API 33) is the deprecated form: each resource carries its *whole* new set of overrides, and
+whatever is not named goes back to its default. Kafka's admin clients still use it where no incremental form
+existed when they were written -- and ``kafka-configs.sh --alter --entity-type brokers`` (3.9) sends it: it
+describes the broker's dynamic configs, adds and removes keys locally and sends the result. The checks come
+first (``ConfigAdminManager.preprocess``: each resource once, no duplicate key, no null value; a broker must be
+this one and the set must be something it can apply -- here only the empty set), then the authorization, then
+the change: for a topic the stored overrides are replaced by the set (validated as IncrementalAlterConfigs'
+result is). ``BROKER_LOGGER`` is refused as an unknown resource type there, as Kafka does.
+
 Mirrors: ``core/src/main/scala/kafka/server/ConfigHelper.scala`` (``describeConfigs``,
 ``createTopicConfigEntry``, ``createBrokerConfigEntry``, ``configSynonyms``), ``ConfigAdminManager.preprocess``,
-``ZkAdminManager.incrementalAlterConfigs``, ``DynamicBrokerConfig.brokerConfigSynonyms`` / ``validateConfigs``.
+``ZkAdminManager.incrementalAlterConfigs`` / ``alterConfigs``, ``KafkaApis.processLegacyAlterConfigsRequest``,
+``DynamicBrokerConfig.brokerConfigSynonyms`` / ``validateConfigs``.
 """
 from __future__ import annotations
 
@@ -53,10 +63,11 @@ from kafkalab.server.admin_manager import OP_APPEND, OP_DELETE, OP_SET, OP_SUBTR
 from kafkalab.server.apis.base import handles
 from kafkalab.storage.log_config import ConfigSource, ConfigType, LogConfig, TOPIC_CONFIGS
 
-__all__ = ["handle_describe_configs", "handle_incremental_alter_configs", "RESOURCE_TYPES"]
+__all__ = ["handle_describe_configs", "handle_incremental_alter_configs", "handle_alter_configs", "RESOURCE_TYPES"]
 
 DescribeResponse = response_class(ApiKey.DESCRIBE_CONFIGS)
 AlterResponse = response_class(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+LegacyAlterResponse = response_class(ApiKey.ALTER_CONFIGS)
 
 log = logging.getLogger("kafkalab.server.KafkaApis")
 
@@ -296,3 +307,64 @@ def _alter_broker(broker, name: str, changes: list) -> None:
     if props and not DYNAMIC_BROKER_CONFIGS_SUPPORTED:
         raise ApiException(ErrorCode.INVALID_REQUEST,
                            f"Cannot update these configs dynamically: Set({', '.join(sorted(props))})")
+
+
+# ---------------------------------------------------------------------------------------------- AlterConfigs
+
+def _legacy_alter_error(request, code, message):
+    R = LegacyAlterResponse
+    return R(throttle_time_ms=0, responses=tuple(
+        R.AlterConfigsResourceResponse(error_code=code, error_message=message, resource_type=r.resource_type,
+                                       resource_name=r.resource_name) for r in request.body.resources))
+
+
+@handles(ApiKey.ALTER_CONFIGS, versions=(0, 2), error_response=_legacy_alter_error)
+def handle_alter_configs(broker, request):
+    """The deprecated AlterConfigs: per resource the preprocessing checks, then ALTER_CONFIGS, then the change."""
+    body = request.body
+    R = LegacyAlterResponse
+    seen = collections.Counter((r.resource_type, r.resource_name) for r in body.resources)
+    responses = []
+    for res in body.resources:
+        try:
+            _preprocess_legacy(broker, res, seen[(res.resource_type, res.resource_name)] > 1)
+            _authorize(broker, request, res.resource_type, res.resource_name, AclOperation.ALTER_CONFIGS)
+            if res.resource_type == TOPIC:
+                _replace_topic_configs(broker, res, body.validate_only)
+            code, message = ErrorCode.NONE, None
+        except Exception as e:
+            code, message = _failure(e)
+        responses.append(R.AlterConfigsResourceResponse(error_code=code, error_message=message,
+                                                        resource_type=res.resource_type,
+                                                        resource_name=res.resource_name))
+    return R(throttle_time_ms=0, responses=tuple(responses))
+
+
+def _preprocess_legacy(broker, res, duplicated: bool) -> None:
+    """``ConfigAdminManager.preprocess`` for AlterConfigs; a broker's whole new set is checked here, as Kafka
+    does (and so refused unless it is empty)."""
+    if duplicated:
+        raise ApiException(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
+    names = [c.name for c in res.configs]
+    if len(set(names)) != len(names):
+        raise ApiException(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+    nulls = [c.name for c in res.configs if c.value is None]
+    if nulls:
+        raise ApiException(ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls))
+    if res.resource_type == BROKER:
+        _alter_broker(broker, res.resource_name, [(c.name, OP_SET, c.value) for c in res.configs])
+    elif res.resource_type != TOPIC:
+        raise ApiException(ErrorCode.INVALID_REQUEST, f"Unknown resource type {res.resource_type}")
+
+
+def _replace_topic_configs(broker, res, validate_only: bool) -> None:
+    """``ZkAdminManager.alterTopicConfigs``: the set becomes the topic's overrides (every other override is
+    deleted), validated and written as an incremental change would be."""
+    wanted = {c.name: c.value for c in res.configs}
+    current = {}
+    if res.resource_name:
+        validate_topic_name(res.resource_name)      # before the name goes into a znode path
+        current = broker.admin.topic_overrides(res.resource_name)
+    changes = [(k, OP_SET, v) for k, v in wanted.items()] + \
+              [(k, OP_DELETE, None) for k in current if k not in wanted]
+    broker.admin.alter_topic_config(res.resource_name, changes, validate_only)
