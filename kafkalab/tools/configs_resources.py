@@ -64,6 +64,7 @@ SOURCE_NAMES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONF
 _INT = re.compile(r"[+-]?[0-9]+")
 #: Where the Java exception class is not the error code's name in CamelCase.
 _JAVA_CLASSES = {"INVALID_CONFIG": "InvalidConfigurationException", "INVALID_TOPIC_EXCEPTION": "InvalidTopicException",
+                 "NETWORK_EXCEPTION": "NetworkException",
                  "TOPIC_AUTHORIZATION_FAILED": "TopicAuthorizationException",
                  "CLUSTER_AUTHORIZATION_FAILED": "ClusterAuthorizationException",
                  "REQUEST_TIMED_OUT": "TimeoutException", "UNKNOWN_SERVER_ERROR": "UnknownServerException",
@@ -82,7 +83,8 @@ def java_exception(e: BaseException) -> str:
         e = next(iter(e.errors.values()))
     if isinstance(e, ApiException):
         code = getattr(e.error_code, "name", str(e.error_code))
-        name = _JAVA_CLASSES.get(code) or "".join(w.capitalize() for w in code.split("_")) + "Exception"
+        name = _JAVA_CLASSES.get(code) or "".join(w.capitalize() for w in code.split("_"))
+        name += "" if name.endswith("Exception") else "Exception"
         return f"java.util.concurrent.ExecutionException: org.apache.kafka.common.errors.{name}: {e.message}"
     if isinstance(e, ConfigException):
         return f"org.apache.kafka.common.config.ConfigException: {e}"

@@ -61,3 +61,21 @@ def test_errors_never_echo_the_password(cluster, command_config, capsys, add, me
                    "--entity-name", "bob") == 1
     err = capsys.readouterr().err
     assert message in err and "password=x" not in err
+
+
+def test_a_refused_credential_is_printed_as_kafka_does_without_the_password(cluster, command_config, capsys):
+    assert configs(cluster, command_config, "--alter", "--add-config", "SCRAM-SHA-256=[iterations=20000,password=x]",
+                   "--entity-type", "users", "--entity-name", "carol") == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == (f"Error while executing config command with args '--bootstrap-server "
+                      f"{cluster.bootstrap_servers} --command-config {command_config} --alter --add-config "
+                      f"SCRAM-SHA-256=[hidden] --entity-type users --entity-name carol'")
+    assert err[1].startswith("java.util.concurrent.ExecutionException: org.apache.kafka.common.errors."
+                             "UnacceptableCredentialException: ") and "Too many iterations" in err[1]
+
+
+def test_no_scram_credentials_for_the_default_user(cluster, command_config, capsys):
+    assert configs(cluster, command_config, "--alter", "--add-config", "SCRAM-SHA-256=[password=x]",
+                   "--entity-type", "users", "--entity-default") == 1
+    assert capsys.readouterr().err == ("The use of --entity-default or --user-defaults is not allowed with User SCRAM "
+                                       "Credentials using --bootstrap-server.\n")
