@@ -273,10 +273,16 @@ def _printable_args(argv: list[str]) -> str:
     shown, hide_next = [], False
     for arg in argv:
         if hide_next:
-            arg = ",".join(_hidden(item) for item in _SPLIT_ITEMS.split(arg))
+            arg = _hidden_items(arg)
+        elif arg.startswith("--add-config="):
+            arg = "--add-config=" + _hidden_items(arg[len("--add-config="):])
         hide_next = arg == "--add-config"
         shown.append(arg)
     return " ".join(shown)
+
+
+def _hidden_items(text: str) -> str:
+    return ",".join(_hidden(item) for item in _SPLIT_ITEMS.split(text))
 
 
 def _hidden(item: str) -> str:

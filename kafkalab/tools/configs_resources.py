@@ -151,7 +151,7 @@ def alter_topic(admin: Admin, name: str, added: dict, deleted: list[str]) -> Non
     old = {e.name: e for e in resource_configs(admin, "topics", name, False, False)}
     _check_deletions(old, deleted)
     changes: dict = dict(added)
-    changes.update({k: None for k in deleted})
+    changes.update({k: ("DELETE", "") for k in deleted})      # Kafka's tool sends DELETE with an empty value
     admin.incremental_alter_configs({_resource("topics", name): changes})
 
 

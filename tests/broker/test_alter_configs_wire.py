@@ -103,3 +103,30 @@ def test_checks_and_refusals(broker):
         (ErrorCode.INVALID_CONFIG, "Unknown topic config name: no.such")]
     # the empty set is what a broker with no dynamic configs can accept (kafka-configs.sh sends it for nothing)
     assert alter(broker, Resource(resource_type=BROKER, resource_name="0", configs=())) == [(0, None)]
+
+
+@pytest.fixture(scope="module")
+def guarded():
+    """A broker with an authorizer: ACLs on ``secret`` and on the cluster (none of them ALTER_CONFIGS for the
+    anonymous user), ``open`` unprotected (``allow.everyone.if.no.acl.found``)."""
+    from kafkalab.security.acl import AclOperation as Op, ResourceType
+
+    from .test_authorization import add_acl
+    with Cluster(brokers=1, overrides={"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                                        "allow.everyone.if.no.acl.found": "true",
+                                        "auto.create.topics.enable": "false"}) as c:
+        c.create_topic("secret")
+        c.create_topic("open")
+        add_acl(c, ResourceType.TOPIC, "secret", "User:alice", Op.ALL)
+        add_acl(c, ResourceType.CLUSTER, "kafka-cluster", "User:ANONYMOUS", Op.ALTER, Op.CLUSTER_ACTION, Op.DESCRIBE)
+        yield c
+
+
+def test_alter_configs_needs_alter_configs_on_the_topic_or_the_cluster(guarded):
+    broker = guarded.broker(0)
+    assert alter(broker, topic("secret", retention_ms="1000"), topic("open", retention_ms="1000"),
+                 Resource(resource_type=BROKER, resource_name="0", configs=())) == [
+        (ErrorCode.TOPIC_AUTHORIZATION_FAILED, None),
+        (0, None),
+        (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)]
+    assert guarded.call(broker.admin.topic_overrides, "secret") == {}

@@ -205,3 +205,15 @@ def test_message_format_version_warns(capsys):
     assert parse_configs_to_be_added("message.format.version=2.8") == {"message.format.version": "2.8"}
     assert capsys.readouterr().out.startswith("WARNING: The configuration message.format.version=2.8 is specified. "
                                               "This configuration will be ignored")
+
+
+@pytest.mark.parametrize("argv,shown", [
+    (["--add-config", "SCRAM-SHA-256=[iterations=8192,password=pw],retention.ms=1"],
+     "--add-config SCRAM-SHA-256=[hidden],retention.ms=1"),
+    (["--add-config=ssl.key.password=pw,a=1"], "--add-config=ssl.key.password=[hidden],a=1"),
+    (["--entity-name", "password=x"], "--entity-name password=x"),
+])
+def test_the_error_line_hides_secrets_only(argv, shown):
+    from kafkalab.tools.configs import _printable_args
+
+    assert _printable_args(argv) == shown
