@@ -217,3 +217,43 @@ def test_the_error_line_hides_secrets_only(argv, shown):
     from kafkalab.tools.configs import _printable_args
 
     assert _printable_args(argv) == shown
+
+
+class _StubAdmin:
+    """A broker with dynamic configs (kafkalab's has none): what the tool sends with AlterConfigs."""
+
+    def __init__(self, entries):
+        self.entries, self.sent = entries, None
+
+    def describe_configs(self, resources, include_synonyms=False):
+        return {resources[0]: {e.name: e for e in self.entries}}
+
+    def alter_configs(self, configs):
+        self.sent = configs
+
+
+def _entry(name, value, source=2):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(name=name, value=value, config_source=source, is_sensitive=value is None, synonyms=())
+
+
+def test_a_broker_alter_sends_the_whole_new_set():
+    from kafkalab.clients.admin import ConfigResource
+    from kafkalab.tools.configs_resources import alter_broker
+
+    admin = _StubAdmin([_entry("log.cleaner.threads", "2"), _entry("num.io.threads", "4"),
+                        _entry("log.retention.ms", "5", source=4)])       # static: not part of the dynamic set
+    alter_broker(admin, "0", {"log.retention.ms": "1000"}, ["num.io.threads"])
+    assert admin.sent == {ConfigResource("broker", "0"): {"log.cleaner.threads": "2", "log.retention.ms": "1000"}}
+
+
+def test_a_broker_alter_needs_every_sensitive_entry_again():
+    from kafkalab.tools.configs_resources import InvalidConfiguration, alter_broker
+
+    admin = _StubAdmin([_entry("ssl.key.password", None), _entry("num.io.threads", "4")])
+    with pytest.raises(InvalidConfiguration, match=r"^All sensitive broker config entries must be specified for "
+                                                   r"--alter, missing entries: Set\(ssl.key.password\)$"):
+        alter_broker(admin, "0", {"num.io.threads": "8"}, [])
+    alter_broker(admin, "0", {"ssl.key.password": "secret"}, [])
+    assert admin.sent is not None
