@@ -38,7 +38,7 @@ from kafkalab.protocol import codec
 from kafkalab.protocol.annotate import Row, annotate_message
 from kafkalab.protocol.api_keys import ALL_API_KEYS, ApiKey, api_name, messages_for, request_schema, response_schema
 from kafkalab.protocol.errors import (ERRORS, ApiException, DecodeError, EncodeError, ErrorCode, KafkaProtocolError,
-                                      UnsupportedVersionError, error_info, fit_error_message)
+                                      UnsupportedVersionError, error_info, fit_error_message, java_exception_class)
 from kafkalab.protocol.framing import (DEFAULT_MAX_FRAME_BYTES, LARGE_FRAME_BYTES, FrameBuffer, FrameReader,
                                       InvalidReceiveError, ReceiveBuffer, size_prefixed)
 from kafkalab.protocol.headers import (REQUEST_HEADER, RESPONSE_HEADER, RequestHeader, ResponseHeader,
@@ -51,7 +51,7 @@ __all__ = [
     "ApiKey", "api_name", "ALL_API_KEYS", "request_schema", "response_schema", "messages_for",
     "RequestHeader", "ResponseHeader", "REQUEST_HEADER", "RESPONSE_HEADER", "request_header_version",
     "response_header_version",
-    "header_version_table", "ErrorCode", "ERRORS", "error_info", "ApiException", "fit_error_message", "DecodeError",
+    "header_version_table", "ErrorCode", "ERRORS", "error_info", "java_exception_class", "ApiException", "fit_error_message", "DecodeError",
     "EncodeError",
     "UnsupportedVersionError", "InvalidReceiveError", "KafkaProtocolError", "FrameReader", "ReceiveBuffer",
     "FrameBuffer", "LARGE_FRAME_BYTES", "size_prefixed",

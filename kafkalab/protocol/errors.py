@@ -32,7 +32,7 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple, Optional
 
-__all__ = ["ErrorInfo", "ERRORS", "ErrorCode", "error_info", "ApiException", "fit_error_message", "DecodeError", "EncodeError",
+__all__ = ["ErrorInfo", "ERRORS", "ErrorCode", "error_info", "java_exception_class", "ApiException", "fit_error_message", "DecodeError", "EncodeError",
            "UnsupportedVersionError", "KafkaProtocolError"]
 
 
@@ -183,6 +183,41 @@ ERRORS: tuple[ErrorInfo, ...] = tuple(ErrorInfo(*row) for row in (
 ))
 
 _BY_CODE = {e.code: e for e in ERRORS}
+
+#: The Java exception class of each code whose class is not the code's name in CamelCase + ``Exception``
+#: (``Errors.java``: ``NON_EMPTY_GROUP`` -> ``GroupNotEmptyException``). All live in
+#: ``org.apache.kafka.common.errors`` except where a package is given.
+_JAVA_EXCEPTIONS = {
+    "UNKNOWN_SERVER_ERROR": "UnknownServerException", "CORRUPT_MESSAGE": "CorruptRecordException",
+    "REQUEST_TIMED_OUT": "TimeoutException", "MESSAGE_TOO_LARGE": "RecordTooLargeException",
+    "STALE_CONTROLLER_EPOCH": "ControllerMovedException", "OFFSET_METADATA_TOO_LARGE": "OffsetMetadataTooLarge",
+    "NETWORK_EXCEPTION": "NetworkException", "INVALID_TOPIC_EXCEPTION": "InvalidTopicException",
+    "RECORD_LIST_TOO_LARGE": "RecordBatchTooLargeException", "TOPIC_AUTHORIZATION_FAILED": "TopicAuthorizationException",
+    "GROUP_AUTHORIZATION_FAILED": "GroupAuthorizationException",
+    "CLUSTER_AUTHORIZATION_FAILED": "ClusterAuthorizationException", "TOPIC_ALREADY_EXISTS": "TopicExistsException",
+    "INVALID_CONFIG": "InvalidConfigurationException", "OUT_OF_ORDER_SEQUENCE_NUMBER": "OutOfOrderSequenceException",
+    "DUPLICATE_SEQUENCE_NUMBER": "DuplicateSequenceException", "INVALID_PRODUCER_ID_MAPPING": "InvalidPidMappingException",
+    "INVALID_TRANSACTION_TIMEOUT": "InvalidTxnTimeoutException",
+    "TRANSACTIONAL_ID_AUTHORIZATION_FAILED": "TransactionalIdAuthorizationException",
+    "KAFKA_STORAGE_ERROR": "KafkaStorageException", "SASL_AUTHENTICATION_FAILED": "SaslAuthenticationException",
+    "DELEGATION_TOKEN_AUTH_DISABLED": "DelegationTokenDisabledException",
+    "DELEGATION_TOKEN_REQUEST_NOT_ALLOWED": "UnsupportedByAuthenticationException",
+    "DELEGATION_TOKEN_AUTHORIZATION_FAILED": "DelegationTokenAuthorizationException",
+    "NON_EMPTY_GROUP": "GroupNotEmptyException", "PRINCIPAL_DESERIALIZATION_FAILURE": "PrincipalDeserializationException",
+    "SNAPSHOT_NOT_FOUND": "PositionOutOfRangeException", "FETCH_SESSION_TOPIC_ID_ERROR": "FetchSessionTopicIdException",
+    "INVALID_REGULAR_EXPRESSION": "InvalidRegularExpression",
+    "INVALID_RECORD": "org.apache.kafka.common.InvalidRecordException",
+}
+
+
+def java_exception_class(code: int) -> Optional[str]:
+    """The fully qualified Java exception class Kafka's clients raise for ``code`` (what a Kafka tool prints),
+    ``None`` for ``NONE``: ``java_exception_class(69)`` -> ``org.apache.kafka.common.errors.GroupIdNotFoundException``."""
+    name = error_info(code).name
+    if name == "NONE":
+        return None
+    simple = _JAVA_EXCEPTIONS.get(name) or "".join(w.capitalize() for w in name.split("_")) + "Exception"
+    return simple if "." in simple else f"org.apache.kafka.common.errors.{simple}"
 
 
 class ErrorCode(enum.IntEnum):

@@ -43,7 +43,7 @@ from typing import Optional
 from kafkalab.clients import Admin
 from kafkalab.clients.admin import AdminError, ConfigResource
 from kafkalab.common.config import ConfigException
-from kafkalab.protocol import ApiException
+from kafkalab.protocol import ApiException, java_exception_class
 
 __all__ = ["IllegalArgument", "InvalidConfiguration", "SOURCE_NAMES", "describe", "alter_topic", "alter_broker",
            "resource_configs", "java_exception", "is_int"]
@@ -62,14 +62,6 @@ SOURCE_NAMES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONF
                 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG", 6: "DYNAMIC_BROKER_LOGGER_CONFIG",
                 7: "DYNAMIC_CLIENT_METRICS_CONFIG"}
 _INT = re.compile(r"[+-]?[0-9]+")
-#: Where the Java exception class is not the error code's name in CamelCase.
-_JAVA_CLASSES = {"INVALID_CONFIG": "InvalidConfigurationException", "INVALID_TOPIC_EXCEPTION": "InvalidTopicException",
-                 "NETWORK_EXCEPTION": "NetworkException",
-                 "TOPIC_AUTHORIZATION_FAILED": "TopicAuthorizationException",
-                 "CLUSTER_AUTHORIZATION_FAILED": "ClusterAuthorizationException",
-                 "REQUEST_TIMED_OUT": "TimeoutException", "UNKNOWN_SERVER_ERROR": "UnknownServerException",
-                 "SASL_AUTHENTICATION_FAILED": "SaslAuthenticationException",
-                 "CORRUPT_MESSAGE": "CorruptRecordException"}
 
 
 def is_int(text: str) -> bool:
@@ -82,10 +74,7 @@ def java_exception(e: BaseException) -> str:
     if isinstance(e, AdminError):
         e = next(iter(e.errors.values()))
     if isinstance(e, ApiException):
-        code = getattr(e.error_code, "name", str(e.error_code))
-        name = _JAVA_CLASSES.get(code) or "".join(w.capitalize() for w in code.split("_"))
-        name += "" if name.endswith("Exception") else "Exception"
-        return f"java.util.concurrent.ExecutionException: org.apache.kafka.common.errors.{name}: {e.message}"
+        return f"java.util.concurrent.ExecutionException: {java_exception_class(e.error_code)}: {e.message}"
     if isinstance(e, ConfigException):
         return f"org.apache.kafka.common.config.ConfigException: {e}"
     if isinstance(e, FileNotFoundError):

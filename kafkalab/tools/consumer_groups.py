@@ -51,7 +51,7 @@ from kafkalab.clients import Admin
 from kafkalab.clients.admin_groups import ConsumerGroupDescription
 from kafkalab.clients.consumer.assignors.protocol import TopicPartition
 from kafkalab.common.config import ConfigException, load_properties
-from kafkalab.protocol import ApiException
+from kafkalab.protocol import ApiException, java_exception_class
 from kafkalab.tools.consumer_groups_tables import (MISSING, delete_offsets_table, export_csv, list_table,
                                                    members_table, offsets_table, reset_plan_table, state_table)
 
@@ -421,15 +421,10 @@ def _cell(value) -> str:
     return MISSING if value is None else str(value)
 
 
-_JAVA_NAMES = {"NON_EMPTY_GROUP": "GroupNotEmpty"}     # where the class is not the code in CamelCase
-
-
 def _name(e: ApiException) -> str:
     """What Java's ``ExecutionException.toString()`` starts with: GROUP_ID_NOT_FOUND ->
     ``java.util.concurrent.ExecutionException: org.apache.kafka.common.errors.GroupIdNotFoundException``."""
-    code = getattr(e.error_code, "name", str(e.error_code))
-    camel = _JAVA_NAMES.get(code) or "".join(part.capitalize() for part in code.split("_"))
-    return f"java.util.concurrent.ExecutionException: org.apache.kafka.common.errors.{camel}Exception"
+    return f"java.util.concurrent.ExecutionException: {java_exception_class(e.error_code)}"
 
 
 def _parse_states(text: str) -> set:

@@ -29,7 +29,7 @@ from typing import Callable, Optional
 from kafkalab.clients import Admin
 from kafkalab.clients.consumer.assignors.protocol import TopicPartition
 from kafkalab.common.config import ConfigException, load_properties
-from kafkalab.protocol import ApiException
+from kafkalab.protocol import ApiException, java_exception_class
 
 __all__ = ["add_parser", "run", "parse_offset_json"]
 
@@ -120,5 +120,4 @@ def _java(e) -> str:
     """What Java's ``ExecutionException.getMessage()`` says: the cause's class and message."""
     if not isinstance(e, ApiException):
         return str(e)
-    code = getattr(e.error_code, "name", str(e.error_code))
-    return f"org.apache.kafka.common.errors.{''.join(w.capitalize() for w in code.split('_'))}Exception: {e.message}"
+    return f"{java_exception_class(e.error_code)}: {e.message}"

@@ -26,7 +26,7 @@ from typing import Callable, Optional
 
 from kafkalab.clients import Admin
 from kafkalab.common.config import ConfigException, load_properties
-from kafkalab.protocol import ApiException
+from kafkalab.protocol import ApiException, java_exception_class
 
 __all__ = ["add_parser", "run", "format_as_json", "java_hash_map_order", "java_string_hash"]
 
@@ -104,16 +104,9 @@ def format_as_json(by_broker: dict, topics: set) -> str:
     return json.dumps({"brokers": brokers, "version": 1}, separators=(",", ":"), ensure_ascii=False)
 
 
-_JAVA_CLASSES = {"KAFKA_STORAGE_ERROR": "KafkaStorageException"}    # where the class is not the code in CamelCase
-
-
 def _java_class(error) -> Optional[str]:
     """The error's Java class name (``entry.getValue().error().getClass().getName()``)."""
-    if error is None:
-        return None
-    code = getattr(error.error_code, "name", str(error.error_code))
-    name = _JAVA_CLASSES.get(code) or "".join(w.capitalize() for w in code.split("_")) + "Exception"
-    return f"org.apache.kafka.common.errors.{name}"
+    return None if error is None else java_exception_class(error.error_code)
 
 
 def run(args, *, out=None, err=None, admin_factory: Optional[Callable[[dict], Admin]] = None) -> int:
