@@ -216,3 +216,23 @@ def test_without_alter_on_the_cluster_every_named_partition_is_refused():
             "guarded-0": (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)})
         every = wire(c.broker(0), request(None), 1)
         assert (every.error_code, outcomes(every)) == (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, {})
+
+
+def test_kafkalab_admin_speaks_v0_to_a_broker_that_only_offers_it(cluster, monkeypatch):
+    from kafkalab.clients import Admin
+    from kafkalab.clients.api_versions import UnsupportedVersionError
+    from kafkalab.clients.consumer.assignors.protocol import TopicPartition
+    from kafkalab.server.apis.base import REGISTRY
+
+    from ._admin_support import ApiSpy
+
+    cluster.create_topic("vzero", assignment={0: [0, 1]})
+    monkeypatch.setitem(REGISTRY, ApiKey.ELECT_LEADERS, REGISTRY[ApiKey.ELECT_LEADERS]._replace(max_version=0))
+    spy = ApiSpy(monkeypatch)
+    with Admin({"bootstrap.servers": cluster.bootstrap_servers}) as admin:
+        with pytest.raises(UnsupportedVersionError, match="API Version 0 only supports PREFERRED election type"):
+            admin.elect_leaders(UNCLEAN, [("vzero", 0)])
+        result = admin.elect_leaders(PREFERRED, [("vzero", 0)])
+    assert [(tp, e.error_code) for tp, e in result.items()] == [(TopicPartition("vzero", 0),
+                                                                 ErrorCode.ELECTION_NOT_NEEDED)]
+    assert spy.versions("ElectLeaders") == {0}
