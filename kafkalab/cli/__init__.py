@@ -46,6 +46,11 @@ One entry point with a sub-command per tool, named like the Kafka tool it mirror
                                                                           (kafka-delete-records.sh)
     kafkalab log-dirs --bootstrap-server HOST:PORT --describe [--broker-list 0,1] [--topic-list T,..]
                       [--command-config FILE]                             (kafka-log-dirs.sh)
+    kafkalab leader-election --bootstrap-server HOST:PORT --election-type preferred|unclean
+                             (--topic T --partition P | --all-topic-partitions | --path-to-json-file F)
+                             [--admin.config FILE]                        (kafka-leader-election.sh)
+    kafkalab reassign-partitions ...      not implemented: says so, exit status 1 (kafka-reassign-partitions.sh)
+    kafkalab metadata-quorum ...          ZooKeeper-based cluster, no quorum: says so, exit 1 (kafka-metadata-quorum.sh)
 
 ``broker`` runs a broker in the foreground, ``cluster`` N brokers and the coordination store in one process, ``dump-log`` prints segment, index and checkpoint files with
 Kafka's tool's flags and output, ``decode`` prints the annotated field tree and hex dump of a frame (what
@@ -60,7 +65,9 @@ at a chosen rate with keys and event times kept, ``acls`` manages ACLs with kafk
 ``consumer-groups`` lists, describes and deletes groups and resets their offsets as kafka-consumer-groups.sh does,
 ``get-offsets`` prints partitions' offsets for a time and ``delete-records`` moves log start offsets forward, as
 kafka-get-offsets.sh and kafka-delete-records.sh do, ``log-dirs`` prints each broker's log directories as
-kafka-log-dirs.sh's JSON.
+kafka-log-dirs.sh's JSON, ``leader-election`` runs PREFERRED or UNCLEAN elections as kafka-leader-election.sh does;
+``reassign-partitions`` and ``metadata-quorum`` only explain that this cluster has no partition reassignment and
+no KRaft quorum.
 """
 from __future__ import annotations
 
@@ -73,6 +80,7 @@ from kafkalab.cli import broker as _broker
 from kafkalab.cli import cluster as _cluster
 from kafkalab.cli import decode as _decode
 from kafkalab.cli import tap as _tap
+from kafkalab.cli import unimplemented as _unimplemented
 
 __all__ = ["main"]
 
@@ -94,7 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     cap.set_defaults(run=_run_capture)
     _tap.add_parser(sub)
     from kafkalab.tools import (configs, console_consumer, console_producer, consumer_groups, consumer_perf,
-                                delete_records, get_offsets, log_dirs, producer_perf, replay, topics, transactions)
+                                delete_records, get_offsets, leader_election, log_dirs, producer_perf, replay, topics,
+                                transactions)
 
     replay.add_parser(sub)
     _acls.add_parser(sub)
@@ -107,6 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     get_offsets.add_parser(sub)
     delete_records.add_parser(sub)
     log_dirs.add_parser(sub)
+    leader_election.add_parser(sub)
+    _unimplemented.add_parsers(sub)
     producer_perf.add_parser(sub)
     consumer_perf.add_parser(sub)
     return ap
@@ -136,7 +147,12 @@ def _run_capture(args) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:   # only a command that takes any arguments (``reassign-partitions``, ``metadata-quorum``) gets them
+        if not hasattr(args, "arguments"):
+            parser.error("unrecognized arguments: " + " ".join(extra))
+        args.arguments = [*extra, *args.arguments]
     args.argv = argv            # the words as typed: a tool's error line repeats them, as Kafka's tools do
     return args.run(args)
 

@@ -20,6 +20,7 @@ incremental_alter_...   IncrementalAlterConfigs       as describe_configs (:mod:
 alter_configs           AlterConfigs (deprecated)     as describe_configs
 list_offsets            ListOffsets                   each partition's leader
 delete_records          DeleteRecords                 each partition's leader
+elect_leaders           ElectLeaders                  the controller (:mod:`.admin_elect_leaders`)
 ======================  ============================  =======================================================
 
 One request may partly succeed -- each topic or partition has its own error code -- so every method returns a
@@ -44,7 +45,7 @@ import dataclasses
 from typing import Any, Mapping, NamedTuple, Optional, Sequence, Union
 
 from kafkalab.clients.admin_acls import AclOperations
-from kafkalab.clients import admin_configs, admin_log_dirs, admin_scram
+from kafkalab.clients import admin_configs, admin_elect_leaders, admin_log_dirs, admin_scram
 from kafkalab.clients.admin_configs import ConfigResource
 from kafkalab.clients.admin_topics import DEFAULT_PARTITION_LIMIT, describe_elr
 from kafkalab.clients.admin_groups import ConsumerGroupOperations
@@ -349,6 +350,16 @@ class Admin:
         """Upsertions and deletions (:class:`~.admin_scram.UserScramCredentialUpsertion` /
         ``UserScramCredentialDeletion``); {user: None or ApiException}. The password never leaves this client."""
         return self._run(admin_scram.alter_user_scram_credentials(self.client, alterations))
+
+    def elect_leaders(self, election_type: int, partitions=None, *, timeout_ms: Optional[int] = None) -> dict:
+        """ElectLeaders: ``election_type`` 0 (PREFERRED) or 1 (UNCLEAN) for ``partitions`` ((topic, partition)
+        pairs; None: every partition). ``{TopicPartition: None or KafkaProtocolError}`` (:mod:`.admin_elect_leaders`)."""
+        wait_ms = timeout_ms or self.config["default.api.timeout.ms"]
+
+        async def go():
+            return await admin_elect_leaders.elect_leaders(self.client, await self._controller(), election_type,
+                                                           partitions, wait_ms)
+        return self._run(go(), timeout_ms)
 
     def describe_log_dirs(self, broker_ids) -> dict:
         """``{broker: {log dir: LogDirDescription}}`` (:mod:`.admin_log_dirs`), one DescribeLogDirs per broker."""

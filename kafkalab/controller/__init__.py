@@ -3,6 +3,7 @@
 * :mod:`.election` -- pure rules: offline/preferred/controlled-shutdown leader, replica placement.
 * :mod:`.context` -- the controller's in-memory copy of the cluster state.
 * :mod:`.channel` -- LeaderAndIsr / UpdateMetadata / StopReplica batches, one request per broker.
+* :mod:`.replica_election` -- ElectLeaders: an operator's PREFERRED or UNCLEAN election.
 * :mod:`.controller` -- :class:`KafkaController`: election through ``/controller`` and its event handlers, one
   table of them (:data:`~.controller.EVENTS`).
 

@@ -22,6 +22,8 @@ The active controller works through **events**, one at a time (Kafka's Controlle
 * *ISR change notification* -- a leader changed an ISR in ZooKeeper; all brokers get UpdateMetadata;
 * *log dir event notification* / *LeaderAndIsr response received* -- a broker's log dir failed: its replicas
   there go offline and lose their leaderships (:mod:`.log_dir_failures`);
+* *replica leader election* (an ElectLeaders request, key 43) -- an operator's PREFERRED or UNCLEAN election
+  (:mod:`.replica_election`);
 * *controlled shutdown* (a ControlledShutdown request, key 7, from a broker about to stop) -- the broker is
   marked shutting down; each partition it leads gets a new leader among the other ISR members (chosen as in
   :func:`~.election.controlled_shutdown_leader`), it leaves the ISR of those it follows (after a StopReplica
@@ -51,6 +53,8 @@ from kafkalab.controller.context import ControllerContext
 from kafkalab.controller.election import controlled_shutdown_leader, offline_partition_leader
 from kafkalab.controller.log_dir_failures import (on_leader_and_isr_response_received, on_log_dir_event_notification,
                                                   storage_errors_in, watch_log_dir_events)
+from kafkalab.controller.replica_election import (not_controller, on_replica_leader_election,
+                                                 preempt_replica_leader_election)
 from kafkalab.protocol import ApiKey, ErrorCode
 from kafkalab.zk import ControllerMovedException, KeeperException, NodeExistsException
 from kafkalab.zk.paths import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
@@ -118,8 +122,8 @@ class KafkaController:
         pending events were decided under the old session and are dropped; an active controller resigns."""
         while self.events is not None and not self.events.empty():
             event, args = self.events.get_nowait()
-            if event == "controlled_shutdown" and not args[-1].done():
-                args[-1].set_result((ErrorCode.NOT_CONTROLLER, []))
+            if EVENTS[event].preempt is not None:   # a request waits on it: it hears NOT_CONTROLLER
+                EVENTS[event].preempt(*args)
         if self.is_active:
             self._resign()
         self.active_controller_id = -1
@@ -136,6 +140,16 @@ class KafkaController:
             future.set_result((ErrorCode.NOT_CONTROLLER, []))
         else:
             self.enqueue("controlled_shutdown", broker_id, broker_epoch, future)
+        return future
+
+    def elect_leaders(self, partitions, election_type: int) -> asyncio.Future:
+        """An ElectLeaders request (key 43): a future of ``{(topic, partition): new leader id, or the ApiException
+        saying why not}`` (:mod:`.replica_election`)."""
+        future = asyncio.get_running_loop().create_future()
+        if self.events is None:
+            future.set_result(not_controller(partitions))
+        else:
+            self.enqueue("replica_leader_election", partitions, election_type, future)
         return future
 
     def enqueue(self, event: str, *args) -> None:
@@ -564,6 +578,9 @@ class KafkaController:
         if self.is_active:
             await on_leader_and_isr_response_received(self, broker_id, partitions)
 
+    async def _on_replica_leader_election(self, partitions, election_type: int, future: asyncio.Future) -> None:
+        await on_replica_leader_election(self, partitions, election_type, future)
+
     # ------------------------------------------------------------------------------------------ ISR changes
     async def _on_isr_change_notification(self) -> None:
         if not self.is_active:
@@ -591,6 +608,13 @@ class ControllerEvent(NamedTuple):
     handler: Callable
     kafka_event: str
     queued_by: str
+    #: answers the request waiting on an event dropped unprocessed (Kafka's ``ControllerEvent.preempt``)
+    preempt: Optional[Callable] = None
+
+
+def _preempt_controlled_shutdown(broker_id: int, broker_epoch: int, future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_result((ErrorCode.NOT_CONTROLLER, []))
 
 
 #: event name -> its row. The event thread looks handlers up here and nowhere else (Kafka's ``ControllerEvent``
@@ -614,7 +638,11 @@ EVENTS: dict[str, ControllerEvent] = {
                                                "watch on the children of /isr_change_notification: a leader "
                                                "changed an ISR"),
     "controlled_shutdown": ControllerEvent(KafkaController._on_controlled_shutdown, "ControlledShutdown",
-                                           "a ControlledShutdown request (key 7) from a broker about to stop"),
+                                           "a ControlledShutdown request (key 7) from a broker about to stop",
+                                           _preempt_controlled_shutdown),
+    "replica_leader_election": ControllerEvent(KafkaController._on_replica_leader_election, "ReplicaLeaderElection",
+                                               "an ElectLeaders request (key 43): PREFERRED or UNCLEAN",
+                                               preempt_replica_leader_election),
     "log_dir_event_notification": ControllerEvent(KafkaController._on_log_dir_event_notification,
                                                   "LogDirEventNotification",
                                                   "watch on the children of /log_dir_event_notification: a "

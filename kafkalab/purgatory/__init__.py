@@ -9,10 +9,12 @@ Rooms inside:
 * :mod:`~kafkalab.purgatory.delayed_operation` and :mod:`~kafkalab.purgatory.purgatory` -- the generic
   contract: try-complete, watch, check again, complete exactly once, expire;
 * :mod:`~kafkalab.purgatory.delayed_produce` / :mod:`~kafkalab.purgatory.delayed_fetch` -- acks=all and
-  ``fetch.min.bytes``, against small interfaces so this room never imports the broker.
+  ``fetch.min.bytes``, against small interfaces so this room never imports the broker;
+* :mod:`~kafkalab.purgatory.delayed_elect_leader` -- an ElectLeaders request waiting for the new leaders.
 
 Layering: imports only :mod:`kafkalab.common` (clocks) and :mod:`kafkalab.protocol` (error codes).
 """
+from kafkalab.purgatory.delayed_elect_leader import DelayedElectLeader
 from kafkalab.purgatory.delayed_fetch import (DelayedFetch, FetchParams, FetchPartitionInfo, FetchPartitionStatus,
                                               LogOffsetSnapshot)
 from kafkalab.purgatory.delayed_operation import DelayedOperation
@@ -26,4 +28,5 @@ from kafkalab.purgatory.timing_wheel import FunctionTask, TimerTask, TimerTaskEn
 __all__ = ["TimerTask", "FunctionTask", "TimerTaskEntry", "TimerTaskList", "TimingWheel", "SystemTimer",
            "WheelView", "BucketView", "DelayedOperation", "DelayedOperationPurgatory", "TopicPartitionOperationKey",
            "Meter", "DelayedProduce", "ProducePartitionStatus", "check_enough_replicas_reach_offset",
-           "DelayedFetch", "FetchParams", "FetchPartitionInfo", "FetchPartitionStatus", "LogOffsetSnapshot"]
+           "DelayedFetch", "FetchParams", "FetchPartitionInfo", "FetchPartitionStatus", "LogOffsetSnapshot",
+           "DelayedElectLeader"]

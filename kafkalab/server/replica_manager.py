@@ -26,6 +26,10 @@ topic-partition whether this broker hosts it, in which role, and with which log:
   A follower's fetch also tells the leader how far that follower got: its LEO, and so maybe a new member of
   the ISR and a higher high watermark.
 
+* **elect_leaders** (ElectLeaders) hands the election to the controller and parks the answer in the
+  **ElectLeader purgatory** as a :class:`~kafkalab.purgatory.DelayedElectLeader` until the UpdateMetadata
+  requests bring the new leaders to this broker's metadata cache.
+
 Who wakes whom (``check_and_complete`` on the partition's key): a leader append wakes fetches (followers wait
 for the LEO) and, if the HW moved, produces; a follower fetch that moves the HW wakes produces and consumer
 fetches; an ISR shrink that moves the HW does the same; a leadership change wakes both (they then answer
@@ -62,8 +66,8 @@ from typing import Callable, Optional
 
 from kafkalab.common.time import SYSTEM, MockTime
 from kafkalab.protocol import ApiException, ErrorCode
-from kafkalab.purgatory import (DelayedFetch, DelayedOperationPurgatory, DelayedProduce, FetchPartitionStatus,
-                                ProducePartitionStatus, TopicPartitionOperationKey)
+from kafkalab.purgatory import (DelayedElectLeader, DelayedFetch, DelayedOperationPurgatory, DelayedProduce,
+                                FetchPartitionStatus, ProducePartitionStatus, TopicPartitionOperationKey)
 from kafkalab.records.control import ControlRecordType, build_end_txn_marker_batch
 from kafkalab.server.config import server_setting
 from kafkalab.server.partition import Partition, PartitionError
@@ -110,6 +114,8 @@ class ReplicaManager:
         self.delayed_fetch_purgatory = DelayedOperationPurgatory(
             "Fetch", time=time, broker_id=broker_id,
             purge_interval=int(get("fetch.purgatory.purge.interval.requests")))
+        #: ElectLeaders requests waiting for their new leaders (Kafka's, with its default purge interval)
+        self.delayed_elect_leader_purgatory = DelayedOperationPurgatory("ElectLeader", time=time, broker_id=broker_id)
         self.replica_fetcher_manager = None       # set by the broker (it needs the network)
         self.isr_change_set: set[tuple[str, int]] = set()
         self._propagation_scheduled = False
@@ -124,7 +130,7 @@ class ReplicaManager:
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.current_thread()
         self._running = True
-        for purgatory in (self.delayed_produce_purgatory, self.delayed_fetch_purgatory):
+        for purgatory in self._purgatories():
             self._reapers.append(self._loop.create_task(
                 purgatory.run(), name=f"ExpirationReaper-{self.broker_id}-{purgatory.purgatory_name}"))
         if isinstance(self.time, MockTime):
@@ -196,16 +202,19 @@ class ReplicaManager:
         except RuntimeError:  # the loop is closed
             pass
 
+    def _purgatories(self) -> tuple:
+        return self.delayed_produce_purgatory, self.delayed_fetch_purgatory, self.delayed_elect_leader_purgatory
+
     def _poll_purgatories(self) -> None:
         if self._running:
-            self.delayed_produce_purgatory.poll()
-            self.delayed_fetch_purgatory.poll()
+            for purgatory in self._purgatories():
+                purgatory.poll()
 
     def metrics(self) -> dict:
         """Kafka's purgatory metrics: ``PurgatorySize``, ``NumDelayedOperations``, ``ExpiresPerSec`` (count)."""
         out = {}
-        out.update(self.delayed_produce_purgatory.metrics())
-        out.update(self.delayed_fetch_purgatory.metrics())
+        for purgatory in self._purgatories():
+            out.update(purgatory.metrics())
         return out
 
     # ------------------------------------------------------------------------------------------ lookups
@@ -536,6 +545,30 @@ class ReplicaManager:
                 out.append((tp, PartitionError(ErrorCode.UNKNOWN_SERVER_ERROR, str(e))))
         return out
 
+    # ------------------------------------------------------------------------------------------ elections
+    def elect_leaders(self, controller, partitions, election_type: int, response_callback, timeout_ms: int) -> None:
+        """ElectLeaders (Kafka's ``ReplicaManager.electLeaders``): ``controller`` elects; the answer,
+        ``{(topic, partition): None or ApiException}``, waits in the ElectLeader purgatory until this broker's
+        metadata shows each new leader, at most ``timeout_ms`` from now."""
+        deadline = self.time.milliseconds() + timeout_ms
+
+        def on_elected(future) -> None:
+            outcomes = future.result()
+            expected = {tp: o for tp, o in outcomes.items() if not isinstance(o, ApiException)}
+            failures = {tp: o for tp, o in outcomes.items() if isinstance(o, ApiException)}
+            if not expected:      # nothing was elected: nothing to wait for
+                response_callback(failures)
+                return
+            op = DelayedElectLeader(max(0, deadline - self.time.milliseconds()), expected, failures,
+                                    lambda tp: self.metadata_cache.leader_of(*tp), response_callback)
+            self.delayed_elect_leader_purgatory.try_complete_else_watch(op, [_key(tp) for tp in expected])
+        controller.elect_leaders(partitions, election_type).add_done_callback(on_elected)
+
+    def try_complete_election(self, tp) -> None:
+        """An UpdateMetadata carried ``tp``: an election waiting for its leader may be done."""
+        if self.delayed_elect_leader_purgatory.num_delayed:
+            self.delayed_elect_leader_purgatory.check_and_complete(_key(tp))
+
     # ------------------------------------------------------------------------------------------ checkpoints
     def high_watermarks(self) -> dict[tuple[str, int], int]:
         return {tp: p.log.high_watermark for tp, p in self.partitions.items() if p.log is not None}
@@ -544,7 +577,7 @@ class ReplicaManager:
         self._running = False
         if self.replica_fetcher_manager is not None:
             self.replica_fetcher_manager.shutdown()
-        for purgatory in (self.delayed_produce_purgatory, self.delayed_fetch_purgatory):
+        for purgatory in self._purgatories():
             purgatory.shutdown()
         for task in self._reapers:
             task.cancel()

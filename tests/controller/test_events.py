@@ -51,3 +51,23 @@ def test_an_unknown_event_fails_when_queued():
             c.enqueue("broker_chnage")
         assert c.events.empty()
     asyncio.run(run())
+
+
+def test_an_election_dropped_with_the_session_answers_not_controller():
+    """Kafka's ``preempt``: a queued ReplicaLeaderElection (and ControlledShutdown) the expired session drops is
+    answered NOT_CONTROLLER, never left waiting; a controller not started answers at once."""
+    from kafkalab.protocol import ErrorCode
+
+    async def run():
+        c = KafkaController(0, zk=None, channel=None)
+        idle = c.elect_leaders([("t", 0)], 0)
+        assert {tp: e.error_code for tp, e in idle.result().items()} == {("t", 0): ErrorCode.NOT_CONTROLLER}
+        c.events = asyncio.Queue()
+        election = c.elect_leaders([("t", 0), ("t", 1)], 1)
+        shutdown = c.controlled_shutdown(2, 5)
+        c.session_expired()
+        assert {tp: e.error_code for tp, e in election.result().items()} == {
+            ("t", 0): ErrorCode.NOT_CONTROLLER, ("t", 1): ErrorCode.NOT_CONTROLLER}
+        assert shutdown.result() == (ErrorCode.NOT_CONTROLLER, [])
+        assert c.events.empty()
+    asyncio.run(run())

@@ -21,6 +21,7 @@ ApiVersions advertisement::
                    inter-broker listener)
     txn_markers    WriteTxnMarkers (from a transaction coordinator, inter-broker listener)
     describe_producers   DescribeProducers (each producer's state on a replica, KIP-664)
+    elect_leaders  ElectLeaders (an operator's PREFERRED or UNCLEAN election, through the controller)
     groups         JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups,
                    DescribeGroups, DeleteGroups, OffsetDelete
     txn_offset_commit   TxnOffsetCommit (offsets inside a transaction, to the group coordinator)
@@ -43,8 +44,8 @@ from kafkalab.server.auth_helper import ClusterAuthorizationException
 
 # Importing the handler modules fills REGISTRY.
 from kafkalab.server.apis import (acls, api_versions, cluster, configs, controller_requests,  # noqa: F401,E402
-                                  coordinators, describe_producers, fetch, groups, metadata, offsets, produce,
-                                  scram_credentials, topics, transactions, txn_markers, txn_offset_commit)
+                                  coordinators, describe_producers, elect_leaders, fetch, groups, metadata, offsets,
+                                  produce, scram_credentials, topics, transactions, txn_markers, txn_offset_commit)
 
 __all__ = ["KafkaApis", "REGISTRY", "enabled_apis"]
 

@@ -9,7 +9,8 @@ with STALE_CONTROLLER_EPOCH.
 * **LeaderAndIsr** -- "for these partitions, the leader is X with epoch E and the ISR is [...]": the replica
   manager creates the logs it does not have yet and becomes leader or follower of each.
 * **UpdateMetadata** -- the new picture of the cluster for the metadata cache (live brokers, every partition's
-  leader/ISR). A partition whose leader is -2 belongs to a topic being deleted.
+  leader/ISR). A partition whose leader is -2 belongs to a topic being deleted. An ElectLeaders request
+  waiting for one of its partitions' new leader is checked again.
 * **StopReplica** -- stop serving these partitions, and delete their logs when the topic is deleted.
 
 They arrive over the network like any request, from the controller's channel to this broker (the controller
@@ -111,7 +112,15 @@ def update_metadata(broker, body, version: int):
     broker.replica_manager.controller_epoch = body.controller_epoch
     for topic in deleted:
         broker.on_topic_deleted(topic)
+    for topic, state in _update_metadata_states(body, version):   # elections waiting for these leaders
+        broker.replica_manager.try_complete_election((topic, state.partition_index))
     return UpdateMetadataResponse(error_code=ErrorCode.NONE)
+
+
+def _update_metadata_states(body, version: int) -> list:
+    if version >= 5:
+        return [(t.topic_name, ps) for t in body.topic_states for ps in t.partition_states]
+    return [(ps.topic_name, ps) for ps in body.ungrouped_partition_states]
 
 
 async def stop_replica(broker, body, version: int):
