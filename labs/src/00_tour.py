@@ -319,8 +319,10 @@ survivors = read_all("orders", range(3), client_id="tour-reader-2")
 print(len(survivors), "records in orders;", sum(r.value.startswith(b"order ") for r in survivors), "of the 20 new ones")
 
 # %% [markdown]
-# A restarted broker comes back as a follower: it catches up from the leaders and rejoins the ISR. (Leadership
-# moves back to the preferred leader later, when the controller's periodic rebalance runs.)
+# A restarted broker comes back as a follower: it catches up from the leaders and rejoins the ISR. (In Kafka the
+# controller's periodic rebalance, `auto.leader.rebalance.enable`, later moves leadership back to each partition's
+# preferred replica. kafkalab leaves that to you: `kafkalab leader-election --election-type preferred
+# --all-topic-partitions`, which sends the same ElectLeaders request Kafka's `kafka-leader-election.sh` sends.)
 
 # %%
 cluster.restart(0)
