@@ -125,7 +125,16 @@ class Acceptor:
     def close(self) -> None:
         for task in self._tasks:
             task.cancel()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
         for sock in self.sockets:
+            # A cancelled sock_accept unregisters its reader only in a callback run later; closing the socket
+            # first lets the selector report the dead descriptor to a future that is already cancelled
+            # (InvalidStateError logged from the event loop). Unregister it now, then close.
+            if loop is not None and sock.fileno() >= 0:
+                loop.remove_reader(sock.fileno())
             sock.close()
 
     async def wait_closed(self) -> None:
