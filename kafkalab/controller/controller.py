@@ -27,7 +27,7 @@ The active controller works through **events**, one at a time (Kafka's Controlle
 * *controlled shutdown* (a ControlledShutdown request, key 7, from a broker about to stop) -- the broker is
   marked shutting down; each partition it leads gets a new leader among the other ISR members (chosen as in
   :func:`~.election.controlled_shutdown_leader`), it leaves the ISR of those it follows (after a StopReplica
-  without delete), and the answer lists the partitions it still leads (no other ISR member could take them);
+  without delete), and the answer lists the partitions it still leads (:mod:`.controlled_shutdown`);
 * *expire* / *re-register* -- this broker's own ZooKeeper session expired: queued events are dropped, a
   controller resigns; once the broker has a new session and a new ``/brokers/ids/<id>`` it runs for election
   again (Kafka's ``Expire`` and ``RegisterBrokerAndReelect``).
@@ -35,6 +35,10 @@ The active controller works through **events**, one at a time (Kafka's Controlle
 Which method handles which event is one table, :data:`EVENTS` (event name -> :class:`ControllerEvent`: the
 handler, Kafka's name for the event, and what puts it in the queue), declared once at the end of this module;
 an event that is not in the table is refused when it is queued.
+
+The collaborators (:mod:`.controlled_shutdown`, :mod:`.replica_election`, :mod:`.log_dir_failures`) use one
+interface of the controller: ``context``, ``is_active``, ``name``, ``zk``, ``new_batch()``, ``write_states()``,
+``elect_offline_partitions()``, ``remove_from_isr()`` and ``send()``.
 
 Every decision is written to ZooKeeper first (conditionally on the controller epoch's zkVersion), then sent
 to brokers through :class:`~kafkalab.controller.channel.ControllerBrokerRequestBatch`.
@@ -50,7 +54,8 @@ from typing import Callable, NamedTuple, Optional
 
 from kafkalab.controller.channel import ControllerBrokerRequestBatch, send_all
 from kafkalab.controller.context import ControllerContext
-from kafkalab.controller.election import controlled_shutdown_leader, offline_partition_leader
+from kafkalab.controller.controlled_shutdown import on_controlled_shutdown, preempt_controlled_shutdown
+from kafkalab.controller.election import offline_partition_leader
 from kafkalab.controller.log_dir_failures import (on_leader_and_isr_response_received, on_log_dir_event_notification,
                                                   storage_errors_in, watch_log_dir_events)
 from kafkalab.controller.replica_election import (not_controller, on_replica_leader_election,
@@ -253,19 +258,19 @@ class KafkaController:
         ctx.topics_being_deleted.update(t for t in deletions if (t, 0) in ctx.assignments or t in ctx.topic_ids)
         self.zk.get_all_isr_change_notifications(watch=self._watch("isr_change_notification"))
         watch_log_dir_events(self.zk, ctx, self._watch("log_dir_event_notification"))
-        batch = self._batch()
+        batch = self.new_batch()
         batch.add_update_metadata(ctx.live_broker_ids(), list(ctx.assignments))
         # Partitions never initialised (the creator died halfway) or without a live leader need an election.
         new = [tp for tp in ctx.assignments if tp not in ctx.partition_states]
         await self._initialize_partitions(new, batch)
         offline = ctx.offline_partitions()
-        self._elect_offline_partitions(offline, batch)
+        self.elect_offline_partitions(offline, batch)
         dead = {b for tp in ctx.assignments for b in ctx.replicas(tp) if not ctx.is_live(b)}
-        self._remove_from_isr(sorted(dead), set(offline) | set(new), batch)
+        self.remove_from_isr(sorted(dead), set(offline) | set(new), batch)
         for tp in ctx.assignments:
             if tp not in new and tp[0] not in ctx.topics_being_deleted:
                 batch.add_leader_and_isr([b for b in ctx.replicas(tp) if ctx.is_live(b)], tp)
-        await self._send(batch)
+        await self.send(batch)
         if ctx.topics_being_deleted:
             await self._delete_topics(sorted(ctx.topics_being_deleted))
 
@@ -293,10 +298,10 @@ class KafkaController:
         if hasattr(self.channel, "remove_broker"):
             self.channel.remove_broker(broker_id)
 
-    def _batch(self) -> ControllerBrokerRequestBatch:
+    def new_batch(self) -> ControllerBrokerRequestBatch:
         return ControllerBrokerRequestBatch(self.broker_id, self.context)
 
-    async def _send(self, batch: ControllerBrokerRequestBatch) -> None:
+    async def send(self, batch: ControllerBrokerRequestBatch) -> None:
         if batch.is_empty():
             return
         requests = batch.build(self.context.epoch, self.context.broker_epochs)
@@ -351,7 +356,7 @@ class KafkaController:
             ctx.partition_states[key] = states[tp]
             batch.add_leader_and_isr([b for b in ctx.replicas(key) if ctx.is_live(b)], key, is_new=True)
 
-    def _elect_offline_partitions(self, partitions, batch) -> None:
+    def elect_offline_partitions(self, partitions, batch) -> None:
         """OfflinePartition -> OnlinePartition with a new leader chosen from the live ISR (or uncleanly)."""
         ctx = self.context
         updates = {}
@@ -370,9 +375,9 @@ class KafkaController:
                 log.warning("%s: unclean leader election for %s-%s: %s is not in the ISR %s; committed records "
                             "may be lost", self.name, tp[0], tp[1], election.leader, list(lai.isr))
             updates[tp] = lai.new_leader_and_isr(election.leader, election.isr)
-        self._write_states(updates, batch)
+        self.write_states(updates, batch)
 
-    def _write_states(self, updates: dict, batch) -> None:
+    def write_states(self, updates: dict, batch) -> None:
         ctx = self.context
         while updates:
             result = self.zk.update_leader_and_isr({TopicPartition(*tp): lai for tp, lai in updates.items()},
@@ -427,25 +432,25 @@ class KafkaController:
 
     async def _on_broker_startup(self, new_brokers: list[int]) -> None:
         ctx = self.context
-        batch = self._batch()
+        batch = self.new_batch()
         batch.add_update_metadata(ctx.live_broker_ids(), list(ctx.assignments))
         for b in new_brokers:
             for tp in ctx.partitions_on(b):
                 if tp[0] not in ctx.topics_being_deleted and tp in ctx.partition_states:
                     batch.add_leader_and_isr([b], tp)
-        self._elect_offline_partitions(ctx.offline_partitions(), batch)
-        await self._send(batch)
+        self.elect_offline_partitions(ctx.offline_partitions(), batch)
+        await self.send(batch)
 
     async def _on_broker_failure(self, dead: list[int]) -> None:
         ctx = self.context
-        batch = self._batch()
+        batch = self.new_batch()
         led = [tp for b in dead for tp in ctx.partitions_led_by(b)]
-        self._elect_offline_partitions(sorted(set(led)), batch)
-        self._remove_from_isr(dead, set(led), batch)
+        self.elect_offline_partitions(sorted(set(led)), batch)
+        self.remove_from_isr(dead, set(led), batch)
         batch.add_update_metadata(ctx.live_broker_ids(), list(ctx.assignments))
-        await self._send(batch)
+        await self.send(batch)
 
-    def _remove_from_isr(self, dead, skip, batch) -> None:
+    def remove_from_isr(self, dead, skip, batch) -> None:
         """Replicas on dead brokers go offline: they leave the ISR (the leader stays; the leader epoch moves on).
         Kafka's ReplicaStateMachine, OnlineReplica -> OfflineReplica."""
         ctx = self.context
@@ -459,53 +464,11 @@ class KafkaController:
                 if b in lai.isr and len(lai.isr) > 1:
                     base = state.leader_and_isr
                     shrink[tp] = base.new_leader_and_isr(lai.leader, [r for r in lai.isr if r != b])
-        self._write_states(shrink, batch)
+        self.write_states(shrink, batch)
 
     # ------------------------------------------------------------------------------------------ controlled shutdown
     async def _on_controlled_shutdown(self, broker_id: int, broker_epoch: int, future: asyncio.Future) -> None:
-        try:
-            result = await self._do_controlled_shutdown(broker_id, broker_epoch)
-        except BaseException:
-            if not future.done():
-                future.set_result((ErrorCode.NOT_CONTROLLER, []))
-            raise
-        if not future.done():
-            future.set_result(result)
-
-    async def _do_controlled_shutdown(self, broker_id: int, broker_epoch: int) -> tuple[int, list]:
-        ctx = self.context
-        if not self.is_active:
-            return ErrorCode.NOT_CONTROLLER, []
-        if broker_id not in ctx.live_brokers:
-            return ErrorCode.BROKER_NOT_AVAILABLE, []
-        if 0 <= broker_epoch < ctx.broker_epochs.get(broker_id, -1):   # -1: an old client without the field
-            return ErrorCode.STALE_BROKER_EPOCH, []
-        log.info("%s: shutting down broker %s", self.name, broker_id)
-        ctx.shutting_down_brokers.add(broker_id)
-        # Only replicated partitions can move; a partition of a topic being deleted is left alone.
-        act_on = [tp for tp in ctx.partitions_on(broker_id) if len(ctx.replicas(tp)) > 1
-                  and tp in ctx.partition_states and tp[0] not in ctx.topics_being_deleted]
-        led = [tp for tp in act_on if ctx.partition_states[tp].leader_and_isr.leader == broker_id]
-        followed = [tp for tp in act_on if tp not in led]
-        batch = self._batch()
-        updates = {}
-        for tp in led:
-            lai = ctx.partition_states[tp].leader_and_isr
-            election = controlled_shutdown_leader(ctx.replicas(tp), lai.isr, ctx.live_or_shutting_down_broker_ids(),
-                                                  ctx.shutting_down_brokers)
-            if election.leader >= 0:
-                updates[tp] = lai.new_leader_and_isr(election.leader, election.isr)
-        self._write_states(updates, batch)
-        for tp in updates:  # the old leader hears it too: it stops acting as leader before it goes
-            batch.add_leader_and_isr([broker_id], tp)
-        for tp in followed:
-            batch.add_stop_replica([broker_id], tp, delete=False)
-        self._remove_from_isr([broker_id], set(ctx.partitions_on(broker_id)) - set(followed), batch)
-        batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids(), [])
-        await self._send(batch)
-        remaining = [tp for tp in ctx.partitions_led_by(broker_id)
-                     if len(ctx.replicas(tp)) > 1 and tp[0] not in ctx.topics_being_deleted]
-        return ErrorCode.NONE, remaining
+        await on_controlled_shutdown(self, broker_id, broker_epoch, future)
 
     # ------------------------------------------------------------------------------------------ topics
     async def _on_topic_change(self) -> None:
@@ -523,9 +486,9 @@ class KafkaController:
         for topic in added:
             self._load_topic(topic)
             new_partitions.extend(ctx.partitions_of(topic))
-        batch = self._batch()
+        batch = self.new_batch()
         await self._initialize_partitions(new_partitions, batch)
-        await self._send(batch)
+        await self.send(batch)
 
     async def _on_partition_modifications(self, topic: str) -> None:
         if not self.is_active:
@@ -535,9 +498,9 @@ class KafkaController:
         self._load_topic(topic)
         added = [tp for tp in ctx.partitions_of(topic) if tp not in before]
         if added:
-            batch = self._batch()
+            batch = self.new_batch()
             await self._initialize_partitions(added, batch)
-            await self._send(batch)
+            await self.send(batch)
 
     async def _on_topic_deletion(self) -> None:
         if not self.is_active:
@@ -555,12 +518,12 @@ class KafkaController:
         delete the partition, then the topic's znodes are removed and brokers learn it is gone."""
         ctx = self.context
         ctx.topics_being_deleted.update(topics)
-        batch = self._batch()
+        batch = self.new_batch()
         for topic in topics:
             for tp in ctx.partitions_of(topic):
                 batch.add_stop_replica([b for b in ctx.replicas(tp) if b in ctx.live_brokers], tp, delete=True)
         batch.add_update_metadata(ctx.live_broker_ids(), [tp for t in topics for tp in ctx.partitions_of(t)])
-        await self._send(batch)
+        await self.send(batch)
         for i, topic in enumerate(topics):
             if i:
                 await asyncio.sleep(0)   # each topic's znodes go in batches; other connections get a turn between
@@ -596,9 +559,9 @@ class KafkaController:
             ctx.partition_states[(tp.topic, tp.partition)] = state
             tps.append((tp.topic, tp.partition))
         if tps:
-            batch = self._batch()
+            batch = self.new_batch()
             batch.add_update_metadata(ctx.live_broker_ids(), tps)
-            await self._send(batch)
+            await self.send(batch)
 
 
 # ------------------------------------------------------------------------------------------ the event table
@@ -610,11 +573,6 @@ class ControllerEvent(NamedTuple):
     queued_by: str
     #: answers the request waiting on an event dropped unprocessed (Kafka's ``ControllerEvent.preempt``)
     preempt: Optional[Callable] = None
-
-
-def _preempt_controlled_shutdown(broker_id: int, broker_epoch: int, future: asyncio.Future) -> None:
-    if not future.done():
-        future.set_result((ErrorCode.NOT_CONTROLLER, []))
 
 
 #: event name -> its row. The event thread looks handlers up here and nowhere else (Kafka's ``ControllerEvent``
@@ -639,7 +597,7 @@ EVENTS: dict[str, ControllerEvent] = {
                                                "changed an ISR"),
     "controlled_shutdown": ControllerEvent(KafkaController._on_controlled_shutdown, "ControlledShutdown",
                                            "a ControlledShutdown request (key 7) from a broker about to stop",
-                                           _preempt_controlled_shutdown),
+                                           preempt_controlled_shutdown),
     "replica_leader_election": ControllerEvent(KafkaController._on_replica_leader_election, "ReplicaLeaderElection",
                                                "an ElectLeaders request (key 43): PREFERRED or UNCLEAN",
                                                preempt_replica_leader_election),

@@ -62,7 +62,7 @@ async def on_log_dir_event_notification(controller, watch) -> None:
         return
     brokers = sorted(set(controller.zk.get_broker_ids_from_log_dir_event_notifications(seqs)))
     controller.zk.delete_log_dir_event_notifications(seqs, ctx.epoch_zk_version)
-    batch = controller._batch()
+    batch = controller.new_batch()
     for broker_id in brokers:
         if not ctx.is_live(broker_id):
             continue
@@ -70,7 +70,7 @@ async def on_log_dir_event_notification(controller, watch) -> None:
         for tp in ctx.partitions_on(broker_id):
             if tp[0] not in ctx.topics_being_deleted:
                 batch.add_leader_and_isr([broker_id], tp)
-    await controller._send(batch)
+    await controller.send(batch)
 
 
 async def on_leader_and_isr_response_received(controller, broker_id: int, partitions: list) -> None:
@@ -85,10 +85,10 @@ async def on_leader_and_isr_response_received(controller, broker_id: int, partit
     offline.update(new)
     log.info("%s: replicas of broker %s in a failed log dir went offline: %s", controller.name, broker_id,
              ",".join(f"{t}-{p}" for t, p in new))
-    batch = controller._batch()
+    batch = controller.new_batch()
     led = [tp for tp in new if tp in ctx.partition_states
            and ctx.partition_states[tp].leader_and_isr.leader == broker_id]
-    controller._elect_offline_partitions(led, batch)
+    controller.elect_offline_partitions(led, batch)
     shrink = {}
     for tp in new:
         state = ctx.partition_states.get(tp)
@@ -97,6 +97,6 @@ async def on_leader_and_isr_response_received(controller, broker_id: int, partit
         lai = state.leader_and_isr
         if broker_id in lai.isr and len(lai.isr) > 1:
             shrink[tp] = lai.new_leader_and_isr(lai.leader, [r for r in lai.isr if r != broker_id])
-    controller._write_states(shrink, batch)
+    controller.write_states(shrink, batch)
     batch.add_update_metadata(ctx.live_broker_ids(), new)
-    await controller._send(batch)
+    await controller.send(batch)

@@ -114,12 +114,12 @@ async def elect_for_admin(controller, partitions, election_type: ElectionType) -
         else:
             results[tp] = ApiException(ErrorCode.ELECTION_NOT_NEEDED)
     if electable:
-        batch = controller._batch()
+        batch = controller.new_batch()
         remaining = electable
         while remaining:   # a partition whose state changed under us is read and elected again
             finished, remaining = _elect_once(controller, remaining, election_type, batch)
             results.update(finished)
-        await controller._send(batch)
+        await controller.send(batch)
     return results
 
 
