@@ -124,6 +124,9 @@ def _list_offsets_v0(broker, request):
             except ApiException as e:
                 parts.append(R.ListOffsetsPartitionResponse(partition_index=p.partition_index,
                                                             error_code=e.error_code))
+            except Exception:     # as Kafka: this partition fails, the others are answered
+                parts.append(R.ListOffsetsPartitionResponse(partition_index=p.partition_index,
+                                                            error_code=ErrorCode.UNKNOWN_SERVER_ERROR))
         topics.append(R.ListOffsetsTopicResponse(name=t.name, partitions=tuple(parts)))
     topics += [R.ListOffsetsTopicResponse(name=t.name, partitions=tuple(
         R.ListOffsetsPartitionResponse(partition_index=p.partition_index,
@@ -159,8 +162,8 @@ def handle_offset_for_leader_epoch(broker, request):
                 continue
             try:
                 partition = broker.replica_manager.partition_or_error(t.topic, p.partition)
-                epoch, end = partition.last_offset_for_leader_epoch(
-                    p.current_leader_epoch, p.leader_epoch, fetch_only_from_leader=replica_id != -2)
+                epoch, end = partition.last_offset_for_leader_epoch(    # before v3 no replica id: leader only
+                    p.current_leader_epoch, p.leader_epoch, fetch_only_from_leader=version < 3 or replica_id != -2)
                 parts.append(R.EpochEndOffset(partition=p.partition, error_code=ErrorCode.NONE, leader_epoch=epoch,
                                               end_offset=end))
             except PartitionError as e:
