@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Write the README's list of the APIs the broker implements, from the broker's own handler registry.
 
-What the broker advertises in ApiVersions is exactly the set of ``@handles(key, versions)`` declarations in
-``kafkalab/server/apis/`` (``kafkalab.server.apis.REGISTRY``). This script renders that registry as a table
+What the broker advertises in ApiVersions is the set of ``@handles(key, versions)`` declarations in
+``kafkalab/server/apis/`` (``kafkalab.server.apis.REGISTRY``), each clipped to the Kafka release that
+``kafkalab.api.version.floors`` names (3.9 by default, or 4.0). This script renders both tables side by side
 between two markers in README.md, so the README cannot claim more, or less, than the broker does.
 
 Usage::
@@ -28,13 +29,23 @@ def render() -> str:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     from kafkalab.protocol import api_name
-    from kafkalab.server.apis import REGISTRY
+    from kafkalab.server.apis import REGISTRY, api_versions_for
 
-    lines = ["| key | API | versions | handled in `kafkalab/server/apis/` |", "|---:|---|---|---|"]
+    kafka_3_9, kafka_4_0 = api_versions_for("3.9"), api_versions_for("4.0")
+
+    def versions(table, key) -> str:
+        if key not in table.advertised:
+            return "–"
+        (lo, hi), accepted = table.advertised[key], table.accepted[key]
+        text = f"{lo}" if lo == hi else f"{lo}-{hi}"
+        return text if accepted[0] == lo else f"{text} (v{lo}-{accepted[0] - 1} refused)"
+
+    lines = ["| key | API | versions (3.9, the default) | with `kafkalab.api.version.floors=4.0` "
+             "| handled in `kafkalab/server/apis/` |", "|---:|---|---|---|---|"]
     for key, h in sorted(REGISTRY.items()):
-        versions = f"{h.min_version}" if h.min_version == h.max_version else f"{h.min_version}-{h.max_version}"
         module = h.func.__module__.rsplit(".", 1)[-1]
-        lines.append(f"| {key} | {api_name(key)} | {versions} | `{module}` |")
+        lines.append(f"| {key} | {api_name(key)} | {versions(kafka_3_9, key)} | {versions(kafka_4_0, key)} "
+                     f"| `{module}` |")
     return "\n".join(lines)
 
 

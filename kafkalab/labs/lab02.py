@@ -42,7 +42,8 @@ from kafkalab.trace import drivers
 __all__ = ["CLIENT_ID", "LIBRDKAFKA_SOFTWARE", "TOPIC", "CLIENTS", "CLIENT_LABELS", "CLIENT_RANGES", "KAFKA_2_0",
            "KAFKA_4_0", "KAFKA_0_10_CLIENT", "KCAT_RECORDED", "SOURCES", "Step", "NoCommonVersion", "negotiate",
            "pick_versions", "versions_used", "run_client", "capture_conversation", "check_versions_for",
-           "check_negotiate", "check_retry_version", "check_no_common_version"]
+           "check_negotiate", "check_retry_version", "check_no_common_version", "FLOORS", "OLD_CLIENT_ID",
+           "OldClientAnswer", "old_client_end_offsets"]
 
 CLIENT_ID = "kafkalab-lab02"
 #: librdkafka's KIP-511 self-description, fixed (as in lab 01) so that its bytes do not depend on the build.
@@ -325,3 +326,62 @@ def check_no_common_version(answer: Any, client: Mapping[int, tuple[int, int]],
         f", {len(got - expected)} wrong" if got - expected else "")
     return check(title, ok, message, parts=parts,
                  hint="" if ok else f"{missed} still missing; compare each pair of ranges: do they touch?")
+
+
+# -- section 5: one old client, a Kafka 3.9 and a Kafka 4.0 broker ------------------------------------------------------
+#: ``kafkalab.api.version.floors``: the Kafka release each of the two brokers of section 5 plays.
+FLOORS = ("3.9", "4.0")
+OLD_CLIENT_ID = "kafkalab-lab02-old"
+
+
+class OldClientAnswer(NamedTuple):
+    answer: str                   # the end offset it learned, or the error it gave up with
+    answered: tuple               # (API, version) the broker answered it, each once, in order
+
+
+def old_client_end_offsets(cluster, topic: str, *, timeout_ms: int = 3000) -> OldClientAnswer:
+    """kafka-python pinned to ``api_version=(0, 10, 0)`` (what a Kafka 0.10.0 client sends) asks for the end
+    offset of partition 0 of ``topic``: ListOffsets **v0**. Its own log is silenced (it retries on every closed
+    connection); what the broker answered comes from its request log (a request refused while it is read, before
+    any handler, is not logged there, only in the broker's log)."""
+    import logging
+
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.errors import KafkaError
+
+    kafka_logger = logging.getLogger("kafka")
+    level, kafka_logger.level = kafka_logger.level, logging.CRITICAL
+    consumer = None
+    try:
+        consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers, api_version=(0, 10, 0),
+                                 client_id=OLD_CLIENT_ID, request_timeout_ms=timeout_ms)
+        ends = consumer.end_offsets([TopicPartition(topic, 0)])
+        answer = f"end offset {ends[TopicPartition(topic, 0)]}"
+    except KafkaError as e:
+        answer = f"gave up: {type(e).__name__}"
+    finally:
+        if consumer is not None:
+            consumer.close()
+        kafka_logger.setLevel(level)
+    return OldClientAnswer(answer, _answered(cluster, OLD_CLIENT_ID))
+
+
+def _answered(cluster, client_id: str, settle: float = 0.3, timeout: float = 3.0) -> tuple:
+    """(API, version) the broker answered ``client_id``, each once, in order. A request is logged once its
+    response is written, a moment after the client read it: wait until the log stops growing."""
+    import time
+
+    def seen() -> tuple:
+        out: list = []
+        for r in list(cluster.broker(0).channel.request_log.records):
+            if r.client_id == client_id and (r.api_name, r.api_version) not in out:
+                out.append((r.api_name, r.api_version))
+        return tuple(out)
+    last, deadline = seen(), time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        time.sleep(settle)
+        now = seen()
+        if now == last:
+            break
+        last = now
+    return last

@@ -103,8 +103,9 @@ def set_buffer_sizes(sock, send_buffer_bytes: int, receive_buffer_bytes: int) ->
 class SocketServer:
     """Binds every listener, runs a processor per connection, and hands requests to the request channel.
 
-    ``enabled_apis`` maps API key -> (min, max) version that the broker serves (what ApiVersions
-    advertises); anything else is refused as Kafka refuses it.
+    ``enabled_apis`` maps API key -> (min, max) version that the broker accepts; anything else is refused as
+    Kafka refuses it. ``advertised_apis`` (default: the same) is what ApiVersions lists, which may reach below
+    the accepted range (Kafka 4.0's Produce from v0); the refusal of such a version says so.
     """
 
     def __init__(self, endpoints: list[EndPoint], channel: RequestChannel, enabled_apis: dict[int, tuple[int, int]],
@@ -115,7 +116,8 @@ class SocketServer:
                  ssl_factories: Optional[Mapping[str, SslFactory]] = None,
                  authenticators: Optional[dict[str, Callable[[], SaslServerAuthenticator]]] = None,
                  failed_authentication_delay_ms: int = 100, control_plane_listener: Optional[str] = None,
-                 control_plane_channel: Optional[RequestChannel] = None):
+                 control_plane_channel: Optional[RequestChannel] = None,
+                 advertised_apis: Optional[dict[int, tuple[int, int]]] = None):
         self.endpoints = endpoints
         #: the control-plane listener's requests go to their own channel (KIP-291), the others to ``channel``
         self.control_plane_listener = control_plane_listener if control_plane_channel is not None else None
@@ -147,6 +149,7 @@ class SocketServer:
         self.receive_buffer_bytes = receive_buffer_bytes    # socket.receive.buffer.bytes (-1: the OS default)
         self.channel = channel
         self.enabled_apis = enabled_apis
+        self.advertised_apis = enabled_apis if advertised_apis is None else advertised_apis
         self.max_request_bytes = max_request_bytes
         self.idle_timeout = connections_max_idle_ms / 1000.0 if connections_max_idle_ms > 0 else None
         self.time = time
@@ -452,8 +455,12 @@ class SocketServer:
         """Why ``version`` of API ``key`` is refused, quoting the range this broker advertises in ApiVersions."""
         if key not in self.enabled_apis:
             return f"Received request for disabled api {api_name(key)} (key {key}) v{version}"
-        lo, hi = self.enabled_apis[key]
-        if lo <= version <= hi:  # advertised for old clients' feature checks, but gone since Kafka 4 (Produce v0-2)
+        lo, hi = self.advertised_apis.get(key, self.enabled_apis[key])
+        accepted_lo, accepted_hi = self.enabled_apis[key]
+        if lo <= version <= hi and not accepted_lo <= version <= accepted_hi:   # Kafka 4.0's Produce v0-2
+            return (f"Received request api key {ApiKey(key).name} with version {version} which is not enabled "
+                    f"(advertised: {lo}-{hi}, accepted: {accepted_lo}-{accepted_hi})")
+        if lo <= version <= hi:  # accepted by the broker, but a version kafkalab's codec does not know
             return (f"{api_name(key)} v{version} is not supported (advertised: {lo}-{hi}, but v{version} no longer "
                     f"exists in Kafka's protocol)")
         return f"{api_name(key)} v{version} is not supported (advertised: {lo}-{hi})"

@@ -79,7 +79,7 @@ from kafkalab.protocol import ApiKey, ErrorCode, request_class
 from kafkalab.security.ssl_factory import CLIENT, SERVER, SslFactory
 from kafkalab.server.acl_authorizer import AclAuthorizer
 from kafkalab.server.admin_manager import AdminManager
-from kafkalab.server.apis import KafkaApis, enabled_apis
+from kafkalab.server.apis import KafkaApis, api_versions_for
 from kafkalab.server.apis.groups import BrokerOffsetsLog
 from kafkalab.server.transaction_wiring import on_transaction_state_partitions, start_transaction_coordinator
 from kafkalab.server.auth_helper import AuthHelper
@@ -204,7 +204,9 @@ class KafkaServer:
                                                 name=f"broker-{self.broker_id}")
         self.handlers.start()
         self._start_control_plane()
-        self.socket_server = SocketServer(cfg.listeners, self.channel, enabled_apis(),
+        self.api_versions = api_versions_for(cfg["kafkalab.api.version.floors"])
+        self.socket_server = SocketServer(cfg.listeners, self.channel, self.api_versions.accepted,
+                                          advertised_apis=self.api_versions.advertised,
                                           max_request_bytes=cfg["socket.request.max.bytes"],
                                           memory_pool=_memory_pool(cfg),
                                           connection_quotas=_connection_quotas(cfg, self.time),
@@ -214,7 +216,7 @@ class KafkaServer:
                                           name=self.name, ssl_factories=self.ssl_factories,
                                           authenticators=authenticator_factories(
                                               cfg, scram_credential_lookup(lambda user: user_scram_config(
-                                                  self.zk, user)), enabled_apis()),
+                                                  self.zk, user)), self.api_versions.accepted),
                                           failed_authentication_delay_ms=cfg[
                                               "connection.failed.authentication.delay.ms"],
                                           control_plane_listener=cfg.control_plane_listener_name,

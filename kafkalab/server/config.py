@@ -52,6 +52,7 @@ from kafkalab.network.endpoint import (DEFAULT_SECURITY_PROTOCOL_MAP, SECURITY_P
                                        parse_protocol_map)
 from kafkalab.security.ssl_configs import BROKER_SSL_KEYS, define_broker_ssl_configs, listener_ssl_values
 from kafkalab.server.acl_authorizer import check_authorizer_class_name
+from kafkalab.server.api_version_floors import RELEASES
 from kafkalab.storage.server_log_configs import SERVER_LOG_CONFIGS
 from kafkalab.server.sasl_listeners import validate_sasl_listeners
 
@@ -181,6 +182,10 @@ SERVER_CONFIGS = (
             "has no ACL at all (read by the authorizer). False: only super users.")
     .define("kafkalab.zookeeper.data.dir", T.STRING, None, None, L, "Where the embedded coordination store keeps "
             "its data (default: 'zookeeper' next to the first log dir).")
+    .define("kafkalab.api.version.floors", T.STRING, "3.9", ValidString.in_(*RELEASES), M, "Which Kafka release's "
+            "API versions the broker advertises and accepts: 3.9 (a ZooKeeper-mode Kafka 3.9 broker, old versions "
+            "included) or 4.0 (KIP-896's floors: ListOffsets v0, OffsetCommit v0-1, Fetch v0-3, ... refused; Produce "
+            "still advertised from v0, but v0-2 refused, as Kafka 4.0 does).")
 )
 # TLS: Kafka's ssl.* keys, declared once for the broker and the clients (kafkalab.security.ssl_configs).
 define_broker_ssl_configs(SERVER_CONFIGS)

@@ -52,6 +52,7 @@ from kafkalab.common.time import SYSTEM
 from kafkalab.protocol import ApiException, ErrorCode
 from kafkalab.purgatory import LogOffsetSnapshot, check_enough_replicas_reach_offset
 from kafkalab.storage.fetch_data_info import FetchIsolation
+from kafkalab.storage.legacy_offsets import legacy_fetch_offsets_before
 
 __all__ = ["Partition", "PartitionError", "LogReadResult", "Replica"]
 
@@ -429,6 +430,24 @@ class Partition:
             if bound is not None and offset >= bound and timestamp not in (-2, -4):
                 return None
             return (ts, offset, epoch)
+
+    def legacy_fetch_offsets_for_timestamp(self, timestamp: int, max_num_offsets: int, *, is_from_consumer: bool,
+                                           fetch_only_from_leader: bool) -> list[int]:
+        """ListOffsets v0 (:mod:`kafkalab.storage.legacy_offsets`): a consumer never sees an offset above the
+        high watermark -- those are dropped and the high watermark put first (Kafka's
+        ``Partition.legacyFetchOffsetsForTimestamp``)."""
+        with self.lock:
+            if fetch_only_from_leader:
+                self._check_leader()
+            log = self.log
+            if log is None:
+                raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            offsets = legacy_fetch_offsets_before(log.segments, log.log_start_offset, log.log_end_offset,
+                                                  log.time.milliseconds(), timestamp, max_num_offsets)
+            high_watermark = log.high_watermark
+            if is_from_consumer and any(o > high_watermark for o in offsets):
+                offsets = [high_watermark] + [o for o in offsets if o <= high_watermark]
+            return offsets
 
     def _epoch_at(self, offset: int) -> int:
         """The leader epoch of the batch before ``offset`` (what ListOffsets LATEST reports), -1 if none."""

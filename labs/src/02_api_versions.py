@@ -55,7 +55,7 @@ from IPython.display import HTML
 
 from kafkalab import Cluster
 from kafkalab.cluster import BrokerLog
-from kafkalab.labs import lab02
+from kafkalab.labs import evidence, lab02
 from kafkalab.protocol import (ApiKey, annotate_request, api_name, decode_request, decode_response, encode_request,
                                error_info, make_request, request_class, request_schema)
 from kafkalab.server.apis import enabled_apis
@@ -104,7 +104,7 @@ pd.DataFrame({lab02.CLIENT_LABELS[c]: summary(steps) for c, steps in conversatio
 #   Lab 03 looks at connections closely.)
 # * **Each client starts at its own version** of ApiVersions: librdkafka v3, kafka-python v4 (the newest),
 #   aiokafka v0.
-# * **The same API, different versions**: Metadata v13, v4, v13 and v5; Produce v10, v7, v9 and v7. All against
+# * **The same API, different versions**: Metadata v12, v4, v12 and v5; Produce v10, v7, v9 and v7. All against
 #   the same broker, and all of them worked. How each number comes about is the subject of sections 2 and 3.
 
 # %% [markdown]
@@ -204,7 +204,7 @@ predictions
 # %% [markdown]
 # One rule explains all of them. kcat asks for Metadata **v4** because its librdkafka (2.0.2, from 2023) knows
 # nothing newer; aiokafka stops at **v5** because it implements no flexible version at all; the broker would
-# have served v13 to both. The *client* decided each time, from the broker's list.
+# have served v12 to both. The *client* decided each time, from the broker's list.
 #
 # ### When there is no common version
 #
@@ -358,7 +358,7 @@ HTML('<div style="display:flex;flex-wrap:wrap;gap:18px">'
 # ## 5 · Why clients step down
 #
 # Section 1 already showed **an old client and a new broker**: kcat and aiokafka asked the lab broker for
-# Metadata v4 and v5 although it serves v13. The broker keeps every version it advertises working, so old
+# Metadata v4 and v5 although it serves v12. The broker keeps every version it advertises working, so old
 # clients need nothing special: they simply never use what they do not know.
 #
 # The other direction, **a new client and an old broker**, is where downgrading earns its keep. Side by side,
@@ -388,6 +388,73 @@ print(f"{sum(checks)} of {len(checks)} versions used against the Kafka 2.0 broke
 # transactional id and record batches with headers, Metadata v10 topic ids), and a client that steps down loses
 # them. librdkafka goes further and switches whole *features* on or off from the advertisement: the v2 record
 # format only with Produce v3+ and Fetch v4+, idempotence only with InitProducerId, zstd only with Produce v7+.
+
+# %% [markdown]
+# ### Kafka 3.9 or Kafka 4.0: one old client, two brokers
+#
+# Brokers drop old versions too. Kafka 4.0 removed every version older than what Kafka 2.1 clients send
+# (KIP-896): ListOffsets v0, OffsetCommit v0-1, OffsetFetch v0, Fetch v0-3, Produce v0-2 and more. The lab
+# broker can play either release: `kafkalab.api.version.floors=3.9` (the default: a ZooKeeper-mode Kafka 3.9
+# broker, old versions included) or `4.0`. Start one of each and ask both what they advertise:
+
+# %%
+floors_brokers = {f: Cluster(brokers=1, overrides={"kafkalab.api.version.floors": f}).start() for f in lab02.FLOORS}
+said = {}
+for floors, c in floors_brokers.items():
+    c.create_topic(lab02.TOPIC, partitions=1)
+    with RawConnection(c.bootstrap_servers) as conn:
+        conn.send(encode_request(question))
+        reply = decode_response(conn.receive(), ApiKey.API_VERSIONS, 4).body
+    said[floors] = {k.api_key: (k.min_version, k.max_version) for k in reply.api_keys}
+changed = [k for k in sorted(said["3.9"]) if said["3.9"][k] != said["4.0"].get(k)]
+pd.DataFrame([{"API": api_name(k), "Kafka 3.9 broker": "v%d-%d" % said["3.9"][k],
+               "Kafka 4.0 broker": "v%d-%d" % said["4.0"][k]} for k in changed]).set_index("API")
+
+# %% [markdown]
+# Two things to notice. Kafka 4.0 serves a few *newer* versions too (Metadata v13, DescribeCluster v2). And
+# Produce still reads **v0** at Kafka 4.0: librdkafka up to 2.11 turns compression off unless Produce v0 is in
+# the range, so Kafka 4.0 keeps advertising it (KAFKA-18659) while refusing a Produce v0-2 like any version
+# below its floor.
+#
+# Now the old client: kafka-python pinned to `api_version=(0, 10, 0)`, the versions a Kafka 0.10.0 client
+# sends, asks each broker where partition 0 ends. That is ListOffsets **v0**, the pre-timestamp form ("up to
+# N offsets before time T"):
+
+# %%
+broker_log.clear()
+old_client = {f: lab02.old_client_end_offsets(c, lab02.TOPIC) for f, c in floors_brokers.items()}
+pd.DataFrame([{"broker": f"Kafka {f}", "requests it answered": ", ".join(f"{a} v{v}" for a, v in r.answered),
+               "the client got": r.answer} for f, r in old_client.items()]).set_index("broker")
+
+# %% [markdown]
+# The request log lists only what a handler answered; a request refused while it is read never gets there. The
+# broker's own log has it:
+
+# %%
+refusals = sorted({m for m in broker_log.messages() if "ListOffsets" in m})
+print("the brokers' log:", *refusals, sep="\n  ")
+
+# %%
+evidence("An old client against two releases", {
+    "the Kafka 3.9 broker answered ListOffsets v0 (in its range)": ("ListOffsets", 0) in old_client["3.9"].answered,
+    "the client learned the end offset from it": old_client["3.9"].answer == "end offset 0",
+    "the Kafka 4.0 broker advertises ListOffsets from v1 only": said["4.0"][ApiKey.LIST_OFFSETS][0] == 1,
+    "it refused ListOffsets v0 (closed the connection, and said so in its log)": any(
+        "ListOffsets v0 is not supported" in m for m in refusals),
+    "it answered no ListOffsets at all; the client gave up": (
+        not any(a == "ListOffsets" for a, _ in old_client["4.0"].answered)
+        and old_client["4.0"].answer.startswith("gave up")),
+})
+
+# %% [markdown]
+# The old client never checked the advertisement: pinned to 0.10.0, it sends what 0.10.0 knew. The Kafka 4.0
+# broker cannot answer a version it no longer has, so it does what any broker does with a request it cannot
+# read (section 4): it closes the connection without a word. The client reconnects, asks again, and finally
+# times out. Kafka 4.0's upgrade notes say it plainly: clients older than 2.1 must be upgraded first.
+
+# %%
+for c in floors_brokers.values():
+    c.stop()
 
 # %% [markdown]
 # ## 6 · One request, two versions

@@ -1,5 +1,5 @@
-"""The admin APIs on the wire, every advertised version: what no installed client sends (CreateTopics v2/v5/v6,
-DeleteTopics v1/v2/v5, DescribeCluster v0/v1, DescribeLogDirs v1-v3 ...) and the checks clients never trigger
+"""The admin APIs on the wire, every advertised version: what no installed client sends (CreateTopics v0-2/v5/v6,
+DeleteTopics v0-2/v5, DescribeConfigs v0, DescribeCluster v0/v1, DescribeLogDirs v0-v3 ...) and the checks clients never trigger
 (null config values, name *and* id, a bad cursor, duplicate resources)."""
 from __future__ import annotations
 
@@ -25,10 +25,10 @@ DescribeLogDirs = request_class(ApiKey.DESCRIBE_LOG_DIRS)
 ApiVersions = request_class(ApiKey.API_VERSIONS)
 
 ZERO_UUID = uuid.UUID(int=0)
-ADVERTISED = {ApiKey.CREATE_TOPICS: (2, 7), ApiKey.DELETE_TOPICS: (1, 6), ApiKey.CREATE_PARTITIONS: (0, 3),
-              ApiKey.DESCRIBE_CONFIGS: (1, 4), ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
-              ApiKey.DESCRIBE_CLUSTER: (0, 2), ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
-              ApiKey.DESCRIBE_LOG_DIRS: (1, 4)}
+ADVERTISED = {ApiKey.CREATE_TOPICS: (0, 7), ApiKey.DELETE_TOPICS: (0, 6), ApiKey.CREATE_PARTITIONS: (0, 3),
+              ApiKey.DESCRIBE_CONFIGS: (0, 4), ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+              ApiKey.DESCRIBE_CLUSTER: (0, 1), ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
+              ApiKey.DESCRIBE_LOG_DIRS: (0, 4)}     # Kafka 3.9's (the default kafkalab.api.version.floors)
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 
 
@@ -68,7 +68,9 @@ def test_api_versions_advertise_exactly_the_implemented_ranges(broker):
 def test_create_topics_every_version(cluster, broker):
     for v in versions(ApiKey.CREATE_TOPICS):
         (t,) = create(broker, new_topic(f"ct-v{v}"), version=v)
-        assert (t.name, t.error_code, t.error_message) == (f"ct-v{v}", 0, None), v
+        assert (t.name, t.error_code, t.error_message) == (f"ct-v{v}", 0, None if v >= 1 else ""), v
+        if v == 0:   # no validate_only before v1: a v0 request always creates
+            assert create(broker, new_topic("ct-v0"), version=0)[0].error_code == ErrorCode.TOPIC_ALREADY_EXISTS
         if v >= 5:
             assert (t.num_partitions, t.replication_factor, len(t.configs)) == (1, 1, 36)
             source = {c.name: c.config_source for c in t.configs}
@@ -201,10 +203,14 @@ def test_describe_configs_every_version(broker):
     for v in versions(ApiKey.DESCRIBE_CONFIGS):
         body = DescribeConfigs(resources=(DescribeConfigs.DescribeConfigsResource(
             resource_type=TOPIC, resource_name="dc", configuration_keys=("segment.ms", "cleanup.policy")),),
-            include_synonyms=True, include_documentation=v >= 3)
+            include_synonyms=v >= 1, include_documentation=v >= 3)
         (result,) = wire(broker, body, v).results
         assert (result.error_code, result.resource_type, result.resource_name) == (0, TOPIC, "dc")
         seg, policy = result.configs
+        if v == 0:   # no source and no synonyms yet; is_default, which a Kafka 3.9 broker never sets
+            assert [(c.name, c.value, c.config_source, c.is_default, c.synonyms) for c in result.configs] == [
+                ("segment.ms", "60000", -1, False, ()), ("cleanup.policy", "delete", -1, False, ())]
+            continue
         assert (seg.name, seg.value, seg.config_source, policy.name, policy.value, policy.config_source) == \
             ("segment.ms", "60000", 1, "cleanup.policy", "delete", 5)
         assert [(s.name, s.value, s.source) for s in seg.synonyms] == [

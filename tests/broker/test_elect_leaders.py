@@ -228,6 +228,9 @@ def test_kafkalab_admin_speaks_v0_to_a_broker_that_only_offers_it(cluster, monke
 
     cluster.create_topic("vzero", assignment={0: [0, 1]})
     monkeypatch.setitem(REGISTRY, ApiKey.ELECT_LEADERS, REGISTRY[ApiKey.ELECT_LEADERS]._replace(max_version=0))
+    for broker in cluster.brokers.values():    # each broker computed its table at start: it now offers v0 only
+        for table in (broker.api_versions.advertised, broker.api_versions.accepted):
+            monkeypatch.setitem(table, ApiKey.ELECT_LEADERS, (0, 0))
     spy = ApiSpy(monkeypatch)
     with Admin({"bootstrap.servers": cluster.bootstrap_servers}) as admin:
         with pytest.raises(UnsupportedVersionError, match="API Version 0 only supports PREFERRED election type"):

@@ -36,9 +36,12 @@ import asyncio
 import inspect
 import logging
 
+from typing import Optional
+
 from kafkalab.network.request_channel import (CloseConnectionResponse, NetworkRequest, NoOpResponse,
                                               SendResponse)
 from kafkalab.protocol import ApiException, ApiKey, ErrorCode, api_name
+from kafkalab.server.api_version_floors import ApiVersionTable, api_version_table
 from kafkalab.server.apis.base import REGISTRY, Delayed, Handler
 from kafkalab.server.auth_helper import ClusterAuthorizationException
 
@@ -47,14 +50,28 @@ from kafkalab.server.apis import (acls, api_versions, cluster, configs, controll
                                   coordinators, describe_producers, elect_leaders, fetch, groups, metadata, offsets,
                                   produce, scram_credentials, topics, transactions, txn_markers, txn_offset_commit)
 
-__all__ = ["KafkaApis", "REGISTRY", "enabled_apis"]
+__all__ = ["KafkaApis", "REGISTRY", "served_apis", "enabled_apis", "api_versions_for"]
 
 log = logging.getLogger("kafkalab.server.KafkaApis")
 
 
-def enabled_apis() -> dict[int, tuple[int, int]]:
+def served_apis() -> dict[int, tuple[int, int]]:
     """API key -> (min, max) version: exactly what the handlers implement."""
     return {key: (h.min_version, h.max_version) for key, h in sorted(REGISTRY.items())}
+
+
+def api_versions_for(floors: Optional[str] = None) -> ApiVersionTable:
+    """What a broker with ``kafkalab.api.version.floors=floors`` (default: the setting's default) advertises and
+    accepts (:mod:`kafkalab.server.api_version_floors`)."""
+    if floors is None:
+        from kafkalab.server.config import SERVER_CONFIGS
+        floors = SERVER_CONFIGS.default("kafkalab.api.version.floors")
+    return api_version_table(served_apis(), floors)
+
+
+def enabled_apis(floors: Optional[str] = None) -> dict[int, tuple[int, int]]:
+    """API key -> (min, max) version that ApiVersions advertises with ``floors`` (default: the default setting)."""
+    return api_versions_for(floors).advertised
 
 
 class KafkaApis:

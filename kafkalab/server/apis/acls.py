@@ -14,8 +14,9 @@ SECURITY_DISABLED ("No Authorizer is configured on the broker").
 * **DeleteAcls** -- several filters; per filter, the bindings it removed.
 
 The enums travel as int8 codes (:mod:`kafkalab.security.acl`); an unknown code reads as UNKNOWN, which the
-validation then refuses. Versions 1-3 (v1 added the pattern type, KIP-290; v2 flexible; v3 user principals
-in ``User:`` form only); v0 is gone from Kafka's specs.
+validation then refuses. Versions 0-3 as Kafka 3.9 (v1 added the pattern type, KIP-290: a v0 request
+carries none and means LITERAL, so it only ever creates, finds or deletes literal bindings; v2 flexible; v3 user
+principals in ``User:`` form only); Kafka 4.0 removed v0.
 
 Mirrors: ``core/src/main/scala/kafka/server/AclApis.scala`` and ``CreateAclsRequest``, ``DescribeAclsResponse``,
 ``DeleteAclsResponse`` in ``clients/.../common/requests/``.
@@ -58,7 +59,7 @@ def _create_error(request, code, message):
                            for _ in request.body.creations))
 
 
-@handles(ApiKey.CREATE_ACLS, versions=(1, 3), error_response=_create_error)
+@handles(ApiKey.CREATE_ACLS, versions=(0, 3), error_response=_create_error)
 def handle_create_acls(broker, request):
     broker.auth.require_cluster(request.context, AclOperation.ALTER)
     if broker.authorizer is None:
@@ -76,7 +77,7 @@ def handle_create_acls(broker, request):
 
 
 # ---------------------------------------------------------------------------------------------- DescribeAcls
-@handles(ApiKey.DESCRIBE_ACLS, versions=(1, 3), error_response=top_level_error(ApiKey.DESCRIBE_ACLS))
+@handles(ApiKey.DESCRIBE_ACLS, versions=(0, 3), error_response=top_level_error(ApiKey.DESCRIBE_ACLS))
 def handle_describe_acls(broker, request):
     broker.auth.require_cluster(request.context, AclOperation.DESCRIBE)
     R = DescribeAclsResponse
@@ -104,7 +105,7 @@ def _delete_error(request, code, message):
                                   for _ in request.body.filters))
 
 
-@handles(ApiKey.DELETE_ACLS, versions=(1, 3), error_response=_delete_error)
+@handles(ApiKey.DELETE_ACLS, versions=(0, 3), error_response=_delete_error)
 def handle_delete_acls(broker, request):
     broker.auth.require_cluster(request.context, AclOperation.ALTER)
     if broker.authorizer is None:

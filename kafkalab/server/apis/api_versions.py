@@ -8,7 +8,8 @@ uses, per API, the highest version both sides know. Nothing is assumed, so a new
 broker and the other way round.
 
 The answer is built from the handler registry (:mod:`kafkalab.server.apis.base`), so the broker advertises
-exactly the APIs it implements. From v3 on the request carries the client's software name and version
+only APIs it implements, each clipped to the ranges of the Kafka release ``kafkalab.api.version.floors`` names
+(:mod:`kafkalab.server.api_version_floors`: 3.9's, or 4.0's floors). From v3 on the request carries the client's software name and version
 (KIP-511); Kafka rejects names that do not match ``[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?`` with
 INVALID_REQUEST. The optional tagged fields of v3+ (supported and finalized features) are not sent: one of
 the librdkafka versions in the wild (2.0.2, in Debian's kcat) misreads a response carrying several tagged
@@ -24,15 +25,15 @@ from __future__ import annotations
 import re
 
 from kafkalab.protocol import ApiKey, ErrorCode, response_class
-from kafkalab.server.apis.base import REGISTRY, handles
+from kafkalab.server.apis.base import handles
 
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 Response = response_class(ApiKey.API_VERSIONS)
 
 
-def _advertised() -> tuple:
-    return tuple(Response.ApiVersion(api_key=h.api_key, min_version=h.min_version, max_version=h.max_version)
-                 for _, h in sorted(REGISTRY.items()))
+def _advertised(broker) -> tuple:
+    return tuple(Response.ApiVersion(api_key=key, min_version=lo, max_version=hi)
+                 for key, (lo, hi) in sorted(broker.api_versions.advertised.items()))
 
 
 def _error(request, code, message):
@@ -47,4 +48,4 @@ def handle_api_versions(broker, request):
         name, version = body.client_software_name, body.client_software_version
         if not (_SOFTWARE.match(name or "") and _SOFTWARE.match(version or "")):
             return _error(request, ErrorCode.INVALID_REQUEST, None)
-    return Response(error_code=ErrorCode.NONE, api_keys=_advertised(), throttle_time_ms=0)
+    return Response(error_code=ErrorCode.NONE, api_keys=_advertised(broker), throttle_time_ms=0)

@@ -8,7 +8,9 @@ Each handler module declares what it implements::
     def handle_metadata(broker, request): ...
 
 The registry built from these declarations is the *only* source of what ApiVersions advertises, so the
-broker can never advertise an API it does not implement. A handler receives the broker and the
+broker can never advertise an API it does not implement; each range is then clipped to the Kafka release
+``kafkalab.api.version.floors`` names (:mod:`kafkalab.server.api_version_floors`), so a handler declares every
+version kafkalab can serve, and the broker advertises the part the release has. A handler receives the broker and the
 :class:`~kafkalab.network.NetworkRequest` (``request.context`` has the header, listener and principal,
 ``request.body`` the decoded body) and returns the response body, a response action
 (:class:`~kafkalab.network.NoOpResponse`, :class:`~kafkalab.network.CloseConnectionResponse`), or

@@ -12,7 +12,9 @@ resource, the value in effect and its **source** -- ``TOPIC_CONFIG`` (1; the Jav
 With ``include_synonyms`` it also lists every candidate that has a value, most specific first, which is
 exactly the explanation a learner wants ("why is this 168 hours?"). From v3 each entry carries its type
 (INT, LONG, LIST, PASSWORD...) and, if asked, its documentation. Password-type values are never sent: the
-entry says ``is_sensitive`` and the value is null.
+entry says ``is_sensitive`` and the value is null. DescribeConfigs v0 (Kafka 3.9 serves it, 4.0 does not) has no
+source field but an ``is_default`` flag, which a Kafka 3.9 broker never sets (its config helper fills only the
+source; only the Java client's v0 *reader* maps the flag back to a source): every v0 entry says false, as there.
 
 Resources are named by type and name: ``TOPIC`` (2) by the topic name (UNKNOWN_TOPIC_OR_PARTITION if the
 cluster has no such topic), ``BROKER`` (4) by this broker's id -- or by the empty string, which means the
@@ -108,7 +110,7 @@ def _describe_error(request, code, message):
                                 resource_name=r.resource_name) for r in request.body.resources))
 
 
-@handles(ApiKey.DESCRIBE_CONFIGS, versions=(1, 4), error_response=_describe_error)
+@handles(ApiKey.DESCRIBE_CONFIGS, versions=(0, 4), error_response=_describe_error)
 def handle_describe_configs(broker, request):
     body, version = request.body, request.context.api_version
     R = DescribeResponse

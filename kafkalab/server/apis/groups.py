@@ -22,9 +22,11 @@ the group and READ on each topic; ListGroups shows every group to DESCRIBE on th
 the principal may describe. Refusals: GROUP_AUTHORIZATION_FAILED (30), TOPIC_AUTHORIZATION_FAILED (29).
 
 Versions: JoinGroup 0-9 (v4+ MEMBER_ID_REQUIRED, v5+ group.instance.id), SyncGroup 0-5, Heartbeat 0-4,
-LeaveGroup 0-5 (v3+ batched members), OffsetCommit 2-8, OffsetFetch 1-8 (v7+ ``require_stable``: a partition
-whose commit is pending, plain or inside a transaction, answers UNSTABLE_OFFSET_COMMIT; v8 several groups),
-ListGroups 0-4, DescribeGroups 0-5, DeleteGroups 0-2, OffsetDelete 0 -- what the ZooKeeper-era coordinator of Kafka 3.x serves.
+LeaveGroup 0-5 (v3+ batched members), OffsetCommit 0-9 (v0 writes to ZooKeeper, :mod:`.zk_offsets`; v1 may
+set the commit timestamp; v9 is v8 for a classic group), OffsetFetch 0-9 (v0 reads ZooKeeper; v7+
+``require_stable``: a partition whose commit is pending, plain or inside a transaction, answers
+UNSTABLE_OFFSET_COMMIT; v8 several groups; v9's member id and epoch are for KIP-848 groups, which a classic
+coordinator ignores), ListGroups 0-5 (v5's type filter: every group here is "classic"), DescribeGroups 0-5, DeleteGroups 0-2, OffsetDelete 0 -- what the ZooKeeper-era coordinator of Kafka 3.x serves.
 
 Mirrors: ``KafkaApis.handleJoinGroupRequest``, ``handleSyncGroupRequest``, ``handleHeartbeatRequest``,
 ``handleLeaveGroupRequest``, ``handleOffsetCommitRequest``, ``handleOffsetFetchRequest``,
@@ -41,6 +43,7 @@ from kafkalab.protocol import ApiException, ApiKey, ErrorCode, response_class
 from kafkalab.records import decode_batches
 from kafkalab.security.acl import AclOperation, ResourceType
 from kafkalab.server.apis.base import Delayed, callback_future, handles, top_level_error
+from kafkalab.server.apis.zk_offsets import commit_offsets_to_zookeeper, fetch_offsets_from_zookeeper
 from kafkalab.server.config import server_setting
 from kafkalab.storage import FetchIsolation
 
@@ -216,7 +219,7 @@ def _commit_error(request, code, message):
         for t in request.body.topics))
 
 
-@handles(ApiKey.OFFSET_COMMIT, versions=(2, 8), error_response=_commit_error)
+@handles(ApiKey.OFFSET_COMMIT, versions=(0, 9), error_response=_commit_error)
 def handle_offset_commit(broker, request):
     body, version = request.body, request.context.api_version
     cache = broker.metadata_cache
@@ -234,8 +237,9 @@ def handle_offset_commit(broker, request):
             if cache.partition_state(t.name, p.partition_index) is None:
                 results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
+            commit_timestamp = p.commit_timestamp if version == 1 and p.commit_timestamp != -1 else now
             offsets[tp] = OffsetAndMetadata(p.committed_offset, p.committed_leader_epoch if version >= 6 else -1,
-                                            p.committed_metadata or "", now,
+                                            p.committed_metadata or "", commit_timestamp,
                                             now + retention if retention is not None and retention >= 0 else -1)
 
     def respond(committed: dict):
@@ -247,6 +251,9 @@ def handle_offset_commit(broker, request):
             for t in body.topics))
     if not offsets:
         return respond({})
+    if version == 0:
+        return respond(commit_offsets_to_zookeeper(broker, body.group_id, [
+            (t.name, p) for t in body.topics for p in t.partitions if (t.name, p.partition_index) in offsets]))
     fut, callback = callback_future()   # the commit completes when the in-sync replicas have it (acks=all)
     _coordinator(broker).handle_commit_offsets(
         body.group_id, body.member_id, body.group_instance_id if version >= 7 else None,
@@ -289,17 +296,23 @@ def _fetch_group(broker, request, group_id, topics, require_stable=False):
 
 
 def _fetch_error(request, code, message):
+    R = OffsetFetchResponse
     if request.context.api_version >= 8:
-        R = OffsetFetchResponse
         return R(groups=tuple(R.OffsetFetchResponseGroup(group_id=g.group_id, topics=(), error_code=code)
                               for g in request.body.groups))
-    return OffsetFetchResponse(topics=(), error_code=code)
+    if request.context.api_version < 2:    # no top-level error code yet: the error on every partition asked for
+        return R(topics=tuple(R.OffsetFetchResponseTopic(name=t.name, partitions=tuple(
+            R.OffsetFetchResponsePartition(partition_index=p, committed_offset=-1, metadata="", error_code=code)
+            for p in t.partition_indexes)) for t in request.body.topics or ()))
+    return R(topics=(), error_code=code)
 
 
-@handles(ApiKey.OFFSET_FETCH, versions=(1, 8), error_response=_fetch_error)
+@handles(ApiKey.OFFSET_FETCH, versions=(0, 9), error_response=_fetch_error)
 def handle_offset_fetch(broker, request):
     body, version = request.body, request.context.api_version
     R = OffsetFetchResponse
+    if version == 0:
+        return fetch_offsets_from_zookeeper(broker, request)
     if version >= 8:
         groups = []
         for g in body.groups:
@@ -324,11 +337,14 @@ def handle_offset_fetch(broker, request):
 
 
 # ---------------------------------------------------------------------------------------------- admin views
-@handles(ApiKey.LIST_GROUPS, versions=(0, 4), error_response=top_level_error(ApiKey.LIST_GROUPS))
+@handles(ApiKey.LIST_GROUPS, versions=(0, 5), error_response=top_level_error(ApiKey.LIST_GROUPS))
 def handle_list_groups(broker, request):
     body, version = request.body, request.context.api_version
     states = set(body.states_filter or ()) if version >= 4 else None
     error, groups = _coordinator(broker).handle_list_groups(states)
+    types = {t.lower() for t in body.types_filter or ()} if version >= 5 else set()
+    if types and "classic" not in types:    # the classic coordinator's groups are all of type "classic"
+        groups = []
     auth = broker.auth
     if auth.enabled and not auth.authorize_cluster(request.context, AclOperation.DESCRIBE, log_if_denied=False):
         visible = auth.filter_authorized(request.context, AclOperation.DESCRIBE, ResourceType.GROUP,

@@ -8,10 +8,17 @@ offset for ``read_committed``), or at a point in time (the first offset whose re
 the one asked for, found through the time index). ``-3`` MAX_TIMESTAMP returns the record with the largest
 timestamp (v7+).
 
+**ListOffsets v0** (Kafka 3.9 still serves it; 4.0 does not) is the pre-timestamp API: "up to
+``max_num_offsets`` offsets before time T", answered from segment boundaries and file modification times
+(:mod:`kafkalab.storage.legacy_offsets`) in the ``old_style_offsets`` array, newest first. Only -1 and -2 of the
+special timestamps exist there (others: UNSUPPORTED_VERSION for the partition), there is no duplicate check, and
+partitions of topics the principal may not describe come last.
+
 **OffsetForLeaderEpoch** answers "where did leader epoch E end?" -- the start offset of the next epoch, or
 the log end offset for the current one (KIP-101, KIP-279). Followers use it after a leader change to find
 where their log diverged from the leader's, and truncate there instead of to their high watermark; consumers
-use it to detect that their position was truncated away (KIP-320).
+use it to detect that their position was truncated away (KIP-320). v0 answers only the end offset, v1 adds
+the epoch found; both predate the current-epoch fencing (v2) and the replica id (v3).
 
 **DeleteRecords** moves a partition's log start offset forward (``-1`` = the high watermark): records below
 it can no longer be read, and whole segments below it are removed by the next retention check.
@@ -42,10 +49,12 @@ def _list_offsets_error(request, code, message):
         for p in t.partitions)) for t in request.body.topics))
 
 
-@handles(ApiKey.LIST_OFFSETS, versions=(1, 9), error_response=_list_offsets_error)
+@handles(ApiKey.LIST_OFFSETS, versions=(0, 9), error_response=_list_offsets_error)
 def handle_list_offsets(broker, request):
     body = request.body
     R = ListOffsetsResponse
+    if request.context.api_version == 0:
+        return _list_offsets_v0(broker, request)
     # only a client's request (replica_id -1) has an isolation level; brokers and debugging tools (-2) get the
     # log end offset, as Kafka's handler passes no isolation level for them
     isolation = (FetchIsolation.of_request(body.replica_id, body.isolation_level) if body.replica_id == -1
@@ -88,6 +97,44 @@ def handle_list_offsets(broker, request):
     return R(throttle_time_ms=0, topics=tuple(topics))
 
 
+def _list_offsets_v0(broker, request):
+    """Kafka 3.9's ``handleListOffsetRequestV0``."""
+    body = request.body
+    R = ListOffsetsResponse
+    denied = broker.auth.denied(request.context, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                [t.name for t in body.topics])
+    topics = []
+    for t in body.topics:
+        if t.name in denied:
+            continue
+        parts = []
+        for p in t.partitions:
+            if p.timestamp < -2:   # only LATEST (-1) and EARLIEST (-2) existed in v0
+                parts.append(R.ListOffsetsPartitionResponse(partition_index=p.partition_index,
+                                                            error_code=ErrorCode.UNSUPPORTED_VERSION))
+                continue
+            try:
+                partition = broker.replica_manager.partition_or_error(t.name, p.partition_index)
+                offsets = partition.legacy_fetch_offsets_for_timestamp(
+                    p.timestamp, p.max_num_offsets, is_from_consumer=body.replica_id == -1,
+                    fetch_only_from_leader=body.replica_id != -2)
+                parts.append(R.ListOffsetsPartitionResponse(partition_index=p.partition_index,
+                                                            error_code=ErrorCode.NONE,
+                                                            old_style_offsets=tuple(offsets)))
+            except ApiException as e:
+                parts.append(R.ListOffsetsPartitionResponse(partition_index=p.partition_index,
+                                                            error_code=e.error_code))
+            except Exception:     # as Kafka: this partition fails, the others are answered
+                parts.append(R.ListOffsetsPartitionResponse(partition_index=p.partition_index,
+                                                            error_code=ErrorCode.UNKNOWN_SERVER_ERROR))
+        topics.append(R.ListOffsetsTopicResponse(name=t.name, partitions=tuple(parts)))
+    topics += [R.ListOffsetsTopicResponse(name=t.name, partitions=tuple(
+        R.ListOffsetsPartitionResponse(partition_index=p.partition_index,
+                                       error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in t.partitions))
+        for t in body.topics if t.name in denied]
+    return R(throttle_time_ms=0, topics=tuple(topics))
+
+
 def _epoch_error(request, code, message):
     R = EpochResponse
     return R(topics=tuple(R.OffsetForLeaderTopicResult(topic=t.topic, partitions=tuple(
@@ -95,7 +142,7 @@ def _epoch_error(request, code, message):
         for t in request.body.topics))
 
 
-@handles(ApiKey.OFFSET_FOR_LEADER_EPOCH, versions=(2, 4), error_response=_epoch_error)
+@handles(ApiKey.OFFSET_FOR_LEADER_EPOCH, versions=(0, 4), error_response=_epoch_error)
 def handle_offset_for_leader_epoch(broker, request):
     body, version = request.body, request.context.api_version
     R = EpochResponse
@@ -115,8 +162,8 @@ def handle_offset_for_leader_epoch(broker, request):
                 continue
             try:
                 partition = broker.replica_manager.partition_or_error(t.topic, p.partition)
-                epoch, end = partition.last_offset_for_leader_epoch(
-                    p.current_leader_epoch, p.leader_epoch, fetch_only_from_leader=replica_id != -2)
+                epoch, end = partition.last_offset_for_leader_epoch(    # before v3 no replica id: leader only
+                    p.current_leader_epoch, p.leader_epoch, fetch_only_from_leader=version < 3 or replica_id != -2)
                 parts.append(R.EpochEndOffset(partition=p.partition, error_code=ErrorCode.NONE, leader_epoch=epoch,
                                               end_offset=end))
             except PartitionError as e:

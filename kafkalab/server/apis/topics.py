@@ -35,6 +35,8 @@ What is checked, per topic, with Kafka's error codes:
   least 14``). ``validate_only`` runs every check and writes nothing. From v5 the answer also carries the
   partition count, replication factor and every config of the topic with its source (so a client learns the
   defaults it got); from v7 the topic id.
+* Versions 0-7 and 0-6 as Kafka 3.9 (4.0 removed CreateTopics v0-1 and DeleteTopics v0): CreateTopics v1 adds
+  ``validate_only`` and the error message, v2 the throttle time; DeleteTopics v1 the throttle time.
 * DeleteTopics -- unknown topic: UNKNOWN_TOPIC_OR_PARTITION; from v6 a topic may be named by id
   (UNKNOWN_TOPIC_ID if no topic has it; giving both name and id is an INVALID_REQUEST);
   ``delete.topic.enable=false``: TOPIC_DELETION_DISABLED (INVALID_REQUEST before v3).
@@ -141,7 +143,7 @@ def _topic_configs(broker, overrides: dict) -> tuple:
                  for c in config.describe(include_synonyms=False))
 
 
-@handles(ApiKey.CREATE_TOPICS, versions=(2, 7), error_response=_create_topics_error)
+@handles(ApiKey.CREATE_TOPICS, versions=(0, 7), error_response=_create_topics_error)
 def handle_create_topics(broker, request):
     body, version = request.body, request.context.api_version
     R = CreateTopicsResponse
@@ -226,7 +228,7 @@ def _delete_topics_error(request, code, message):
         for name, topic_id in _requested(request.body, version)))
 
 
-@handles(ApiKey.DELETE_TOPICS, versions=(1, 6), error_response=_delete_topics_error)
+@handles(ApiKey.DELETE_TOPICS, versions=(0, 6), error_response=_delete_topics_error)
 def handle_delete_topics(broker, request):
     body, version = request.body, request.context.api_version
     R = DeleteTopicsResponse

@@ -27,9 +27,8 @@ The coordinator retries a partition on the retriable ones and stops on the fenci
 ``__consumer_offsets``, the group coordinator is told, so that the offsets committed in the transaction
 (TxnOffsetCommit) become visible or are dropped.
 
-Versions: Kafka 3.9 serves 0-1 and its coordinators send v1 (from IBP 2.8 on); v0 is the same request, not
-flexible, and is gone from the 4.x message specs this codec is generated from, so only v1 is served (v2 adds
-KIP-1228's transaction version).
+Versions: 0-1 as Kafka 3.9, whose coordinators send v1 (from IBP 2.8 on); v0 is the same request, not
+flexible (Kafka 4.0 removed it; v2 adds KIP-1228's transaction version).
 
 Mirrors: ``KafkaApis.handleWriteTxnMarkersRequest``.
 """
@@ -70,7 +69,7 @@ def _build(errors: dict):
     return Response(markers=tuple(markers))
 
 
-@handles(ApiKey.WRITE_TXN_MARKERS, versions=(1, 1), error_response=_error)
+@handles(ApiKey.WRITE_TXN_MARKERS, versions=(0, 1), error_response=_error)
 def handle_write_txn_markers(broker, request):
     auth = broker.auth
     if not auth.authorize_cluster(request.context, AclOperation.ALTER, log_if_denied=False):
