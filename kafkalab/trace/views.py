@@ -117,16 +117,20 @@ class ConnectionsTable:
     """Per client, its connections: broker, listener, and the requests of each API on it (HTML and text).
 
     ``show_counts=False`` leaves the per-API numbers out (only which APIs travelled on each connection), for
-    outputs that must read the same on every run while a client's heartbeats and fetches are timing-bound."""
+    outputs that must read the same on every run while a client's heartbeats and fetches are timing-bound;
+    ``ignore`` leaves those APIs out altogether (Heartbeat: whether one was sent at all depends on timing)."""
 
-    def __init__(self, summaries: Iterable[ConnectionSummary], *, show_counts: bool = True):
+    def __init__(self, summaries: Iterable[ConnectionSummary], *, show_counts: bool = True,
+                 ignore: Iterable[str] = ()):
         self.summaries = list(summaries)
         self.show_counts = show_counts
+        self.ignore = frozenset(ignore)
 
     def _apis(self, s: ConnectionSummary) -> str:
+        shown = {api: n for api, n in s.requests.items() if api not in self.ignore}
         if self.show_counts:
-            return ", ".join(f"{api} ×{n}" for api, n in s.requests.items())
-        return ", ".join(s.requests)
+            return ", ".join(f"{api} ×{n}" for api, n in shown.items())
+        return ", ".join(shown)
 
     def rows(self) -> list[tuple[str, str, str, str]]:
         """``(client, broker, listener, APIs)`` per connection, numbered per client from 1."""

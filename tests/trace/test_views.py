@@ -99,6 +99,7 @@ def test_views_of_two_clients_on_two_brokers(cluster, tap):
     table = ConnectionsTable(summaries)
     assert table.rows()[2] == ("beta #2", "broker 1", "PLAINTEXT", "Produce ×1")
     assert ConnectionsTable(summaries, show_counts=False).rows()[0][3] == "ApiVersions, Metadata, Produce"
+    assert ConnectionsTable(summaries, ignore={"Metadata"}).rows()[0][3] == "ApiVersions ×1, Produce ×1"
     assert "beta #2" in table._repr_html_()
 
     used = versions_used(tap)
