@@ -42,8 +42,9 @@ from typing import Any, Mapping, Optional
 from kafkalab.labs import CheckResult, check_equal, is_unanswered
 
 __all__ = ["CLIENTS", "RECORD_COUNT", "PARTITIONS", "JobResult", "records", "topic_for", "available", "run_job",
-           "client_of", "ecosystem_rows", "compare_produce_counts", "tshark_summary", "check_fetch_versions",
-           "check_only_some", "check_produce_connections", "connection_counts", "tap_counts"]
+           "client_of", "ecosystem_rows", "compare_produce_counts", "tshark_summary", "connection_counts",
+           "tap_counts", "predicted_produce_requests", "check_records_per_partition", "check_only_some",
+           "check_predicted_requests"]
 
 #: The clients of the lab, in the order the notebook runs them.
 CLIENTS = ("confluent-kafka", "kafka-python", "aiokafka", "kafkajs", "kcat")
@@ -391,13 +392,15 @@ def ecosystem_rows() -> list[dict]:
 
 
 # -- exercises ------------------------------------------------------------------------------------------------------
-def check_fetch_versions(answer: Any, tap) -> CheckResult:
-    """``answer``: ``{client: the Fetch version it sent}``, from the tap's recording."""
-    from kafkalab.trace.views import versions_used
-    used = versions_used(tap, client_of=client_of)
-    expected = {c: max(v["Fetch"]) for c, v in used.items() if "Fetch" in v}
-    return check_equal("Fetch versions", answer, expected,
-                       hint="versions_used(tap, client_of=lab14.client_of) has each client's versions per API")
+def check_records_per_partition(answer: Any, batching, client: str) -> CheckResult:
+    """``answer``: ``{partition: records in its batch}`` for ``client``'s Produce requests."""
+    expected: dict = {}
+    for request in batching:
+        if request.client == client:
+            for _topic, partition, count in request.batches:
+                expected[partition] = expected.get(partition, 0) + count
+    return check_equal(f"{client}: records per partition", answer, dict(sorted(expected.items())),
+                       hint="each ProduceRequestBatches has .client and .batches: (topic, partition, records)")
 
 
 def check_only_some(answer: Any, matrix) -> CheckResult:
@@ -406,12 +409,23 @@ def check_only_some(answer: Any, matrix) -> CheckResult:
         return check_equal("APIs only some clients used", answer, None)
     got = set(answer) if isinstance(answer, (set, frozenset, list, tuple)) else answer
     return check_equal("APIs only some clients used", got, set(matrix.partial_apis()),
-                       hint="a column with a '—' in some rows and a version in others")
+                       hint="a column with a '—' in some rows and a version in others",
+                       describe=lambda v: ", ".join(sorted(v)) if isinstance(v, (set, frozenset)) else repr(v))
 
 
-def check_produce_connections(answer: Any, counts: Mapping[str, Mapping[str, int]]) -> CheckResult:
-    """``answer``: ``{client: how many connections carried Produce requests}``."""
-    expected = {c: row["with Produce"] for c, row in counts.items()}
-    return check_equal("Connections that carried Produce", answer, expected,
-                       hint="a producer sends each partition's batch to that partition's leader: how many "
-                            "brokers lead the topic's 6 partitions?")
+def predicted_produce_requests(partitions: int, leaders: int) -> dict[str, int]:
+    """Produce requests for one flush of records to every partition, leaders spread over ``leaders`` brokers:
+    librdkafka sends one request per partition, the other clients one per leader."""
+    return {"confluent-kafka": partitions, "kafka-python": min(partitions, leaders)}
+
+
+def check_predicted_requests(answer: Any, partitions: int, leaders: int) -> CheckResult:
+    """``answer``: ``{"confluent-kafka": n, "kafka-python": m}`` Produce requests for one flush."""
+    expected = predicted_produce_requests(partitions, leaders)
+
+    def diagnose(got):
+        if isinstance(got, dict) and got.get("confluent-kafka") == min(partitions, leaders):
+            return "librdkafka does not combine partitions into one request, even for the same leader"
+        return None
+    return check_equal("Produce requests for one flush", answer, expected, diagnose=diagnose,
+                       hint="section 4: which client packs batches per leader, which per partition?")

@@ -317,8 +317,12 @@ def _span(values: list[int]) -> str:
 
 # -- one connection as a sequence diagram ---------------------------------------------------------------------------
 def sequence_diagram(tap, connection: int, *, limit: int = 24, client_name: Optional[str] = None,
-                     broker_name: Optional[str] = None, title: Optional[str] = None) -> "SequenceDiagram":
+                     broker_name: Optional[str] = None, title: Optional[str] = None,
+                     subtitle: Optional[str] = None, count_the_rest: bool = True) -> "SequenceDiagram":
     """The first ``limit`` frames of one connection, client on the left, broker on the right.
+
+    The client's box says ``connection N`` unless ``subtitle`` says something else; with ``count_the_rest`` a
+    last line says how many frames the picture left out (a number that varies with timing on a busy connection).
 
     A request's label is ``API vN #correlation id``; a response's is ``#correlation id`` with its API. A request
     that leaves while others on the connection are still unanswered carries the note "N in flight"."""
@@ -332,7 +336,7 @@ def sequence_diagram(tap, connection: int, *, limit: int = 24, client_name: Opti
     if broker_name is None:
         node = broker_ids(tap).get(tuple(conn.upstream)) if conn is not None else None
         broker_name = "broker" if node is None else f"broker {node}"
-    diagram = SequenceDiagram([("client", client_name, f"connection {connection}"),
+    diagram = SequenceDiagram([("client", client_name, subtitle or f"connection {connection}"),
                                ("broker", broker_name, "through the tap")], title=title)
     waiting: set = set()
     for f in frames[:limit]:
@@ -346,6 +350,6 @@ def sequence_diagram(tap, connection: int, *, limit: int = 24, client_name: Opti
         else:
             waiting.discard(f.correlation_id)
             diagram.message("broker", "client", f"#{f.correlation_id} {what}", colour=colour, dashed=True)
-    if len(frames) > limit:
+    if count_the_rest and len(frames) > limit:
         diagram.note(f"{len(frames) - limit} more frame(s) on this connection")
     return diagram

@@ -146,3 +146,5 @@ def test_sequence_diagram_shows_pipelining_and_fits_its_text(tap):
     short = sequence_diagram(tap, tap.connections[0].number, limit=3)
     assert repr(short).splitlines()[-1] == "   ... 5 more frame(s) on this connection"
     assert check_svg(short.svg()) == []
+    quiet = sequence_diagram(tap, tap.connections[0].number, limit=3, subtitle="first", count_the_rest=False)
+    assert len(quiet.rows) == 3 and quiet.lifelines[0][2] == "first"
