@@ -392,6 +392,16 @@ def ecosystem_rows() -> list[dict]:
 
 
 # -- exercises ------------------------------------------------------------------------------------------------------
+def _sorted_repr(value: Any) -> str:
+    """A dict shown with its keys in order (an answer built in the order requests arrived varies run to run)."""
+    if isinstance(value, dict):
+        try:
+            return repr(dict(sorted(value.items())))
+        except TypeError:
+            pass
+    return repr(value)
+
+
 def check_records_per_partition(answer: Any, batching, client: str) -> CheckResult:
     """``answer``: ``{partition: records in its batch}`` for ``client``'s Produce requests."""
     expected: dict = {}
@@ -400,7 +410,8 @@ def check_records_per_partition(answer: Any, batching, client: str) -> CheckResu
             for _topic, partition, count in request.batches:
                 expected[partition] = expected.get(partition, 0) + count
     return check_equal(f"{client}: records per partition", answer, dict(sorted(expected.items())),
-                       hint="each ProduceRequestBatches has .client and .batches: (topic, partition, records)")
+                       hint="each ProduceRequestBatches has .client and .batches: (topic, partition, records)",
+                       describe=_sorted_repr)
 
 
 def check_only_some(answer: Any, matrix) -> CheckResult:

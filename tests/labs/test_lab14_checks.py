@@ -82,3 +82,8 @@ def test_pcap_lines_with_tshark_are_the_same(recorded):
     tap, path = recorded
     used, lines = lab14.tshark_summary(path, tap, tap.connections[0].number)
     assert used and lines == lab14._pcap_lines(path, tap, tap.connections[0].number, 4)
+
+
+def test_records_per_partition_shows_the_answer_in_partition_order():
+    batching = [ProduceRequestBatches("c", 1, 2, (("t", 2, 7), ("t", 0, 5)))]
+    assert "{0: 5, 2: 7}" in lab14.check_records_per_partition({2: 7, 0: 5}, batching, "c").text()
