@@ -14,7 +14,8 @@ of a real client's socket and keep every frame it sends:
   (:mod:`.pcap`: :func:`write_pcap`, :func:`read_pcap`);
 * :mod:`.views` -- the tap's recording for notebooks: connections per client (:class:`ConnectionsTable`), the
   versions each client sent (:class:`VersionMatrix`), batching (:class:`BatchingTable`), one connection as a
-  sequence diagram (:func:`sequence_diagram`);
+  sequence diagram (:func:`sequence_diagram`), and :class:`TapRequestLogs`, the tap as the source of a
+  :class:`~kafkalab.viz.live.LiveRequestLog`;
 * :mod:`.raw` -- :class:`RawConnection`, the other direction: a bare connection *to* a broker that sends frames
   exactly as given and reads the replies (pipelining by hand, frames built byte by byte, a broker hanging up).
 
@@ -31,10 +32,10 @@ from kafkalab.trace.pcap import PcapFrame, read_pcap, write_pcap
 from kafkalab.trace.raw import RawConnection
 from kafkalab.trace.tap import Tap, TapEvent, TapFrame
 from kafkalab.trace.tap_rewrite import AddressChange
-from kafkalab.trace.views import (BatchingTable, ConnectionsTable, VersionMatrix, connection_summaries,
-                                  produce_batching, sequence_diagram, versions_used)
+from kafkalab.trace.views import (BatchingTable, ConnectionsTable, TapRequestLogs, VersionMatrix,
+                                  connection_summaries, produce_batching, sequence_diagram, versions_used)
 
-__all__ = ["BatchingTable", "ConnectionsTable", "VersionMatrix", "connection_summaries", "produce_batching",
+__all__ = ["BatchingTable", "ConnectionsTable", "TapRequestLogs", "VersionMatrix", "connection_summaries", "produce_batching",
            "sequence_diagram", "versions_used", "AddressChange", "PcapFrame", "Tap", "TapEvent", "TapFrame", "read_pcap", "write_pcap", "CLIENTS", "CLOSE", "DEFAULT_ADVERTISED", "CapturedRequest", "CaptureError", "CaptureResult",
            "ClientNotAvailable", "ConnectionRecord", "Fault", "RawConnection", "ScriptedListener", "ScriptedReplies",
            "available_clients", "capture", "client_version", "count_records", "first_request_only",

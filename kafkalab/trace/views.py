@@ -17,6 +17,9 @@ the questions one asks of a client's traffic:
 * :func:`produce_batching` / :class:`BatchingTable` -- every Produce request taken apart: how many record
   batches it carried (one per partition) and how many records each batch held (``recordsCount`` of each
   ``DefaultRecordBatch`` header, read without decompressing).
+* :class:`TapRequestLogs` -- the tap as a source for :class:`kafkalab.viz.live.LiveRequestLog`: one request log
+  per broker the tap relays to, each answered request as one record (the round trip the tap measured as its
+  total time; the broker's own parts -- queue, local, remote, send -- are not visible from outside and show "—");
 * :func:`sequence_diagram` -- one connection as a :class:`~kafkalab.viz.sequence.SequenceDiagram`: requests
   solid, responses dashed, each labelled with its API, version and correlation id; a request sent while earlier
   ones are still unanswered says how many are in flight, which is pipelining made visible.
@@ -32,12 +35,14 @@ import collections
 import dataclasses
 import html
 import struct
+import threading
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional
 
 if TYPE_CHECKING:
     from kafkalab.viz.sequence import SequenceDiagram
 
-__all__ = ["BatchingTable", "ConnectionSummary", "ConnectionsTable", "ProduceRequestBatches", "VersionMatrix",
+__all__ = ["BatchingTable", "ConnectionSummary", "ConnectionsTable", "ProduceRequestBatches", "TapRequestLogs",
+           "VersionMatrix",
            "broker_ids", "connection_summaries", "produce_batching", "record_batch_counts", "sequence_diagram",
            "versions_used"]
 
@@ -313,6 +318,96 @@ def _span(values: list[int]) -> str:
         return "—"
     low, high = min(values), max(values)
     return str(low) if low == high else f"{low}–{high}"
+
+
+# -- the tap as a live request log ---------------------------------------------------------------------------------
+class _TapLog:
+    """What :class:`~kafkalab.viz.live.LiveRequestLog` needs of a request log: ``subscribe(callback)``.
+
+    A log appears when the tap first relays an answer from its broker, before anyone could subscribe to it: the
+    records published until the first subscriber comes are kept (at most ``backlog``) and handed to it."""
+
+    def __init__(self, backlog: int = 10_000) -> None:
+        self._subscribers: list = []
+        self._waiting: collections.deque = collections.deque(maxlen=backlog)
+        self._lock = threading.Lock()
+
+    def subscribe(self, callback: Callable[[Any], None]) -> Callable[[], None]:
+        with self._lock:
+            self._subscribers.append(callback)
+            waiting, self._waiting = list(self._waiting), collections.deque(maxlen=self._waiting.maxlen)
+        for record in waiting:
+            callback(record)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if callback in self._subscribers:
+                    self._subscribers.remove(callback)
+        return unsubscribe
+
+    def publish(self, record: Any) -> None:
+        with self._lock:
+            subscribers = list(self._subscribers)
+            if not subscribers:
+                self._waiting.append(record)
+        for callback in subscribers:
+            callback(record)
+
+
+class TapRequestLogs:
+    """A tap's answered requests as request logs, one per broker node id (``-1`` before the tap knows which broker
+    a port stands for): ``LiveRequestLog(TapRequestLogs(tap))``. It chains itself into ``tap.on_frame`` (keeping
+    an observer already there) and sees the frames recorded from then on."""
+
+    UNKNOWN_BROKER = -1
+    UNANSWERED_KEPT = 10_000
+
+    def __init__(self, tap):
+        from kafkalab.network.request_channel import RequestRecord   # here: the tap itself needs no broker code
+
+        self._record_type = RequestRecord
+        self.tap = tap
+        self._lock = threading.Lock()
+        self._logs: dict[int, _TapLog] = {}
+        self._nodes: dict[tuple, int] = broker_ids(tap)
+        self._request_bytes: dict[int, int] = {}
+        previous = tap.on_frame
+
+        def on_frame(frame) -> None:
+            if previous is not None:
+                previous(frame)
+            self._frame(frame)
+        tap.on_frame = on_frame
+
+    def request_logs(self) -> dict:
+        with self._lock:
+            return dict(self._logs)
+
+    def _log(self, node: int) -> _TapLog:
+        with self._lock:
+            return self._logs.setdefault(node, _TapLog())
+
+    def _frame(self, f) -> None:
+        for change in f.rewritten:
+            self._nodes[tuple(change.upstream)] = change.node_id
+        if f.direction == "request":
+            self._request_bytes[f.index] = len(f.frame)
+            if len(self._request_bytes) > self.UNANSWERED_KEPT:     # acks=0 Produce requests are never answered
+                del self._request_bytes[next(iter(self._request_bytes))]
+            return
+        if f.request_index is None or f.latency is None:
+            return
+        connections = self.tap.connections          # numbered in the order they were accepted
+        conn = connections[f.connection] if 0 <= f.connection < len(connections) else None
+        node = self.UNKNOWN_BROKER if conn is None else self._nodes.get(tuple(conn.upstream), self.UNKNOWN_BROKER)
+        sent = self.tap.started_at + f.time - f.latency
+        record = self._record_type(
+            connection_id=f"tap-{f.connection}", listener_name="tap", client_id=f.client_id,
+            correlation_id=f.correlation_id, api_key=f.api_key, api_version=f.api_version, api_name=f.api_name,
+            request_queue_time_ms=None, local_time_ms=None, remote_time_ms=None, response_send_time_ms=None,
+            total_time_ms=f.latency * 1000, request_bytes=self._request_bytes.pop(f.request_index, 0),
+            response_bytes=len(f.frame), completed="response", received_ms=int(sent * 1000))
+        self._log(node).publish(record)
 
 
 # -- one connection as a sequence diagram ---------------------------------------------------------------------------

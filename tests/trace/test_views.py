@@ -8,7 +8,7 @@ import pytest
 from kafkalab.cluster import Cluster
 from kafkalab.protocol import encode_request, make_request, request_class
 from kafkalab.records import SimpleRecord, build_batch
-from kafkalab.trace import RawConnection, Tap
+from kafkalab.trace import RawConnection, Tap, TapRequestLogs
 from kafkalab.trace.views import (BatchingTable, ConnectionsTable, VersionMatrix, connection_summaries,
                                   produce_batching, record_batch_counts, sequence_diagram, versions_used)
 from kafkalab.viz.textfit import check_svg
@@ -148,3 +148,27 @@ def test_sequence_diagram_shows_pipelining_and_fits_its_text(tap):
     assert check_svg(short.svg()) == []
     quiet = sequence_diagram(tap, tap.connections[0].number, limit=3, subtitle="first", count_the_rest=False)
     assert len(quiet.rows) == 3 and quiet.lifelines[0][2] == "first"
+
+
+def test_the_tap_feeds_a_live_request_log(tap):
+    from kafkalab.viz.live.request_log import LiveRequestLog
+
+    seen = []
+    tap.on_frame = seen.append                              # an observer already there keeps its frames
+    logs = TapRequestLogs(tap)
+    live = LiveRequestLog(logs, start=False)
+    try:
+        with RawConnection(tap.bootstrap_servers) as conn:
+            conn.send(_api_versions(1, "watched"), _metadata(2, "watched"))
+            conn.receive(), conn.receive()
+        assert _wait(lambda: len(tap.responses()) == 2)
+        live.refresh()                          # subscribes to the logs that appeared, which hand over their records
+        rows = live.rows()
+        assert [(broker, r.api_name, r.correlation_id, r.client_id, r.listener_name) for broker, r in rows] == [
+            (0, "Metadata", 2, "watched", "tap"),          # its rewrite taught the tap which broker this is
+            (TapRequestLogs.UNKNOWN_BROKER, "ApiVersions", 1, "watched", "tap")]
+        assert all(r.total_time_ms >= 0 and r.request_bytes > 0 and r.local_time_ms is None for _, r in rows)
+        assert "<td" in live.snapshot().data and "—" in live.snapshot().data
+        assert len(seen) == 4
+    finally:
+        live.close()
