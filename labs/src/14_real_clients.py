@@ -45,8 +45,9 @@ import pandas as pd
 from kafkalab import Cluster
 from kafkalab.cluster import BrokerLog
 from kafkalab.labs import evidence, lab14
-from kafkalab.trace import (BatchingTable, ConnectionsTable, Tap, VersionMatrix, connection_summaries,
-                            produce_batching, sequence_diagram, versions_used)
+from kafkalab.trace import (BatchingTable, ConnectionsTable, Tap, TapRequestLogs, VersionMatrix,
+                            connection_summaries, produce_batching, sequence_diagram, versions_used)
+from kafkalab.viz import LiveRequestLog
 
 broker_log = BrokerLog().install()          # the brokers' log lines go to a list, not under the cells
 print("clients:", ", ".join(lab14.CLIENTS))
@@ -71,7 +72,19 @@ print("brokers:", sorted(cluster.brokers), "listeners:", sorted(set(listeners.va
 # answers with **its** address and the other brokers' — a client that believed it would connect to the brokers
 # directly and the tap would see nothing more. So the tap rewrites every broker address in Metadata,
 # FindCoordinator and DescribeCluster responses into a tap port of its own, one per broker, and changes no
-# other byte. Each client runs its job now, one after another (about half a minute in all):
+# other byte.
+#
+# The tap also feeds the live request log of the dashboard: each answered request as the tap relays it, per
+# broker, with the round trip it measured (the broker's own queue, local, remote and send times are not visible
+# from outside: "—"). It shows the group traffic; clear the API filter to see everything. (Opened without
+# running, the notebook shows a note here instead.)
+
+# %%
+live = LiveRequestLog(TapRequestLogs(tap), api="FindCoordinator, JoinGroup, SyncGroup, OffsetCommit, LeaveGroup")
+live
+
+# %% [markdown]
+# Each client runs its job now, one after another (about half a minute in all):
 
 # %%
 results = {}
@@ -250,6 +263,7 @@ evidence("The pcap says what the tap saw", {
 pd.DataFrame(lab14.ecosystem_rows()).set_index("family")
 
 # %%
+live.close()
 tap.stop()
 cluster.stop()
 
