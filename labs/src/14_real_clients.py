@@ -178,8 +178,10 @@ matrix = VersionMatrix(used, apis)
 matrix
 
 # %% [markdown]
-# **aiokafka** asks ApiVersions **v0** and uses Metadata v5, Fetch v11: it supports a fixed, older set.
-# **kafka-python 3** and **librdkafka** are the newest here (Metadata v13 is Kafka 3.7's topic-id Metadata).
+# **aiokafka** asks ApiVersions **v0** and stays with older versions throughout (Metadata v5): it supports a
+# fixed, older set. **kafka-python 3** and **librdkafka** pick the newest versions here; kafkajs and kcat (an
+# older librdkafka than confluent-kafka's) sit in between. Each version the broker accepts is one it
+# advertised in its ApiVersions answer.
 # Some columns are not full: exercise 2 asks why.
 
 # %%
@@ -251,8 +253,8 @@ evidence("The pcap says what the tap saw", {
 })
 
 # %% [markdown]
-# Wireshark's Kafka dissector lags behind the protocol: versions it does not know (Metadata v13, Fetch v16) it
-# marks "Unsupported", but the framing is still right. Open `labs/lab14.pcap` in Wireshark to browse the whole
+# Wireshark's Kafka dissector lags behind the protocol: a version it does not know (Wireshark 4.0 knows
+# Metadata only up to v9) it marks "Unsupported", but the framing is still right. Open `labs/lab14.pcap` in Wireshark to browse the whole
 # job.
 #
 # ## 7 · The client ecosystem
