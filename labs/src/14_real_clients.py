@@ -69,8 +69,8 @@ print("brokers:", sorted(cluster.brokers), "listeners:", sorted(set(listeners.va
 
 # %% [markdown]
 # A client is given the tap's address as `bootstrap.servers`. It asks that address for Metadata, and the broker
-# answers with **its** address and the other brokers' — a client that believed it would connect to the brokers
-# directly and the tap would see nothing more. So the tap rewrites every broker address in Metadata,
+# answers with **its** address and the other brokers' — left alone, the client would go on to connect to the
+# brokers directly, and the tap would see nothing more. So the tap rewrites every broker address in Metadata,
 # FindCoordinator and DescribeCluster responses into a tap port of its own, one per broker, and changes no
 # other byte.
 #
@@ -113,7 +113,7 @@ counts = lab14.connection_counts(summaries)
 pd.DataFrame({client: {k: v for k, v in row.items() if k != "connections"} for client, row in counts.items()}).T
 
 # %% [markdown]
-# How many connections each library opened in all (10 to 12 here) depends on details — which broker an admin
+# How many connections each library opened in all (7 for kcat, 10 to 12 for the others) depends on details — which broker an admin
 # client picks for Metadata, whether a bootstrap connection is reused — so the table counts the ones that
 # matter. Read it row by row:
 #
