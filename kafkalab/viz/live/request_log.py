@@ -46,7 +46,10 @@ _PARKED = "background-color:#fff3cd"      # a request that waited in a purgatory
 
 
 def _request_logs(source) -> dict:
-    """``{broker id: RequestLog}`` of a ``Cluster`` (its brokers that have started) or of one ``KafkaServer``."""
+    """``{broker id: RequestLog}`` of a ``Cluster`` (its brokers that have started), of one ``KafkaServer``, or of
+    anything with ``request_logs()`` (:class:`kafkalab.trace.views.TapRequestLogs`: what a tap relayed)."""
+    if hasattr(source, "request_logs"):
+        return source.request_logs()
     brokers = source.brokers.items() if hasattr(source, "brokers") else [(source.broker_id, source)]
     return {broker_id: b.channel.request_log for broker_id, b in brokers if getattr(b, "channel", None) is not None}
 
@@ -54,6 +57,11 @@ def _request_logs(source) -> dict:
 def _cluster_stopped(source) -> bool:
     """A ``Cluster`` that :meth:`stop` ended (``Cluster.is_running`` is false); a single broker never counts."""
     return hasattr(source, "brokers") and not cluster_is_running(source)
+
+
+def _ms(value: Optional[float]) -> str:
+    """A time in ms, or "—" where the source does not know it (a tap sees round trips, not the broker's parts)."""
+    return "—" if value is None else f"{value:.1f}"
 
 
 def _names(text: str) -> set:
@@ -214,9 +222,9 @@ class LiveRequestLog(widgets.VBox):
         for broker_id, r in rows:
             stamp = _time.strftime("%H:%M:%S", _time.localtime(r.received_ms / 1000)) + f".{r.received_ms % 1000:03d}"
             cells = (stamp, broker_id, r.api_name, r.api_version, r.correlation_id, r.client_id or "",
-                     r.listener_name, f"{r.request_queue_time_ms:.1f}", f"{r.local_time_ms:.1f}",
-                     f"{r.remote_time_ms:.1f}", f"{r.response_send_time_ms:.1f}", f"{r.total_time_ms:.1f}")
-            style = f' style="{_PARKED}"' if r.remote_time_ms > 0 else ""
+                     r.listener_name, _ms(r.request_queue_time_ms), _ms(r.local_time_ms), _ms(r.remote_time_ms),
+                     _ms(r.response_send_time_ms), _ms(r.total_time_ms))
+            style = f' style="{_PARKED}"' if (r.remote_time_ms or 0) > 0 else ""
             body.append(f"<tr{style}>" + "".join(f'<td style="{_CELL}">{html.escape(str(c))}</td>' for c in cells)
                         + "</tr>")
         if not body:
