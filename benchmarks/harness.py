@@ -41,11 +41,8 @@ import time
 from typing import Callable, Optional
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if REPO not in sys.path:        # kafkalab itself, for a checkout that is not installed (pip install -e .)
-    try:
-        import kafkalab  # noqa: F401
-    except ImportError:
-        sys.path.insert(0, REPO)
+if REPO not in sys.path:        # this checkout's kafkalab, in this process as in the brokers it starts (kafkalab_env)
+    sys.path.insert(0, REPO)   # even when another checkout is installed (pip install -e) in the environment
 
 try:
     import confluent_kafka as ck

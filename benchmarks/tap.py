@@ -375,8 +375,10 @@ def main(argv=None) -> int:
     print(f"  throughput: {cfg.records:,} records of {harness.RECORD_SIZE} B per run, acks=1, producer "
           f"{harness.THROUGHPUT_PRODUCER}; latency: {cfg.latency} records one at a time "
           f"({harness.LATENCY_PRODUCER}); perf: {cfg.perf_records:,} records, {PERF_PROPS}; {cfg.rounds} round(s)")
+    import kafkalab
     print(f"  routes: {', '.join(cfg.routes)}; confluent-kafka {harness.client_version()}, Python "
-          f"{sys.version.split()[0]}, kafkalab git {harness.git_revision()}")
+          f"{sys.version.split()[0]}, kafkalab git {harness.git_revision()} "
+          f"({os.path.dirname(os.path.dirname(kafkalab.__file__))})")
     print(f"  machine: nproc {len(os.sched_getaffinity(0))}, load average before: "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     workdir = tempfile.mkdtemp(prefix="kafkalab-tap-bench-")
