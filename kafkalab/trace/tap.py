@@ -8,11 +8,13 @@ accepts it opens a connection to the broker behind that port and relays both way
 * **requests** (client -> broker) are forwarded byte for byte as they arrive; a copy goes through a
   :class:`~kafkalab.protocol.FrameReader` and each complete frame is recorded as a :class:`TapFrame` with its
   decoded header and body (or the decode error);
-* **responses** (broker -> client) are cut into frames, paired with their request by correlation id (the API
-  key and version a response's bytes do not carry come from the request), recorded, and forwarded. Metadata,
-  FindCoordinator and DescribeCluster responses are re-encoded with every broker address replaced by a tap
-  address (:mod:`.tap_rewrite`): the tap opens **one port per broker** the first time a broker is advertised,
-  so a client keeps talking through the tap after bootstrap. Every other response is forwarded unchanged.
+* **responses** (broker -> client) are forwarded as they arrive too (cut-through, :mod:`.tap_framing`: a
+  1 MiB Fetch response is not held back until its last byte is in) while they are cut into frames; each
+  complete frame is then paired with its request by correlation id (the API key and version a response's
+  bytes do not carry come from the request) and recorded. Metadata, FindCoordinator and DescribeCluster
+  responses are held until complete and re-encoded with every broker address replaced by a tap address
+  (:mod:`.tap_rewrite`): the tap opens **one port per broker** the first time a broker is advertised, so a
+  client keeps talking through the tap after bootstrap. Every other response is forwarded unchanged.
 
 Bad input never stops the tap: a size prefix that is negative or over ``max_frame_bytes`` is recorded as a
 :class:`TapEvent` and the rest of that direction is relayed raw (the broker decides what to do with it); a
@@ -42,6 +44,7 @@ from typing import Any, Callable, Optional
 from kafkalab.protocol import (DEFAULT_MAX_FRAME_BYTES, FrameReader, InvalidReceiveError, api_name, decode_request,
                                decode_response, encode_response, request_schema, response_schema, size_prefixed)
 from kafkalab.protocol.json_converter import to_json, write
+from kafkalab.trace.tap_framing import CutThroughFramer, Forward, Frame
 from kafkalab.trace.tap_rewrite import REWRITTEN_APIS, AddressChange, rewrite_response
 
 __all__ = ["Tap", "TapFrame", "TapEvent", "DEFAULT_MAX_FRAMES", "DEFAULT_MAX_BYTES"]
@@ -50,7 +53,7 @@ __all__ = ["Tap", "TapFrame", "TapEvent", "DEFAULT_MAX_FRAMES", "DEFAULT_MAX_BYT
 DEFAULT_MAX_FRAMES = 100_000
 #: Bytes of recorded frames a tap keeps before it drops the oldest frames.
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
-_RECV_BYTES = 65536
+_RECV_BYTES = 1024 * 1024   # one recv can take a whole 1 MiB Fetch response or Produce request
 
 
 def _parse_address(text: str) -> tuple[str, int]:
@@ -290,7 +293,8 @@ class Tap:
         threading.Thread(target=self._relay_requests, args=(conn, client, broker, pending), daemon=True).start()
         threading.Thread(target=self._relay_responses, args=(conn, broker, client, pending), daemon=True).start()
 
-    def _close(self, conn: TapConnection, side: str, reader: FrameReader, *sockets: socket.socket) -> None:
+    def _close(self, conn: TapConnection, side: str, reader: FrameReader | CutThroughFramer,
+               *sockets: socket.socket) -> None:
         """Close both sockets; only the first of the two relays to get here records why."""
         with self._lock:
             first, conn.closed = not conn.closed, True
@@ -330,21 +334,45 @@ class Tap:
                 return self._close(conn, "broker", FrameReader(), client, broker)
 
     def _relay_responses(self, conn, broker, client, pending) -> None:
-        reader = FrameReader(self.max_frame_bytes)
+        """Cut-through (:mod:`.tap_framing`): a response's bytes go on as they arrive and the whole frame is
+        recorded after it has been passed on, except the responses to rewrite, held until complete."""
+        def hold(correlation_id) -> bool:
+            request = pending.get(correlation_id)
+            return request is not None and request.api_key in REWRITTEN_APIS
+        framer = CutThroughFramer(hold, self.max_frame_bytes)
         while True:
             try:
                 data = broker.recv(_RECV_BYTES)
             except OSError:
                 data = b""
             if not data:
-                return self._close(conn, "broker", reader or FrameReader(), client, broker)
-            frames, reader = self._frames(conn, reader, data, "response")
-            out = b"".join(self._response(conn, bytes(f), pending) for f in frames)
+                return self._close(conn, "broker", framer, client, broker)
             try:
-                client.sendall(out)
+                steps, bad = framer.feed(data), False
+            except InvalidReceiveError as e:
+                self._event(conn.number, "invalid-size", f"response: {e}; the connection is closed")
+                steps, bad = list(e.frames), True
+            record_first = any(type(step) is Frame and step.held for step in steps)
+            out = []
+            for step in steps:     # held frames are rewritten in place: record everything in stream order
+                if type(step) is Forward:
+                    out.append(step.data)
+                elif record_first:
+                    wire = self._response(conn, step.frame, pending)
+                    if step.held:
+                        out.append(wire)
+            if len(out) > 1 and sum(map(len, out)) <= _RECV_BYTES // 16:
+                out = [b"".join(out)]      # small pieces in one write; large ones as they are, uncopied
+            try:
+                for piece in out:
+                    client.sendall(piece)
             except OSError:
                 return self._close(conn, "client", FrameReader(), client, broker)
-            if reader is None:   # a broker that sent a bad size cannot be relayed frame by frame: hang up
+            if not record_first:   # the usual case: recorded once the client has its bytes
+                for step in steps:
+                    if type(step) is Frame:
+                        self._response(conn, step.frame, pending)
+            if bad:   # a broker that sent a bad size cannot be relayed frame by frame: hang up
                 return self._close(conn, "tap", FrameReader(), client, broker)
 
     def _frames(self, conn, reader: FrameReader, data: bytes, direction: str):
@@ -371,7 +399,8 @@ class Tap:
             pending[rec.correlation_id] = rec
 
     def _response(self, conn, frame: bytes, pending) -> bytes:
-        """Record one response frame; return what the client gets (rewritten or the same bytes), prefixed."""
+        """Record one response frame; return what the client gets (rewritten or the same bytes), prefixed.
+        A frame passed on as it arrived is recorded once the client has all of it: its time is then."""
         rec = TapFrame(0, conn.number, "response", self._now(), frame)
         if len(frame) >= 4:
             rec.correlation_id = int.from_bytes(frame[0:4], "big", signed=True)
