@@ -25,7 +25,8 @@ def test_tap_benchmark_runs_end_to_end_at_a_tiny_size():
         assert f"round 1 {route} " in out
     for client in ("perf-tool", "kafka-python", "kafkalab-producer"):
         assert f"round 1 {client} " in out
+    assert "process  / direct: produce " in out and "thread   / direct: produce " in out
     assert "tap process on exit: " in out and " 0 dropped" in out
     targets = out.split("Targets:")[1]
-    assert targets.count("tap (process)") == 2 and targets.count("tap (thread)") == 2
+    assert targets.count("tap (process)") == 2 and "tap (thread)" not in targets   # reported, not judged
     assert "producer-perf-test >= 0.8x kafka-python's producer" in targets
