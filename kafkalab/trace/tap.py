@@ -5,9 +5,9 @@ Theory of operation
 ``Tap(bootstrap)`` listens on one address that stands for the bootstrap broker. For every client connection it
 accepts it opens a connection to the broker behind that port and relays both ways:
 
-* **requests** (client -> broker) are forwarded byte for byte as they arrive; a copy goes through a
-  :class:`~kafkalab.protocol.FrameReader` and each complete frame is recorded as a :class:`TapFrame` with its
-  decoded header and body (or the decode error);
+* **requests** (client -> broker) are forwarded byte for byte as they arrive; a copy is cut into frames (by the
+  framer of :mod:`.tap_framing`, the size rules of :class:`~kafkalab.protocol.FrameReader`) and each complete
+  frame is recorded as a :class:`TapFrame` with its decoded header and body (or the decode error);
 * **responses** (broker -> client) are forwarded as they arrive too (cut-through, :mod:`.tap_framing`: a
   1 MiB Fetch response is not held back until its last byte is in) while they are cut into frames; each
   complete frame is then paired with its request by correlation id (the API key and version a response's
@@ -54,6 +54,10 @@ DEFAULT_MAX_FRAMES = 100_000
 #: Bytes of recorded frames a tap keeps before it drops the oldest frames.
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 _RECV_BYTES = 1024 * 1024   # one recv can take a whole 1 MiB Fetch response or Produce request
+
+
+def _hold_nothing(correlation_id) -> bool:
+    return False
 
 
 def _parse_address(text: str) -> tuple[str, int]:
@@ -316,7 +320,9 @@ class Tap:
             s.close()
 
     def _relay_requests(self, conn, client, broker, pending) -> None:
-        reader: Optional[FrameReader] = FrameReader(self.max_frame_bytes)
+        """Requests go on byte for byte as they arrive; the framer (holding nothing) only cuts the copy that is
+        recorded, each frame before the bytes that complete it are passed on (so that its response finds it)."""
+        reader: Optional[CutThroughFramer] = CutThroughFramer(_hold_nothing, self.max_frame_bytes)
         while True:
             try:
                 data = client.recv(_RECV_BYTES)
@@ -325,9 +331,14 @@ class Tap:
             if not data:
                 return self._close(conn, "client", reader or FrameReader(), client, broker)
             if reader is not None:
-                frames, reader = self._frames(conn, reader, data, "request")
-                for f in frames:
-                    self._record_request(conn, bytes(f), pending)
+                try:
+                    steps = reader.feed(data)
+                except InvalidReceiveError as e:
+                    self._event(conn.number, "invalid-size", f"request: {e}; relayed unread from here on")
+                    steps, reader = list(e.frames), None
+                for step in steps:
+                    if type(step) is Frame:
+                        self._record_request(conn, step.frame, pending)
             try:
                 broker.sendall(data)
             except OSError:
@@ -374,13 +385,6 @@ class Tap:
                         self._response(conn, step.frame, pending)
             if bad:   # a broker that sent a bad size cannot be relayed frame by frame: hang up
                 return self._close(conn, "tap", FrameReader(), client, broker)
-
-    def _frames(self, conn, reader: FrameReader, data: bytes, direction: str):
-        try:
-            return reader.feed(data), reader
-        except InvalidReceiveError as e:
-            self._event(conn.number, "invalid-size", f"{direction}: {e}; relayed unread from here on")
-            return list(getattr(e, "frames", []) or []), None
 
     def _record_request(self, conn, frame: bytes, pending) -> None:
         rec = TapFrame(0, conn.number, "request", self._now(), frame)
