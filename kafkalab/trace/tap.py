@@ -10,8 +10,8 @@ accepts it opens a connection to the broker behind that port and relays both way
   frame is recorded as a :class:`TapFrame` with its decoded header and body (or the decode error);
 * **responses** (broker -> client) are forwarded as they arrive too (cut-through, :mod:`.tap_framing`: a
   1 MiB Fetch response is not held back until its last byte is in) while they are cut into frames; each
-  complete frame is then paired with its request by correlation id (the API key and version a response's
-  bytes do not carry come from the request) and recorded. Metadata, FindCoordinator and DescribeCluster
+  complete frame is paired with its request by correlation id (the API key and version a response's bytes do
+  not carry come from the request) and recorded before the bytes that complete it go on. Metadata, FindCoordinator and DescribeCluster
   responses are held until complete and re-encoded with every broker address replaced by a tap address
   (:mod:`.tap_rewrite`): the tap opens **one port per broker** the first time a broker is advertised, so a
   client keeps talking through the tap after bootstrap. Every other response is forwarded unchanged.
@@ -345,8 +345,9 @@ class Tap:
                 return self._close(conn, "broker", FrameReader(), client, broker)
 
     def _relay_responses(self, conn, broker, client, pending) -> None:
-        """Cut-through (:mod:`.tap_framing`): a response's bytes go on as they arrive and the whole frame is
-        recorded after it has been passed on, except the responses to rewrite, held until complete."""
+        """Cut-through (:mod:`.tap_framing`): a response's bytes go on as they arrive, except the responses to
+        rewrite, held until complete. Each frame is recorded before the received bytes that complete it go on,
+        as a request is: its time is never later than the client could have seen it (and answered)."""
         def hold(correlation_id) -> bool:
             request = pending.get(correlation_id)
             return request is not None and request.api_key in REWRITTEN_APIS
@@ -363,15 +364,14 @@ class Tap:
             except InvalidReceiveError as e:
                 self._event(conn.number, "invalid-size", f"response: {e}; the connection is closed")
                 steps, bad = list(e.frames), True
-            record_first = any(type(step) is Frame and step.held for step in steps)
             out = []
-            for step in steps:     # held frames are rewritten in place: record everything in stream order
+            for step in steps:
                 if type(step) is Forward:
                     out.append(step.data)
-                elif record_first:
-                    wire = self._response(conn, step.frame, pending)
-                    if step.held:
-                        out.append(wire)
+                else:
+                    recorded = self._response(conn, step.frame, pending)
+                    if step.held:                      # the rewritten bytes in the held frame's place
+                        out.append(recorded.wire)
             if len(out) > 1 and sum(map(len, out)) <= _RECV_BYTES // 16:
                 out = [b"".join(out)]      # small pieces in one write; large ones as they are, uncopied
             try:
@@ -379,10 +379,6 @@ class Tap:
                     client.sendall(piece)
             except OSError:
                 return self._close(conn, "client", FrameReader(), client, broker)
-            if not record_first:   # the usual case: recorded once the client has its bytes
-                for step in steps:
-                    if type(step) is Frame:
-                        self._response(conn, step.frame, pending)
             if bad:   # a broker that sent a bad size cannot be relayed frame by frame: hang up
                 return self._close(conn, "tap", FrameReader(), client, broker)
 
@@ -402,9 +398,8 @@ class Tap:
         if rec.correlation_id is not None:
             pending[rec.correlation_id] = rec
 
-    def _response(self, conn, frame: bytes, pending) -> bytes:
-        """Record one response frame; return what the client gets (rewritten or the same bytes), prefixed.
-        A frame passed on as it arrived is recorded once the client has all of it: its time is then."""
+    def _response(self, conn, frame: bytes, pending) -> TapFrame:
+        """Record one response frame; its ``wire`` is what the client gets (rewritten or the same bytes)."""
         rec = TapFrame(0, conn.number, "response", self._now(), frame)
         if len(frame) >= 4:
             rec.correlation_id = int.from_bytes(frame[0:4], "big", signed=True)
@@ -427,8 +422,7 @@ class Tap:
             except Exception as e:   # noqa: BLE001 -- forward the original rather than drop it
                 rec.error = f"not rewritten: {type(e).__name__}: {e}"
                 rec.forwarded = None
-        self._record(rec)
-        return rec.wire
+        return self._record(rec)
 
     # -- views and exports ------------------------------------------------------------------------------------------
     def requests(self) -> list[TapFrame]:
