@@ -32,16 +32,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import cProfile
 import importlib.metadata
-import io
 import os
 import platform
-import pstats
 import statistics
 import sys
 import tempfile
-import threading
 import time
 import uuid
 
@@ -250,44 +246,6 @@ PRODUCE = {"kafkalab": produce_kafkalab, "confluent-kafka": produce_confluent, "
 CONSUME = {"kafkalab": consume_kafkalab, "confluent-kafka": consume_confluent, "kafka-python": consume_kafka_python}
 
 
-# ============================================================================================ profiling
-class ThreadProfiles:
-    """cProfile in every thread started while active (the producer's work happens on its I/O thread)."""
-
-    def __init__(self):
-        self.profiles: list[cProfile.Profile] = []
-
-    def _hook(self, *args):
-        sys.setprofile(None)
-        prof = cProfile.Profile()
-        self.profiles.append(prof)
-        prof.enable()
-
-    def __enter__(self):
-        main = cProfile.Profile()
-        self.profiles.append(main)
-        threading.setprofile(self._hook)
-        main.enable()
-        self._main = main
-        return self
-
-    def __exit__(self, *exc):
-        self._main.disable()
-        threading.setprofile(None)
-
-    def report(self, n: int = 25) -> str:
-        out = io.StringIO()
-        stats = None
-        for prof in self.profiles:
-            try:
-                prof.disable()
-            except Exception:
-                pass
-            stats = pstats.Stats(prof, stream=out) if stats is None else (stats.add(prof) or stats)
-        stats.sort_stats("tottime").print_stats(n)
-        return out.getvalue()
-
-
 # ============================================================================================ the run
 def versions() -> dict:
     out = {"python": platform.python_version()}
@@ -388,11 +346,11 @@ def main() -> None:
         if cfg.profile and "kafkalab" in clients:
             topic = f"bench-profile-{uuid.uuid4().hex[:6]}"
             create_topic(bootstrap, topic)
-            with ThreadProfiles() as tp:
+            with harness.ThreadProfiles() as tp:
                 produce_kafkalab(bootstrap, topic, values)
             print("\ncProfile of kafkalab's producer (caller thread + I/O thread), by own time:")
             print(tp.report())
-            with ThreadProfiles() as tc:
+            with harness.ThreadProfiles() as tc:
                 CONSUME["kafkalab"](bootstrap, topic, cfg.records, cfg.size)
             print("\ncProfile of kafkalab's consume side, by own time:")
             print(tc.report())

@@ -13,17 +13,21 @@ stops it with SIGTERM. Probes: CPU seconds and peak RSS of a process, the addres
 ``/proc``). Load: :class:`ClientLog`, :func:`create_topic`, :func:`produce_run`, :func:`consume_run`, :func:`latency_run` with
 confluent-kafka, under the client settings of a :class:`ClientProfile` (:data:`PROFILES`). Report: :func:`median`,
 :func:`pct` (nearest-rank percentile), :func:`spread` and :func:`ratio_spread` (median with min-max),
-:func:`paired_ratios`, :func:`fmt`, :func:`print_rows`.
+:func:`paired_ratios`, :func:`fmt`, :func:`print_rows`. Profiling: :class:`ThreadProfiles` (cProfile in every
+thread a block starts).
 """
 from __future__ import annotations
 
 import collections
 import contextlib
+import cProfile
 import importlib.metadata
 import importlib.resources
+import io
 import json
 import logging
 import os
+import pstats
 import shutil
 import signal
 import socket
@@ -32,15 +36,13 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from typing import Callable, Optional
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if REPO not in sys.path:        # kafkalab itself, for a checkout that is not installed (pip install -e .)
-    try:
-        import kafkalab  # noqa: F401
-    except ImportError:
-        sys.path.insert(0, REPO)
+if REPO not in sys.path:        # this checkout's kafkalab, in this process as in the brokers it starts (kafkalab_env)
+    sys.path.insert(0, REPO)   # even when another checkout is installed (pip install -e) in the environment
 
 try:
     import confluent_kafka as ck
@@ -687,3 +689,45 @@ def print_rows(cols: list, rows: list) -> None:
     print("-" * len(line))
     for r in rows:
         print("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+
+
+# ============================================================================================ profiling
+class ThreadProfiles:
+    """cProfile in every thread started while the block runs (a client's I/O thread, a tap's relay threads),
+    and in the caller's thread too unless ``main=False``; :meth:`report` merges them."""
+
+    def __init__(self, main: bool = True):
+        self.profiles: list[cProfile.Profile] = []
+        self._main: Optional[cProfile.Profile] = cProfile.Profile() if main else None
+
+    def _hook(self, *args):
+        sys.setprofile(None)
+        prof = cProfile.Profile()
+        self.profiles.append(prof)
+        prof.enable()
+
+    def __enter__(self):
+        threading.setprofile(self._hook)
+        if self._main is not None:
+            self.profiles.append(self._main)
+            self._main.enable()
+        return self
+
+    def __exit__(self, *exc):
+        if self._main is not None:
+            self._main.disable()
+        threading.setprofile(None)
+
+    def report(self, n: int = 25) -> str:
+        out = io.StringIO()
+        stats = None
+        for prof in self.profiles:
+            try:
+                prof.disable()
+            except Exception:
+                pass
+            stats = pstats.Stats(prof, stream=out) if stats is None else (stats.add(prof) or stats)
+        if stats is None:
+            return "(no thread was profiled)"
+        stats.sort_stats("tottime").print_stats(n)
+        return out.getvalue()

@@ -150,6 +150,21 @@ def read_props(producer_props: Optional[Sequence[str]], config_file: Optional[st
     return props
 
 
+#: Random bytes become letters by ``translate``: byte b is ``A + b % 26``. Bytes from 234 (26 * 9) up are
+#: dropped and drawn again, so that every letter is equally likely, as Kafka's ``nextInt(26)``.
+_LETTER_OF_BYTE = bytes(65 + b % 26 for b in range(256))
+_UNEVEN_BYTES = bytes(range(26 * (256 // 26), 256))
+
+
+def random_letters(rng: random.Random, n: int) -> bytes:
+    """``n`` upper-case ASCII letters, each uniformly random, from ``rng`` (a few C calls per payload, not a
+    Python call per byte: this runs once per record)."""
+    out = rng.randbytes(n + n // 8 + 8).translate(_LETTER_OF_BYTE, _UNEVEN_BYTES)
+    while len(out) < n:
+        out += rng.randbytes(n - len(out) + 8).translate(_LETTER_OF_BYTE, _UNEVEN_BYTES)
+    return out[:n]
+
+
 class _Payloads:
     """Kafka's ``generateRandomPayload``: a random line of the payload file, fresh random letters, or the
     record's number."""
@@ -162,7 +177,7 @@ class _Payloads:
         if self.payload_list:
             return self.payload_list[self.random.randrange(len(self.payload_list))]
         if self.record_size is not None:
-            return bytes(self.random.randrange(26) + 65 for _ in range(self.record_size))
+            return random_letters(self.random, self.record_size)
         return str(i).encode()
 
 

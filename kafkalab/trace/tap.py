@@ -5,14 +5,16 @@ Theory of operation
 ``Tap(bootstrap)`` listens on one address that stands for the bootstrap broker. For every client connection it
 accepts it opens a connection to the broker behind that port and relays both ways:
 
-* **requests** (client -> broker) are forwarded byte for byte as they arrive; a copy goes through a
-  :class:`~kafkalab.protocol.FrameReader` and each complete frame is recorded as a :class:`TapFrame` with its
-  decoded header and body (or the decode error);
-* **responses** (broker -> client) are cut into frames, paired with their request by correlation id (the API
-  key and version a response's bytes do not carry come from the request), recorded, and forwarded. Metadata,
-  FindCoordinator and DescribeCluster responses are re-encoded with every broker address replaced by a tap
-  address (:mod:`.tap_rewrite`): the tap opens **one port per broker** the first time a broker is advertised,
-  so a client keeps talking through the tap after bootstrap. Every other response is forwarded unchanged.
+* **requests** (client -> broker) are forwarded byte for byte as they arrive; a copy is cut into frames (by the
+  framer of :mod:`.tap_framing`, the size rules of :class:`~kafkalab.protocol.FrameReader`) and each complete
+  frame is recorded as a :class:`TapFrame` with its decoded header and body (or the decode error);
+* **responses** (broker -> client) are forwarded as they arrive too (cut-through, :mod:`.tap_framing`: a
+  1 MiB Fetch response is not held back until its last byte is in) while they are cut into frames; each
+  complete frame is paired with its request by correlation id (the API key and version a response's bytes do
+  not carry come from the request) and recorded before the bytes that complete it go on. Metadata, FindCoordinator and DescribeCluster
+  responses are held until complete and re-encoded with every broker address replaced by a tap address
+  (:mod:`.tap_rewrite`): the tap opens **one port per broker** the first time a broker is advertised, so a
+  client keeps talking through the tap after bootstrap. Every other response is forwarded unchanged.
 
 Bad input never stops the tap: a size prefix that is negative or over ``max_frame_bytes`` is recorded as a
 :class:`TapEvent` and the rest of that direction is relayed raw (the broker decides what to do with it); a
@@ -42,6 +44,7 @@ from typing import Any, Callable, Optional
 from kafkalab.protocol import (DEFAULT_MAX_FRAME_BYTES, FrameReader, InvalidReceiveError, api_name, decode_request,
                                decode_response, encode_response, request_schema, response_schema, size_prefixed)
 from kafkalab.protocol.json_converter import to_json, write
+from kafkalab.trace.tap_framing import CutThroughFramer, Forward, Frame
 from kafkalab.trace.tap_rewrite import REWRITTEN_APIS, AddressChange, rewrite_response
 
 __all__ = ["Tap", "TapFrame", "TapEvent", "DEFAULT_MAX_FRAMES", "DEFAULT_MAX_BYTES"]
@@ -50,7 +53,11 @@ __all__ = ["Tap", "TapFrame", "TapEvent", "DEFAULT_MAX_FRAMES", "DEFAULT_MAX_BYT
 DEFAULT_MAX_FRAMES = 100_000
 #: Bytes of recorded frames a tap keeps before it drops the oldest frames.
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
-_RECV_BYTES = 65536
+_RECV_BYTES = 1024 * 1024   # one recv can take a whole 1 MiB Fetch response or Produce request
+
+
+def _hold_nothing(correlation_id) -> bool:
+    return False
 
 
 def _parse_address(text: str) -> tuple[str, int]:
@@ -290,7 +297,8 @@ class Tap:
         threading.Thread(target=self._relay_requests, args=(conn, client, broker, pending), daemon=True).start()
         threading.Thread(target=self._relay_responses, args=(conn, broker, client, pending), daemon=True).start()
 
-    def _close(self, conn: TapConnection, side: str, reader: FrameReader, *sockets: socket.socket) -> None:
+    def _close(self, conn: TapConnection, side: str, reader: FrameReader | CutThroughFramer,
+               *sockets: socket.socket) -> None:
         """Close both sockets; only the first of the two relays to get here records why."""
         with self._lock:
             first, conn.closed = not conn.closed, True
@@ -312,7 +320,9 @@ class Tap:
             s.close()
 
     def _relay_requests(self, conn, client, broker, pending) -> None:
-        reader: Optional[FrameReader] = FrameReader(self.max_frame_bytes)
+        """Requests go on byte for byte as they arrive; the framer (holding nothing) only cuts the copy that is
+        recorded, each frame before the bytes that complete it are passed on (so that its response finds it)."""
+        reader: Optional[CutThroughFramer] = CutThroughFramer(_hold_nothing, self.max_frame_bytes)
         while True:
             try:
                 data = client.recv(_RECV_BYTES)
@@ -321,38 +331,56 @@ class Tap:
             if not data:
                 return self._close(conn, "client", reader or FrameReader(), client, broker)
             if reader is not None:
-                frames, reader = self._frames(conn, reader, data, "request")
-                for f in frames:
-                    self._record_request(conn, bytes(f), pending)
+                try:
+                    steps = reader.feed(data)
+                except InvalidReceiveError as e:
+                    self._event(conn.number, "invalid-size", f"request: {e}; relayed unread from here on")
+                    steps, reader = list(e.frames), None
+                for step in steps:
+                    if type(step) is Frame:
+                        self._record_request(conn, step.frame, pending)
             try:
                 broker.sendall(data)
             except OSError:
                 return self._close(conn, "broker", FrameReader(), client, broker)
 
     def _relay_responses(self, conn, broker, client, pending) -> None:
-        reader = FrameReader(self.max_frame_bytes)
+        """Cut-through (:mod:`.tap_framing`): a response's bytes go on as they arrive, except the responses to
+        rewrite, held until complete. Each frame is recorded before the received bytes that complete it go on,
+        as a request is: its time is never later than the client could have seen it (and answered)."""
+        def hold(correlation_id) -> bool:
+            request = pending.get(correlation_id)
+            return request is not None and request.api_key in REWRITTEN_APIS
+        framer = CutThroughFramer(hold, self.max_frame_bytes)
         while True:
             try:
                 data = broker.recv(_RECV_BYTES)
             except OSError:
                 data = b""
             if not data:
-                return self._close(conn, "broker", reader or FrameReader(), client, broker)
-            frames, reader = self._frames(conn, reader, data, "response")
-            out = b"".join(self._response(conn, bytes(f), pending) for f in frames)
+                return self._close(conn, "broker", framer, client, broker)
             try:
-                client.sendall(out)
+                steps, bad = framer.feed(data), False
+            except InvalidReceiveError as e:
+                self._event(conn.number, "invalid-size", f"response: {e}; the connection is closed")
+                steps, bad = list(e.frames), True
+            out = []
+            for step in steps:
+                if type(step) is Forward:
+                    out.append(step.data)
+                else:
+                    recorded = self._response(conn, step.frame, pending)
+                    if step.held:                      # the rewritten bytes in the held frame's place
+                        out.append(recorded.wire)
+            if len(out) > 1 and sum(map(len, out)) <= _RECV_BYTES // 16:
+                out = [b"".join(out)]      # small pieces in one write; large ones as they are, uncopied
+            try:
+                for piece in out:
+                    client.sendall(piece)
             except OSError:
                 return self._close(conn, "client", FrameReader(), client, broker)
-            if reader is None:   # a broker that sent a bad size cannot be relayed frame by frame: hang up
+            if bad:   # a broker that sent a bad size cannot be relayed frame by frame: hang up
                 return self._close(conn, "tap", FrameReader(), client, broker)
-
-    def _frames(self, conn, reader: FrameReader, data: bytes, direction: str):
-        try:
-            return reader.feed(data), reader
-        except InvalidReceiveError as e:
-            self._event(conn.number, "invalid-size", f"{direction}: {e}; relayed unread from here on")
-            return list(getattr(e, "frames", []) or []), None
 
     def _record_request(self, conn, frame: bytes, pending) -> None:
         rec = TapFrame(0, conn.number, "request", self._now(), frame)
@@ -370,8 +398,8 @@ class Tap:
         if rec.correlation_id is not None:
             pending[rec.correlation_id] = rec
 
-    def _response(self, conn, frame: bytes, pending) -> bytes:
-        """Record one response frame; return what the client gets (rewritten or the same bytes), prefixed."""
+    def _response(self, conn, frame: bytes, pending) -> TapFrame:
+        """Record one response frame; its ``wire`` is what the client gets (rewritten or the same bytes)."""
         rec = TapFrame(0, conn.number, "response", self._now(), frame)
         if len(frame) >= 4:
             rec.correlation_id = int.from_bytes(frame[0:4], "big", signed=True)
@@ -394,8 +422,7 @@ class Tap:
             except Exception as e:   # noqa: BLE001 -- forward the original rather than drop it
                 rec.error = f"not rewritten: {type(e).__name__}: {e}"
                 rec.forwarded = None
-        self._record(rec)
-        return rec.wire
+        return self._record(rec)
 
     # -- views and exports ------------------------------------------------------------------------------------------
     def requests(self) -> list[TapFrame]:

@@ -110,11 +110,29 @@ def test_kcat_lists_tap_addresses_produces_and_consumes(cluster, tap, topic):
     _assert_pass_through(cluster, tap)
 
 
+def _three_free_ports() -> int:
+    """A port P with P+1 and P+2 free too (the tap takes them for the brokers): a free port's neighbours are often
+    in use by outgoing connections (on a busy machine, about one run in ten failed to open the brokers' ports)."""
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+            others = [socket.socket() for _ in range(2)]
+            try:
+                for i, o in enumerate(others, 1):
+                    o.bind(("127.0.0.1", port + i))
+                return port
+            except OSError:
+                continue
+            finally:
+                for o in others:
+                    o.close()
+    raise RuntimeError("no three consecutive free ports")
+
+
 def test_a_fixed_listen_port_gives_the_brokers_the_next_ports(cluster):
     require_kcat()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = _three_free_ports()
     first = cluster.broker(0).bound_endpoints[0]
     with Tap(f"{first.host}:{first.port}", f"127.0.0.1:{port}") as tap:
         md = json.loads(kcat(tap.bootstrap_servers, "-L", "-J"))

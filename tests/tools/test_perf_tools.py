@@ -141,6 +141,21 @@ def test_producer_props_override_config_file_and_default_client_id(tmp_path):
                                                                               "transactional.id": "tx"}
 
 
+def test_random_payload_is_fresh_uniform_letters_per_record():
+    payloads = producer_perf._Payloads(1024, [], False)
+    first, second = payloads.next(0), payloads.next(1)
+    assert len(first) == len(second) == 1024 and first != second            # refilled per record, as Kafka's
+    assert set(first + second) <= set(range(65, 91))                         # upper-case ASCII letters only
+    again = producer_perf._Payloads(1024, [], False)
+    assert again.next(0) == first                                            # seeded: the same run, the same bytes
+    import collections
+    import random
+    counts = collections.Counter(producer_perf.random_letters(random.Random(7), 260_000))
+    assert sorted(counts) == list(range(65, 91))
+    assert all(abs(n - 10_000) < 600 for n in counts.values()), counts      # each letter ~1/26 (no modulo bias)
+    assert [len(producer_perf.random_letters(random.Random(1), n)) for n in (0, 1, 7, 5000)] == [0, 1, 7, 5000]
+
+
 def test_payload_file_split_on_delimiter(tmp_path):
     f = tmp_path / "payloads.txt"
     f.write_text("alpha\nbeta\ngamma\n\n")
