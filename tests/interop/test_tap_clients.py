@@ -18,7 +18,7 @@ import pytest
 from kafkalab.cluster import Cluster
 from kafkalab.protocol import decode_response
 from kafkalab.trace import Tap
-from kafkalab.trace.pcap import read_pcap
+from kafkalab.trace.pcap import read_pcap, write_pcap
 
 from ._broker_support import (aiokafka_consume, aiokafka_produce, assert_same_records, confluent_consume,
                               confluent_produce, kafka_python_consume, kafka_python_produce, kcat, kcat_consume,
@@ -195,10 +195,13 @@ def test_tshark_frames_the_pcap_of_a_recent_client(cluster, tap, topic, tmp_path
     confluent_produce(tap.bootstrap_servers, topic, records)
     confluent_consume(tap.bootstrap_servers, topic, [0, 1, 2], len(records))
     path = tmp_path / "tap.pcap"
-    tap.write_pcap(path)
+    # One snapshot for the file and the comparison: a client's late request (librdkafka closes asynchronously)
+    # may still be recorded after the file is written.
+    frames = list(tap.frames)
+    write_pcap(path, frames, list(tap.connections), list(tap.events), tap.started_at)
     rows = _tshark(path, [p for _, p in tap.broker_ports.values()])
     seen = sorted(int(cid) for r in rows for cid in r[0].split(",") if cid)
-    assert seen == sorted(f.correlation_id for f in tap.frames)
+    assert seen == sorted(f.correlation_id for f in frames)
     assert not [r for r in rows if r[3]]
     for r in rows:
         if r[1]:
