@@ -61,13 +61,14 @@ class Cluster:
 
     def __init__(self, brokers: int = 1, overrides: Optional[Mapping[str, Any]] = None,
                  log_dirs: Optional[str] = None, *, time: Time = SYSTEM, host: str = "127.0.0.1",
-                 zk_tick_time_ms: int = 2000, base_port: int = 0):
+                 zk_tick_time_ms: int = 2000, base_port: int = 0, wait_for_metadata: bool = True):
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         self.num_brokers = brokers
         self.overrides = dict(overrides or {})
         self.time = time
         self.host = host
+        self.wait_for_metadata = wait_for_metadata
         self._tmp: Optional[tempfile.TemporaryDirectory] = None
         self.base_dir = Path(log_dirs) if log_dirs else None
         self.brokers: dict[int, KafkaServer] = {}
@@ -88,6 +89,8 @@ class Cluster:
         self.stop()
 
     def start(self) -> "Cluster":
+        """Start the coordination store and the brokers; wait for a controller and, unless the cluster was made
+        with ``wait_for_metadata=False``, until every broker knows every broker (:meth:`wait_for_broker_metadata`)."""
         if self._loop is not None:
             return self
         if self.base_dir is None:
@@ -104,6 +107,8 @@ class Cluster:
             for broker_id in range(self.num_brokers):
                 self.start_broker(broker_id)
             self.wait_for_controller()
+            if self.wait_for_metadata:
+                self.wait_for_broker_metadata()
         except BaseException:   # a broker refused its configuration: release the loop and the store, then say why
             self.stop()
             raise
@@ -258,6 +263,15 @@ class Cluster:
     def wait_for_controller(self, timeout: float = 10.0) -> int:
         return self.wait_until(lambda: self.controller_id >= 0, timeout, "no controller was elected") and \
             self.controller_id
+
+    def wait_for_broker_metadata(self, timeout: float = 10.0) -> None:
+        """Wait until every running broker's metadata cache lists every running broker (the controller's first
+        UpdateMetadata has arrived everywhere). Until then a broker answers Metadata with no brokers, as Kafka does;
+        Kafka's test harness waits the same way (``TestUtils.waitUntilBrokerMetadataIsPropagated``)."""
+        def propagated() -> bool:
+            running = {b for b, server in self.brokers.items() if server.is_running}
+            return all(set(self.brokers[b].metadata_cache.alive_broker_ids()) >= running for b in running)
+        self.wait_until(propagated, timeout, "the brokers did not all learn the cluster's brokers")
 
     def wait_until(self, condition, timeout: float = 10.0, message: Optional[str] = None) -> bool:
         """Poll ``condition()`` (evaluated on the cluster loop) until true; after ``timeout`` seconds raise

@@ -426,7 +426,10 @@ pd.DataFrame(lab12.acl_table(ex1_acls, ex1_questions, **EX1_SETTINGS)).set_index
 
 # %%
 broker_log.clear()
-story = Cluster(brokers=1, overrides={"authorizer.class.name": lab12.ACL_AUTHORIZER}).start()
+# (a Cluster normally starts by waiting until every broker has the controller's metadata: not this one, as you
+# will see)
+story = Cluster(brokers=1, overrides={"authorizer.class.name": lab12.ACL_AUTHORIZER},
+                wait_for_metadata=False).start()
 try:
     story.create_topic("story", 1, 1, timeout=1.5)
 except TimeoutError as e:

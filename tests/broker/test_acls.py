@@ -108,7 +108,8 @@ def test_acls_survive_a_restart():
 
 
 def test_acl_apis_need_cluster_permissions():
-    with Cluster(brokers=1, overrides={"authorizer.class.name": ACL_AUTHORIZER, "super.users": "User:admin"}) as c:
+    with Cluster(brokers=1, overrides={"authorizer.class.name": ACL_AUTHORIZER, "super.users": "User:admin"},
+                 wait_for_metadata=False) as c:
         b = c.broker(0)
         assert wire(b, describe_all(), 3).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
         r = wire(b, CreateAcls(creations=(creation("t", "User:a", AclOperation.READ),)), 3)
@@ -120,7 +121,7 @@ def test_the_course_story_cluster_authorization_failed_then_super_users():
     broker_log = BrokerLog().install()
     audit = BrokerLog("kafkalab.authorizer.logger", level=logging.INFO).install()
     try:
-        with Cluster(brokers=1, overrides={"authorizer.class.name": ACL_AUTHORIZER}) as c:
+        with Cluster(brokers=1, overrides={"authorizer.class.name": ACL_AUTHORIZER}, wait_for_metadata=False) as c:
             b = c.broker(0)
             with pytest.raises(Exception, match="did not come online"):
                 c.create_topic("story", 1, 1, timeout=1.5)
@@ -163,7 +164,7 @@ def test_init_producer_id_needs_idempotent_write_or_write_on_some_topic():
     """KIP-679: an idempotent producer is allowed by IDEMPOTENT_WRITE on the cluster or WRITE on any topic."""
     InitProducerId = req(ApiKey.INIT_PRODUCER_ID)
     body = InitProducerId(transactional_id=None, transaction_timeout_ms=60000)
-    with Cluster(brokers=1, overrides={"authorizer.class.name": ACL_AUTHORIZER}) as c:
+    with Cluster(brokers=1, overrides={"authorizer.class.name": ACL_AUTHORIZER}, wait_for_metadata=False) as c:
         b = c.broker(0)
         assert wire(b, body, 4).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
         c.call(b.authorizer.create_acls, [AclBinding(ResourcePattern(ResourceType.TOPIC, "any", PatternType.PREFIXED),

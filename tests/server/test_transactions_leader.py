@@ -209,7 +209,7 @@ def test_write_txn_markers_needs_alter_or_cluster_action_and_describe_producers_
     from kafkalab.security.acl import (AccessControlEntry, AclBinding, AclBindingFilter, AclOperation,
                                        AclPermissionType, ResourcePattern, ResourceType)
     with Cluster(brokers=1, overrides={"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-                                       "super.users": "User:admin"}) as c:
+                                       "super.users": "User:admin"}, wait_for_metadata=False) as c:
         assert write_markers(c, "t", 1, committed=True, partitions=(0, 1)) == \
             {0: ErrorCode.CLUSTER_AUTHORIZATION_FAILED, 1: ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
         body = DescribeProducers(topics=(DescribeProducers.TopicRequest(name="t", partition_indexes=(0,)),))
