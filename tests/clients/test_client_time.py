@@ -11,13 +11,14 @@ import time
 import pytest
 
 from kafkalab import Cluster
-from kafkalab.clients import Consumer, Producer
+from kafkalab.clients import CommitFailedError, Consumer, Producer
 from kafkalab.clients.clock import ClientClock
 from kafkalab.clients.config import admin_config
 from kafkalab.clients.errors import KafkaTimeoutError, NetworkException, RequestTimedOut
 from kafkalab.clients.network_client import NetworkClient
 from kafkalab.common import LoopThread, MockTime
-from kafkalab.protocol import ApiKey, request_class, response_class
+from kafkalab.clients.consumer.abstract_coordinator import MemberState
+from kafkalab.protocol import ApiKey, ErrorCode, KafkaProtocolError, request_class, response_class
 
 from ._fake_broker import FakeBroker
 from .conftest import GROUP_OVERRIDES
@@ -174,6 +175,21 @@ def test_max_poll_interval_ms_on_the_consumers_clock_makes_it_leave_the_group():
             cluster.wait_until(lambda: gc.handle_describe_group("slow")[1].state == "Empty", 10,
                                "the consumer did not leave the group")
             assert coord.poll_timeout_expired and coord.generation.member_id == ""
+            # the late commit: the consumer knows it is out of the group and fails it without sending it
+            # (Java's CommitFailedException, "...not part of an active group...")
+            log = cluster.broker(0).channel.request_log
+            commits_before = sum(1 for r in log.records if r.api_name == "OffsetCommit")
+            with pytest.raises(CommitFailedError) as failed:
+                consumer.commit({("events", 0): 1})
+            assert failed.value.error_code == ErrorCode.UNKNOWN_MEMBER_ID and not failed.value.retriable
+            assert "not part of an active group" in str(failed.value)
+            assert sum(1 for r in log.records if r.api_name == "OffsetCommit") == commits_before
+            coord.state = MemberState.PREPARING_REBALANCE      # as while its next poll() rejoins
+            with pytest.raises(KafkaProtocolError) as rebalancing:
+                consumer.commit({("events", 0): 1})
+            assert rebalancing.value.error_code == ErrorCode.REBALANCE_IN_PROGRESS
+            assert not isinstance(rebalancing.value, CommitFailedError)
+            coord.state = MemberState.UNJOINED
         finally:
             with ticking(mock):
                 consumer.close()
