@@ -245,3 +245,39 @@ def test_metadata_max_age_ms_and_reconnect_backoff_follow_the_injected_clock():
         finally:
             io.run(client.close(), 10)
             io.stop()
+
+
+def test_a_new_topic_is_asked_for_at_once_without_waiting_for_the_clock():
+    """Java's Metadata.requestUpdateForNewTopics: the refresh backoff does not hold back a topic new to the cache,
+    so a consumer on a frozen MockTime that assign()s a partition reads it without the clock moving."""
+    from kafkalab.clients.metadata import Metadata
+    md = Metadata(retry_backoff_ms=100)
+    woken = []
+    md.on_update_requested = lambda: woken.append(1)
+    md.attempt(1_000)
+    md.request_update()
+    assert md.time_to_next_update(1_000) == 100          # an ordinary refresh waits out the backoff
+    assert md.add_topics("new") and woken == [1]
+    assert md.time_to_next_update(1_000) == 0
+    md.attempt(1_000)
+    assert not md.add_topics("new") and woken == [1]      # not new: no wake-up, the backoff holds
+    assert md.time_to_next_update(1_000) == 100
+
+    mock = MockTime()
+    with Cluster(brokers=1, overrides=GROUP_OVERRIDES) as cluster:
+        cluster.create_topic("frozen")
+        with Producer({"bootstrap.servers": cluster.bootstrap_servers}) as p:
+            p.send("frozen", b"first", partition=0).result(10)
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "auto.offset.reset": "earliest"},
+                            time=mock)
+        try:
+            consumer.assign([("frozen", 0)])
+            start = mock.milliseconds()
+            deadline = time.monotonic() + 10
+            records = []
+            while not records and time.monotonic() < deadline:
+                records = consumer.poll(0)
+                time.sleep(0.01)
+            assert [r.value for r in records] == [b"first"] and mock.milliseconds() == start
+        finally:
+            consumer.close()
