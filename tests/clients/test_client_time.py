@@ -175,6 +175,7 @@ def test_max_poll_interval_ms_on_the_consumers_clock_makes_it_leave_the_group():
             cluster.wait_until(lambda: gc.handle_describe_group("slow")[1].state == "Empty", 10,
                                "the consumer did not leave the group")
             assert coord.poll_timeout_expired and coord.generation.member_id == ""
+            assert coord.rejoin_reason == "consumer poll timeout has expired."     # Java's LeaveGroup reason
             # the late commit: the consumer knows it is out of the group and fails it without sending it
             # (Java's CommitFailedException, "...not part of an active group...")
             log = cluster.broker(0).channel.request_log
