@@ -26,7 +26,7 @@ does the sending. Mirrors ``clients/src/main/java/org/apache/kafka/clients/Metad
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
+from typing import Callable, Optional
 
 from kafkalab.protocol import ErrorCode
 
@@ -123,14 +123,21 @@ class Metadata:
         self.last_attempt_ms: Optional[float] = None
         self.need_update = True
         self.update_version = 0
+        #: called when a refresh should go out now (the network client wakes its metadata updater)
+        self.on_update_requested: Optional[Callable[[], None]] = None
 
     # -- what to ask for ---------------------------------------------------------------------------------------
     def add_topics(self, *topics: str) -> bool:
-        """Add topics of interest; True (and an update requested) when one was new."""
+        """Add topics of interest; True when one was new. A new topic is asked for at once, without waiting out
+        ``retry.backoff.ms`` since the last attempt (Java's ``Metadata.requestUpdateForNewTopics``): an
+        ``assign()`` or ``send()`` to a topic the cache has never seen must not wait for the clock to move."""
         new = [t for t in topics if t not in self.topics]
         if new:
             self.topics.update(new)
             self.need_update = True
+            self.last_attempt_ms = None
+            if self.on_update_requested is not None:
+                self.on_update_requested()
         return bool(new)
 
     def request_update(self) -> int:

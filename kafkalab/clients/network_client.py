@@ -359,6 +359,7 @@ class NetworkClient:
         self._t0 = perf_counter()
         self._metadata_task: Optional[asyncio.Future] = None
         self._metadata_wakeup: Optional[asyncio.Event] = None
+        self.metadata.on_update_requested = self._wake_metadata_updater
         self._loop_task: Optional[asyncio.Task] = None
         self.on_connection_closed: list[Callable[[BrokerConnection], None]] = []
         #: node ids that are not brokers' ids: the consumer's separate coordinator connection (Java uses
@@ -543,6 +544,9 @@ class NetworkClient:
 
     def request_metadata_update(self) -> None:
         self.metadata.request_update()
+        self._wake_metadata_updater()
+
+    def _wake_metadata_updater(self) -> None:
         if self._metadata_wakeup is not None:
             self._metadata_wakeup.set()
 

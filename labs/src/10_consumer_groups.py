@@ -22,16 +22,19 @@
 # 4. read committed offsets (and the group itself) from `__consumer_offsets`, record by record;
 # 5. predict what a crash costs when offsets are committed before or after processing (at-most-once,
 #    at-least-once);
-# 6. say what `assign()` gives up compared with `subscribe()`, and what it keeps.
+# 6. say what `assign()` gives up compared with `subscribe()`, and what it keeps;
+# 7. predict where a consumer starts (`auto.offset.reset` and the committed offset), what
+#    `max.poll.interval.ms` does to a consumer whose loop is too slow, and which records auto-commit hands out
+#    twice after a crash.
 
 # %% [markdown]
 # ### Where this lab sits
 #
 # | course concept | what you will see | section |
 # |---|---|---|
-# | **C31** `assign` or `subscribe` with `group.id`, `auto.offset.reset` | a consumer that joins no group but still commits | 9 |
-# | **C32** partitions spread over members, heartbeats, rebalances, the assignor runs in a member | JoinGroup / SyncGroup step by step, a member dying, three real consumers sharing six partitions | 2-5, 7 |
-# | **C33** committed offsets in `__consumer_offsets`; commit timing decides the delivery semantics | the offsets topic decoded; a crash before and after the commit | 1, 6, 8 |
+# | **C31** `assign` or `subscribe` with `group.id`, `auto.offset.reset` | a consumer that joins no group but still commits; three new groups with `latest`, `earliest`, `none` | 9, 10 |
+# | **C32** partitions spread over members, heartbeats, rebalances, the assignor runs in a member, `max.poll.interval.ms` | JoinGroup / SyncGroup step by step, a member dying, three real consumers sharing six partitions, a slow member leaving and its late commit failing | 2-5, 7, 11 |
+# | **C33** committed offsets in `__consumer_offsets`; commit timing decides the delivery semantics; `enable.auto.commit`, `auto.commit.interval.ms` | the offsets topic decoded; a crash before and after the commit; auto-commits counted on a mock clock, and what a crash repeats | 1, 6, 8, 12 |
 #
 # | what you look at | kafkalab module | Kafka source (apache/kafka) |
 # |---|---|---|
@@ -42,7 +45,8 @@
 # | the wire | `kafkalab/server/apis/groups.py`, `coordinators.py` | `KafkaApis.handleJoinGroupRequest` ... |
 # | the subscription and assignment bytes | `kafkalab/protocol/consumer_protocol.py` | `clients/.../consumer/internals/ConsumerProtocol.java` |
 # | the range assignor (it runs in the leader's client) | `kafkalab/clients/consumer/assignors/range.py` | `clients/.../consumer/RangeAssignor.java` |
-# | pictures, checks | `kafkalab/labs/lab10.py` | |
+# | where a consumer starts, the poll loop, auto-commit | `kafkalab/clients/consumer/consumer.py`, `consumer_coordinator.py`, `abstract_coordinator.py` | `clients/.../consumer/KafkaConsumer.java`, `internals/ConsumerCoordinator.java`, `internals/AbstractCoordinator.java` |
+# | pictures, checks | `kafkalab/labs/lab10/` | |
 
 # %%
 import logging
@@ -52,10 +56,14 @@ import pandas as pd
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kafkalab import Cluster
+from kafkalab.clients import Consumer as KafkalabConsumer
+from kafkalab.clients import NoOffsetForPartitionError
+from kafkalab.clients import Producer as KafkalabProducer
 from kafkalab.cluster import BrokerLog
+from kafkalab.common import MockTime
 from kafkalab.coordinator.group.group_metadata_manager import java_string_hash
 from kafkalab.coordinator.group.records import GroupMetadataKey, read_group_value, read_message_key, read_offset_value
-from kafkalab.labs import lab10
+from kafkalab.labs import evidence, lab10
 from kafkalab.protocol import ApiKey, ErrorCode, decode_response, encode_request, make_request, request_class
 from kafkalab.records import decode_batches
 from kafkalab.trace import RawConnection
@@ -526,8 +534,8 @@ pd.DataFrame(table).rename_axis("offset")
 # * **At-most-once**: record 4 was never processed: the commit already said "everything before 5 is done".
 #   Nothing twice; a crash loses what was between the commit and the processing.
 # * `enable.auto.commit=true` (the default) commits the positions `poll()` returned every
-#   `auto.commit.interval.ms` (5 s) in the background: a crash re-delivers up to five seconds of records, and a
-#   record can be "committed" before the application finished with it if processing is asynchronous.
+#   `auto.commit.interval.ms` (5 s): a crash re-delivers up to five seconds of records, and a record can be
+#   "committed" before the application finished with it if processing is asynchronous (section 12 counts them).
 # * **Exactly-once** needs the offset stored *atomically with the result*: in the same database transaction as
 #   the result, or — when the results go to Kafka — in a Kafka transaction (lab 11).
 #
@@ -564,7 +572,6 @@ for api in ["FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "OffsetCom
 reporter.close()
 producer.flush(5)
 del producer
-cluster.stop()
 
 # %% [markdown]
 # `assign()` suits a consumer that must read *specific* partitions (a replay tool, a stream processor that
@@ -577,7 +584,298 @@ print("OffsetCommit with no member id, generation -1, while alice is a member ->
       lab.commit(None, {(TOPIC, 0): 99}))
 
 # %% [markdown]
-# ## 10 · Exercises
+# ## 10 · Where does a new group start? `auto.offset.reset`
+#
+# Sections 7-9 used confluent-kafka; the next three use **kafkalab's own consumer**
+# (`kafkalab.clients.Consumer`, the same configuration keys, modelled on Java's `KafkaConsumer`), because it can
+# run on a clock the lab moves (section 12).
+#
+# When a consumer gets a partition it needs a *position*: the offset of the next record to fetch. It asks the
+# coordinator first (OffsetFetch). If the group has committed an offset for that partition, that is the
+# position, whatever else is configured. Only when there is **no committed offset** -- a new group, or offsets
+# that expired -- does `auto.offset.reset` decide:
+#
+# | `auto.offset.reset` | a partition without a committed offset starts at |
+# |---|---|
+# | `latest` (Java's default) | the log end offset: only records written from now on |
+# | `earliest` | the log start offset: everything the log still holds |
+# | `none` | nowhere: `poll()` throws `NoOffsetForPartitionException` |
+#
+# The same policy applies when the position is no longer in the log: a fetch answered `OFFSET_OUT_OF_RANGE`
+# (the records were deleted by retention, say) resets the position by it, and with `none` the consumer throws
+# `OffsetOutOfRangeException`. librdkafka calls `none` `error`; there are aliases too (`smallest`,
+# `beginning`, `largest`, `end`).
+#
+# A topic `events` with five records, and three brand-new groups, one per policy. Each consumer joins its group
+# and we ask for its position; then two more records arrive, and each reads what it can.
+
+# %%
+cluster.create_topic("events", partitions=1)
+EVENTS_0 = ("events", 0)
+kproducer = KafkalabProducer({"bootstrap.servers": cluster.bootstrap_servers, "client.id": "lab10-producer"})
+
+
+def send(topic, values, partition=0):
+    for value in values:
+        kproducer.send(topic, value, partition=partition)
+    kproducer.flush(10)
+
+
+def kconsumer(client_id, group, **extra):
+    return KafkalabConsumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group,
+                             "client.id": client_id, "enable.auto.commit": False, **extra})
+
+
+send("events", [b"old-%d" % i for i in range(5)])
+starts, readers = {}, {}
+for policy in ["latest", "earliest", "none"]:
+    c = kconsumer(f"new-{policy}", f"new-group-{policy}", **{"auto.offset.reset": policy})
+    c.subscribe(["events"])
+    try:
+        while not c.assignment():                 # join the group (JoinGroup, SyncGroup) inside poll()
+            c.poll(0.1)
+        starts[policy] = c.position(EVENTS_0)     # OffsetFetch: nothing committed -> the policy decides
+        readers[policy] = c
+    except NoOffsetForPartitionError as e:
+        starts[policy] = f"{type(e).__name__}: {e}"
+        c.close()
+for policy, start in starts.items():
+    print(f"auto.offset.reset={policy:8} -> position {start}")
+
+# %% [markdown]
+# Kafkalab's `NoOffsetForPartitionError` is Java's `NoOffsetForPartitionException`, with its message. Two new
+# records arrive; the two consumers that started read on, and commit:
+
+# %%
+send("events", [b"new-5", b"new-6"])
+rows = []
+for policy, c in readers.items():
+    got = []
+    while not got or got[-1] < 6:
+        got += [r.offset for r in c.poll(0.5)]
+    c.commit()                                    # every position: the next offset to read, 7
+    rows.append({"auto.offset.reset": policy, "first position": starts[policy], "offsets read": got,
+                 "committed": c.committed([EVENTS_0])[EVENTS_0].offset})
+    c.close()
+pd.DataFrame(rows).set_index("auto.offset.reset")
+
+# %% [markdown]
+# Now both groups have a committed offset, 7, and the policy no longer matters to them: a consumer of
+# `new-group-latest` configured with `earliest` this time still starts at 7.
+
+# %%
+again = kconsumer("new-latest-again", "new-group-latest", **{"auto.offset.reset": "earliest"})
+again.subscribe(["events"])
+while not again.assignment():
+    again.poll(0.1)
+print("new-group-latest, now with auto.offset.reset=earliest -> position", again.position(EVENTS_0))
+again.close()
+
+# %% [markdown]
+# confluent-kafka says the same in its own way: with `auto.offset.reset=error` the consumer does not throw,
+# `poll()` hands back an *error event* for the partition.
+
+# %%
+strict = consumer("strict", group="new-group-error", **{"auto.offset.reset": "error"})
+strict.subscribe(["events"])
+end = time.monotonic() + 20
+event = None
+while event is None and time.monotonic() < end:
+    m = strict.poll(0.1)
+    if m is not None and m.error() is not None:
+        event = m
+strict.close()
+print(f"librdkafka: {event.error().name()} on {event.topic()}-{event.partition()}: {event.error().str()}")
+
+# %% [markdown]
+# `latest` is the default in Java, librdkafka and kafkalab, and it is the one that surprises: a new group
+# started *after* the producer misses everything already written, silently. Use `earliest` when a new group
+# must see the whole topic, and `none` when a missing offset is a bug you want to hear about (say, a group id
+# mistyped in production).
+#
+# ## 11 · A poll loop that is too slow: `max.poll.interval.ms`
+#
+# Heartbeats come from a background thread (kafkalab: the consumer's I/O thread), so a consumer whose
+# application is stuck -- an endless loop, a call that never returns, a record that takes an hour -- would
+# heartbeat forever and keep its partitions while nobody reads them. So the consumer also watches the
+# *application*: if `poll()` is not called again within `max.poll.interval.ms` (default 300 000 ms, five
+# minutes), the heartbeat thread gives up the membership itself. It sends **LeaveGroup** (reason: "consumer
+# poll timeout has expired."), the group rebalances, and the partitions go to members that are working. The
+# same value is the **rebalance timeout** in JoinGroup: how long the coordinator waits for a member to rejoin
+# before it removes it.
+#
+# Group `workers`, topic `jobs` with two partitions, two kafkalab consumers on their own threads (as an
+# application runs them): `fast` and `slow`, `max.poll.interval.ms` = 3 s, heartbeats every 250 ms. Each
+# polls, handles its records, and commits each one after handling it. `slow` takes 5 s over its job.
+
+# %%
+MAX_POLL_INTERVAL_MS = 3_000
+cluster.create_topic("jobs", partitions=2)
+
+
+def worker(name):
+    return kconsumer(name, "workers", **{"auto.offset.reset": "earliest", "max.poll.interval.ms": MAX_POLL_INTERVAL_MS,
+                                         "session.timeout.ms": 6_000, "heartbeat.interval.ms": 250})
+
+
+def group_members(group_id):
+    g = coordinator.manager.get_group(group_id)
+    return sorted(m.client_id for m in g.members.values())
+
+
+def handle(loop, record):
+    job = f"{record.topic}-{record.partition} offset {record.offset} ({record.value.decode()})"
+    if loop.name == "slow":
+        loop.events.append(f"handling {job}: takes 5 s, no poll() meanwhile")
+        time.sleep(5)
+        loop.events.append(f"done; the coordinator's members now: {cluster.call(group_members, 'workers')}")
+    else:
+        loop.events.append(f"handled {job}")
+    loop.commit(record)                           # commit after handling: at-least-once
+
+
+fast = lab10.PollLoop(worker("fast"), "fast", ["jobs"], handle)
+slow = lab10.PollLoop(worker("slow"), "slow", ["jobs"], handle)
+cluster.wait_until(lambda: fast.owned == [("jobs", 0)] and slow.owned == [("jobs", 1)], 30, "the group did not settle")
+print("before:", {m.name: m.owned for m in (fast, slow)})
+before = {m.name: len(m.events) for m in (fast, slow)}
+send("jobs", [b"job-a", b"job-b"], partition=0)
+send("jobs", [b"big-job"], partition=1)
+cluster.wait_until(lambda: slow.assignments >= 2 and fast.owned == [("jobs", 0)] and slow.owned == [("jobs", 1)],
+                   40, "slow did not get its partition back")
+stories = {m.name: m.events[before[m.name]:] for m in (fast, slow)}
+fast.stop()
+slow.stop()
+for name, story in stories.items():
+    print(f"\n{name}:")
+    for line in story:
+        print("   ", line)
+
+# %% [markdown]
+# Read `slow`'s story first. Three seconds into its job its heartbeat thread found that `poll()` had not been
+# called for `max.poll.interval.ms`, and left the group: when the job was done, the coordinator's group had one
+# member, `fast`. Its commit then failed with Kafka's **`CommitFailedException`**: the consumer knows it is no
+# longer a member, so it does not even send the OffsetCommit (a commit from a member the coordinator had
+# already removed would come back `UNKNOWN_MEMBER_ID` or `ILLEGAL_GENERATION`, and fail the same way). Its next
+# `poll()` told the listener the partition was **lost** (not revoked: there is nothing to commit for it any
+# more) and rejoined as a new member.
+#
+# `fast`'s story is the other side: the rebalance gave it both partitions, it found no committed offset for
+# `jobs-1`, started there at `auto.offset.reset=earliest`, and **handled `big-job` again**. At-least-once did
+# its job; the price of a stuck consumer is the work it did without committing. When `slow` came back, a
+# third rebalance (eager: `fast` gives everything up, then gets `jobs-0` back) restored the first layout.
+
+# %%
+log = cluster.broker(0).channel.request_log.records
+slow_apis = [r.api_name for r in log if r.client_id == "slow"]
+evidence("max.poll.interval.ms expired a member that was still alive", {
+    "slow was removed from the group while it was still handling its job":
+        any("members now: ['fast']" in e for e in stories["slow"]),
+    "the group rebalanced: fast owned both partitions meanwhile":
+        "assigned [jobs-0, jobs-1]" in stories["fast"],
+    "slow's late commit failed with CommitFailedException, and no OffsetCommit left it":
+        any("FAILED: CommitFailedException" in e for e in stories["slow"]) and "OffsetCommit" not in slow_apis,
+    "big-job was handled twice (by slow, then by fast)":
+        sum("big-job" in e and e.startswith("hand") for s in stories.values() for e in s) == 2,
+    "slow's next poll() reported the partition lost and rejoined": "lost [jobs-1]" in stories["slow"],
+})
+
+# %% [markdown]
+# What to do about a slow loop: make each `poll()`'s work smaller (`max.poll.records`, 500 by default), raise
+# `max.poll.interval.ms` to what one batch can really take, or hand the work to other threads and `pause()` the
+# partitions meanwhile (calling `poll()` while paused keeps the member alive). librdkafka enforces the same
+# limit and tells the application at its next poll with an error event `_MAX_POLL_EXCEEDED`.
+#
+# ## 12 · Auto-commit and its interval
+#
+# With `enable.auto.commit=true` (the default) nobody calls `commit()`. Instead, at the start of every
+# `poll()`, the consumer checks whether `auto.commit.interval.ms` (default 5000) has passed since its last
+# auto-commit; if so, it commits -- asynchronously -- the positions it has, that is everything the *earlier*
+# polls returned. (It also commits before a rebalance takes partitions away, and in `close()`.) So the commit
+# follows the records by up to one interval, and a crash in between hands those records out again.
+#
+# To see the interval to the millisecond, this consumer runs on a `MockTime`: the clock moves only when we
+# advance it, one second per step, and each step polls exactly one record (`max.poll.records=1`). The broker
+# stays on real time; we count the OffsetCommit requests it received from the consumer and read the group's
+# committed offset on the coordinator. The consumer uses `assign()` with a `group.id` (section 9), so no group
+# membership gets in the way.
+
+# %%
+cluster.create_topic("clicks", partitions=1)
+CLICKS_0 = ("clicks", 0)
+send("clicks", [b"click-%d" % i for i in range(20)])
+clock = MockTime()
+auto = KafkalabConsumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "click-counter",
+                         "client.id": "counter-1", "enable.auto.commit": True, "auto.offset.reset": "earliest",
+                         "max.poll.records": 1}, time=clock)
+print("enable.auto.commit", auto.config["enable.auto.commit"], "| auto.commit.interval.ms",
+      auto.config["auto.commit.interval.ms"])
+auto.assign([CLICKS_0])
+created_ms = clock.milliseconds()
+
+
+def committed_offset(group_id, tp):
+    g = coordinator.manager.get_group(group_id)
+    r = None if g is None else g.offsets.get(tp)
+    return None if r is None else r.value.offset
+
+
+def commits_received(client_id):
+    return sum(1 for r in cluster.broker(0).channel.request_log.records
+               if r.client_id == client_id and r.api_name == "OffsetCommit")
+
+
+steps = []
+for second in range(13):
+    if second:
+        clock.advance(1_000)
+    [record] = lab10.poll_one(auto)               # poll(0) until the record is there; the clock stays put
+    lab10.wait_for_commits(auto)                  # let an asynchronous auto-commit be answered
+    now_committed = cluster.call(committed_offset, "click-counter", CLICKS_0)
+    steps.append({"t (s)": (clock.milliseconds() - created_ms) // 1000, "poll() returned offset": record.offset,
+                  "OffsetCommits received": commits_received("counter-1"),
+                  "committed offset": "—" if now_committed is None else now_committed})
+pd.DataFrame(steps).set_index("t (s)")
+
+# %% [markdown]
+# Two commits in twelve seconds, at 5 s and 10 s: each at the start of a `poll()`, each covering what the earlier
+# polls returned (at 5 s: offsets 0-4, so "next is 5"), never the record that poll hands out. Now the process
+# dies right after handling offset 12 -- `lab10.crash` drops its connections and stops it, as `kill -9` would:
+# no `close()`, so no last commit. A new consumer in the same group starts from the committed offset:
+
+# %%
+lab10.crash(auto)
+successor = kconsumer("counter-2", "click-counter", **{"auto.offset.reset": "earliest"})
+successor.assign([CLICKS_0])
+resumed = []
+while not resumed or resumed[-1] < 19:
+    resumed += [r.offset for r in successor.poll(0.5)]
+successor.close()
+twice = sorted(set(resumed) & set(range(13)))
+commit_times = [now["t (s)"] for before, now in zip([None, *steps], steps)
+                if now["OffsetCommits received"] > (before["OffsetCommits received"] if before else 0)]
+print("the successor read offsets", resumed[0], "to", resumed[-1], "| handled twice:", twice)
+seen = evidence("auto-commit commits on its interval, and a crash repeats what came after the last commit", {
+    "an OffsetCommit every auto.commit.interval.ms (5 s), at the start of a poll()": commit_times == [5, 10],
+    "the successor started at the last committed offset, 10": resumed[0] == 10,
+    "offsets 10-12 were handled twice": twice == [10, 11, 12],
+    "the same as lab10.auto_commit_plan computes": lab10.auto_commit_plan(
+        [s["t (s)"] * 1000 for s in steps], 5_000, 12)["redelivered"] == twice,
+})
+kproducer.close()
+cluster.stop()
+seen
+
+# %% [markdown]
+# Auto-commit is at-least-once as long as the application has finished with every record a `poll()` returned
+# before it calls `poll()` again (the commit covers only what earlier polls returned). The duplicate window
+# after a crash is up to `auto.commit.interval.ms` of records; a shorter interval means fewer duplicates and more
+# OffsetCommit requests. Handing records to other threads breaks the promise: the next `poll()` may commit a
+# record nobody has finished, and a crash then loses it. Such applications turn auto-commit off and commit
+# themselves (section 8).
+
+# %% [markdown]
+# ## 13 · Exercises
 #
 # Each exercise has a task, an answer cell and a check cell. Write your answer in the answer cell (replace the
 # `...`), run it, then run the check: ✓ means right; ✗ comes with a hint. The checks compute the right answer
@@ -680,7 +978,61 @@ delivery = {
 lab10.check_delivery(delivery, N, EVERY, CRASH_AFTER)
 
 # %% [markdown]
-# ## 11 · Recap
+# ### Exercise 5 · Where does each consumer start?
+#
+# A partition's log holds offsets `LOG_START` to `LOG_END - 1` (retention deleted everything before
+# `LOG_START`). Five consumers, each in its own group, are assigned the partition; `CASES` gives each one's
+# `auto.offset.reset` and the offset its group has committed (`None`: nothing committed). Which offset does each
+# fetch first? Where Java's consumer throws instead, give the exception's name (`"NoOffsetForPartitionException"`
+# or `"OffsetOutOfRangeException"`).
+
+# %%
+LOG_START, LOG_END = 100, 250
+CASES = {"reports": ("latest", 180), "audit": ("earliest", None), "alerts": ("latest", None),
+         "archive": ("earliest", 40), "billing": ("none", None)}
+
+# %% tags=["solution"]
+first_offsets = {"reports": 180, "audit": 100, "alerts": 250, "archive": 100,
+                 "billing": "NoOffsetForPartitionException"}
+
+# %%
+lab10.check_start_offsets(first_offsets, LOG_START, LOG_END, CASES)
+
+# %% [markdown] tags=["solution"]
+# (`reports` has a committed offset inside the log: the policy is not asked. `archive` committed 40, which
+# retention has deleted since: the fetch at 40 answers `OFFSET_OUT_OF_RANGE`, and `earliest` moves it to 100.
+# `alerts` starts at 250, the log end: it reads only what is written from now on. With `none`, `billing` with
+# a committed offset of 40 would have thrown `OffsetOutOfRangeException` instead.)
+
+# %% [markdown]
+# ### Exercise 6 · Auto-commit and a crash
+#
+# A consumer with `enable.auto.commit=true` and `auto.commit.interval.ms` = `INTERVAL_MS` is created at t = 0.
+# Its `poll()` number `k` (counting from 0) happens at `POLL_TIMES_MS[k]` and returns record `k`, which the
+# application handles before polling again. The process is killed right after handling record `CRASH_AFTER`.
+# Which records does its successor in the group hand out a second time?
+
+# %%
+INTERVAL_MS = 2_000
+POLL_TIMES_MS = [0, 700, 1_400, 2_100, 2_800, 3_500, 4_200, 4_900, 5_600, 6_300]
+CRASH_AFTER = 8
+
+# %% tags=["solution"]
+next_commit, last_commit = INTERVAL_MS, 0
+for k, t in enumerate(POLL_TIMES_MS[:CRASH_AFTER + 1]):
+    if t >= next_commit:                          # at the start of poll k: commit what polls 0..k-1 returned
+        next_commit, last_commit = t + INTERVAL_MS, k
+handled_twice = list(range(last_commit, CRASH_AFTER + 1))
+
+# %%
+lab10.check_auto_commit_duplicates(handled_twice, POLL_TIMES_MS, INTERVAL_MS, CRASH_AFTER)
+
+# %% [markdown] tags=["solution"]
+# (The auto-commits come at the polls at 2.1 s (offset 3) and 4.2 s (offset 6); the next would be due at
+# 6.2 s, and the crash comes before that poll. The successor starts at 6: records 6, 7 and 8 are handled twice.)
+
+# %% [markdown]
+# ## 14 · Recap
 #
 # * **The coordinator** of a group is the leader of partition `abs(hashCode(group.id)) % 50` of
 #   `__consumer_offsets`; clients find it with FindCoordinator. Its whole memory is that partition.
@@ -698,6 +1050,15 @@ lab10.check_delivery(delivery, N, EVERY, CRASH_AFTER)
 #   before = at-most-once; exactly-once needs the offset stored with the results (or a transaction).
 # * **`assign()`** (C31) joins no group and gets no rebalancing, but may still commit to the group's offsets
 #   while the group has no members.
+# * **Where a consumer starts (C31):** the group's committed offset; without one (or when it is out of range),
+#   `auto.offset.reset`: `latest` (the default: only new records), `earliest`, or `none`
+#   (`NoOffsetForPartitionException`).
+# * **The poll loop is watched (C32):** no `poll()` for `max.poll.interval.ms` and the consumer leaves the group
+#   itself; its partitions move, its late commit fails with `CommitFailedException`, and the records it handled
+#   without committing are handled again by the new owner.
+# * **Auto-commit (C33)** commits, at the start of a `poll()` once `auto.commit.interval.ms` has passed, what the
+#   earlier polls returned: at-least-once if each batch is finished before the next `poll()`, with up to one
+#   interval of duplicates after a crash.
 #
 # **Next:** lab 11, *Idempotence and transactions*: committing offsets inside a transaction, for exactly-once
 # from Kafka to Kafka.

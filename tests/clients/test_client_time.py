@@ -11,13 +11,14 @@ import time
 import pytest
 
 from kafkalab import Cluster
-from kafkalab.clients import Consumer, Producer
+from kafkalab.clients import CommitFailedError, Consumer, Producer
 from kafkalab.clients.clock import ClientClock
 from kafkalab.clients.config import admin_config
 from kafkalab.clients.errors import KafkaTimeoutError, NetworkException, RequestTimedOut
 from kafkalab.clients.network_client import NetworkClient
 from kafkalab.common import LoopThread, MockTime
-from kafkalab.protocol import ApiKey, request_class, response_class
+from kafkalab.clients.consumer.abstract_coordinator import MemberState
+from kafkalab.protocol import ApiKey, ErrorCode, KafkaProtocolError, request_class, response_class
 
 from ._fake_broker import FakeBroker
 from .conftest import GROUP_OVERRIDES
@@ -174,6 +175,22 @@ def test_max_poll_interval_ms_on_the_consumers_clock_makes_it_leave_the_group():
             cluster.wait_until(lambda: gc.handle_describe_group("slow")[1].state == "Empty", 10,
                                "the consumer did not leave the group")
             assert coord.poll_timeout_expired and coord.generation.member_id == ""
+            assert coord.rejoin_reason == "consumer poll timeout has expired."     # Java's LeaveGroup reason
+            # the late commit: the consumer knows it is out of the group and fails it without sending it
+            # (Java's CommitFailedException, "...not part of an active group...")
+            log = cluster.broker(0).channel.request_log
+            commits_before = sum(1 for r in log.records if r.api_name == "OffsetCommit")
+            with pytest.raises(CommitFailedError) as failed:
+                consumer.commit({("events", 0): 1})
+            assert failed.value.error_code == ErrorCode.UNKNOWN_MEMBER_ID and not failed.value.retriable
+            assert "not part of an active group" in str(failed.value)
+            assert sum(1 for r in log.records if r.api_name == "OffsetCommit") == commits_before
+            coord.state = MemberState.PREPARING_REBALANCE      # as while its next poll() rejoins
+            with pytest.raises(KafkaProtocolError) as rebalancing:
+                consumer.commit({("events", 0): 1})
+            assert rebalancing.value.error_code == ErrorCode.REBALANCE_IN_PROGRESS
+            assert not isinstance(rebalancing.value, CommitFailedError)
+            coord.state = MemberState.UNJOINED
         finally:
             with ticking(mock):
                 consumer.close()
@@ -229,3 +246,39 @@ def test_metadata_max_age_ms_and_reconnect_backoff_follow_the_injected_clock():
         finally:
             io.run(client.close(), 10)
             io.stop()
+
+
+def test_a_new_topic_is_asked_for_at_once_without_waiting_for_the_clock():
+    """Java's Metadata.requestUpdateForNewTopics: the refresh backoff does not hold back a topic new to the cache,
+    so a consumer on a frozen MockTime that assign()s a partition reads it without the clock moving."""
+    from kafkalab.clients.metadata import Metadata
+    md = Metadata(retry_backoff_ms=100)
+    woken = []
+    md.on_update_requested = lambda: woken.append(1)
+    md.attempt(1_000)
+    md.request_update()
+    assert md.time_to_next_update(1_000) == 100          # an ordinary refresh waits out the backoff
+    assert md.add_topics("new") and woken == [1]
+    assert md.time_to_next_update(1_000) == 0
+    md.attempt(1_000)
+    assert not md.add_topics("new") and woken == [1]      # not new: no wake-up, the backoff holds
+    assert md.time_to_next_update(1_000) == 100
+
+    mock = MockTime()
+    with Cluster(brokers=1, overrides=GROUP_OVERRIDES) as cluster:
+        cluster.create_topic("frozen")
+        with Producer({"bootstrap.servers": cluster.bootstrap_servers}) as p:
+            p.send("frozen", b"first", partition=0).result(10)
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "auto.offset.reset": "earliest"},
+                            time=mock)
+        try:
+            consumer.assign([("frozen", 0)])
+            start = mock.milliseconds()
+            deadline = time.monotonic() + 10
+            records = []
+            while not records and time.monotonic() < deadline:
+                records = consumer.poll(0)
+                time.sleep(0.01)
+            assert [r.value for r in records] == [b"first"] and mock.milliseconds() == start
+        finally:
+            consumer.close()

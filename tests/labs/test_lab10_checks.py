@@ -142,3 +142,59 @@ def test_check_delivery():
 @pytest.mark.parametrize("answer", ["9", True, 9.0])
 def test_check_coordinator_partition_wants_an_int(answer):
     assert not lab10.check_coordinator_partition(answer, "billing").passed
+
+
+# -- sections 10-12: where a consumer starts, auto-commit -------------------------------------------------------------
+@pytest.mark.parametrize("policy,committed,expected", [
+    ("latest", None, 250), ("earliest", None, 100), ("none", None, lab10.NO_OFFSET),
+    ("latest", 180, 180), ("none", 180, 180), ("earliest", 250, 250),           # a committed offset in the log wins
+    ("earliest", 40, 100), ("latest", 40, 250), ("none", 40, lab10.OUT_OF_RANGE),  # out of range: the policy
+    ("earliest", 300, 100), ("none", 300, lab10.OUT_OF_RANGE),
+])
+def test_start_offset_follows_javas_consumer(policy, committed, expected):
+    assert lab10.start_offset(policy, 100, 250, committed) == expected
+
+
+def test_start_offset_refuses_an_unknown_policy():
+    with pytest.raises(ValueError, match="auto.offset.reset"):
+        lab10.start_offset("smallest", 0, 10)
+
+
+CASES = {"reports": ("latest", 180), "audit": ("earliest", None), "alerts": ("latest", None),
+         "archive": ("earliest", 40), "billing": ("none", None)}
+RIGHT = {"reports": 180, "audit": 100, "alerts": 250, "archive": 100, "billing": "NoOffsetForPartitionException"}
+
+
+def test_check_start_offsets():
+    assert lab10.check_start_offsets(RIGHT, 100, 250, CASES).passed
+    assert lab10.check_start_offsets(..., 100, 250, CASES).status == "todo"
+    wrong = lab10.check_start_offsets({**RIGHT, "reports": 250, "archive": 40, "alerts": 249, "billing": 100},
+                                      100, 250, CASES)
+    notes = {p.label: p.note for p in wrong.parts}
+    assert not wrong.passed and "is not asked" in notes["reports"]
+    assert "OFFSET_OUT_OF_RANGE" in notes["archive"] and "log end offset" in notes["alerts"]
+    assert "throws" in notes["billing"]
+    assert not lab10.check_start_offsets({**RIGHT, "audit": True}, 100, 250, {**CASES, "audit": ("earliest", 1)}
+                                         ).passed
+    assert not lab10.check_start_offsets(RIGHT, 100, 260, CASES).passed          # follows the data
+
+
+def test_auto_commit_plan_commits_at_the_start_of_a_poll_what_earlier_polls_returned():
+    every_second = [k * 1000 for k in range(20)]
+    plan = lab10.auto_commit_plan(every_second, 5_000, 12)
+    assert plan == {"commits": [(5_000, 5), (10_000, 10)], "committed": 10, "redelivered": [10, 11, 12]}
+    assert lab10.auto_commit_plan(every_second, 5_000, 3) == {"commits": [], "committed": None,
+                                                              "redelivered": [0, 1, 2, 3]}
+    # the interval counts from the last commit, not on a fixed grid
+    assert lab10.auto_commit_plan([0, 700, 1_400, 2_100, 2_800, 3_500, 4_200, 4_900, 5_600, 6_300], 2_000,
+                                  8)["commits"] == [(2_100, 3), (4_200, 6)]
+
+
+def test_check_auto_commit_duplicates():
+    times = [0, 700, 1_400, 2_100, 2_800, 3_500, 4_200, 4_900, 5_600, 6_300]
+    assert lab10.check_auto_commit_duplicates([6, 7, 8], times, 2_000, 8).passed
+    assert lab10.check_auto_commit_duplicates(..., times, 2_000, 8).status == "todo"
+    one_late = lab10.check_auto_commit_duplicates([7, 8], times, 2_000, 8)
+    assert not one_late.passed and "does not cover the record that poll returns" in one_late.hint
+    assert not lab10.check_auto_commit_duplicates("6-8", times, 2_000, 8).passed
+    assert not lab10.check_auto_commit_duplicates([6, 7, 8], times, 3_000, 8).passed   # follows the data

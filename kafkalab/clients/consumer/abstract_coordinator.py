@@ -54,6 +54,9 @@ __all__ = ["AbstractCoordinator", "Generation", "NO_GENERATION", "MemberState", 
 
 COORDINATOR_NODE_BASE = 2**31 - 1
 JOIN_GROUP_TIMEOUT_LAPSE_MS = 5000
+#: the LeaveGroup reason (KIP-800) when the application did not call poll() within max.poll.interval.ms, as
+#: Java's AbstractCoordinator.maybeLeaveGroup sends it
+POLL_TIMEOUT_EXPIRED = "consumer poll timeout has expired."
 
 
 class Generation(NamedTuple):
@@ -287,8 +290,7 @@ class AbstractCoordinator:
             now = self.client.now_ms()
             if now - self.last_poll_ms > self.max_poll_interval_ms:
                 self.poll_timeout_expired = True
-                await self.maybe_leave_group("consumer poll timeout has expired. The time between calls to "
-                                             "poll() was longer than max.poll.interval.ms")
+                await self.maybe_leave_group(POLL_TIMEOUT_EXPIRED)
                 return
             if now - self.last_heartbeat_ok_ms > self.session_timeout_ms:
                 self.mark_coordinator_unknown("session timed out without a successful heartbeat")

@@ -48,18 +48,36 @@ __all__ = ["ConsumerCoordinator", "CommitFailedError"]
 
 
 class CommitFailedError(KafkaProtocolError):
-    """The group rebalanced (or threw us out) before the commit: the partitions may belong to someone else."""
+    """Java's ``CommitFailedException``: the group rebalanced (or threw us out) before the commit, so the
+    partitions may belong to someone else; retrying cannot help. ``error_code`` is what the coordinator
+    answered (``UNKNOWN_MEMBER_ID``, ``ILLEGAL_GENERATION``, ``FENCED_INSTANCE_ID``), or ``UNKNOWN_MEMBER_ID``
+    when the consumer did not even send the commit because it had already left the group (after
+    ``max.poll.interval.ms``, for example) and so has no member id to commit with."""
 
     retriable = False
 
-    def __init__(self, code: int):
-        super().__init__(code, "Commit cannot be completed since the group has already rebalanced and assigned "
-                               "the partitions to another member. The poll loop took longer than "
-                               "max.poll.interval.ms, or the member was fenced.")
+    def __init__(self, code: int, message: str = ""):
+        super().__init__(code, message or
+                         "Commit cannot be completed since the group has already rebalanced and assigned the "
+                         "partitions to another member. This means that the time between subsequent calls to "
+                         "poll() was longer than the configured max.poll.interval.ms, which typically implies "
+                         "that the poll loop is spending too much time message processing. You can address this "
+                         "either by increasing max.poll.interval.ms or by reducing the maximum size of batches "
+                         "returned in poll() with max.poll.records.")
 
 
-_FATAL_COMMIT = {ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION, ErrorCode.FENCED_INSTANCE_ID,
-                 ErrorCode.REBALANCE_IN_PROGRESS}
+#: the consumer is not in the group and knows it (Java's ``sendOffsetCommitRequest``): nothing is sent
+NOT_IN_ACTIVE_GROUP = ("Offset commit cannot be completed since the consumer is not part of an active group for "
+                       "auto partition assignment; it is likely that the consumer was kicked out of the group.")
+#: Java's ``RebalanceInProgressException`` messages: retry after ``poll()`` has completed the rebalance
+REBALANCING_HERE = ("Offset commit cannot be completed since the consumer is undergoing a rebalance for auto "
+                    "partition assignment. You can try completing the rebalance by calling poll() and then retry "
+                    "the operation.")
+REBALANCING_THERE = ("Offset commit cannot be completed since the consumer group is executing a rebalance at the "
+                     "moment. You can try completing the rebalance by calling poll() and then retry commit again.")
+
+
+_FATAL_COMMIT = {ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION, ErrorCode.FENCED_INSTANCE_ID}
 _RETRY = {ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
           ErrorCode.REQUEST_TIMED_OUT, ErrorCode.UNSTABLE_OFFSET_COMMIT, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
 
@@ -185,8 +203,10 @@ class ConsumerCoordinator(AbstractCoordinator):
         cls = request_class(ApiKey.OFFSET_COMMIT)
         if self.subscriptions.has_auto_assigned_partitions():
             g = self._generation_for_commit()
-            if g is None:
-                raise CommitFailedError(ErrorCode.REBALANCE_IN_PROGRESS)
+            if g is None:                              # not part of an active group: fail without sending
+                if self.state in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE):
+                    raise KafkaProtocolError(ErrorCode.REBALANCE_IN_PROGRESS, REBALANCING_HERE)
+                raise CommitFailedError(ErrorCode.UNKNOWN_MEMBER_ID, NOT_IN_ACTIVE_GROUP)
             generation_id, member_id, instance = g.generation_id, g.member_id, self.group_instance_id
         else:
             generation_id, member_id, instance = -1, "", None
@@ -209,11 +229,11 @@ class ConsumerCoordinator(AbstractCoordinator):
                     continue
                 if code in _COORDINATOR_ERRORS_SET:
                     self.mark_coordinator_unknown(f"OffsetCommit: {ErrorCode(code).name}")
+                if code == ErrorCode.REBALANCE_IN_PROGRESS:      # the member stays; poll() rejoins
+                    self.request_rejoin("OffsetCommit: the group is rebalancing")
+                    raise KafkaProtocolError(code, REBALANCING_THERE)
                 if code in _FATAL_COMMIT:
-                    if code == ErrorCode.REBALANCE_IN_PROGRESS:
-                        self.request_rejoin("OffsetCommit: the group is rebalancing")
-                    else:
-                        self.reset_generation(f"OffsetCommit: {ErrorCode(code).name}")
+                    self.reset_generation(f"OffsetCommit: {ErrorCode(code).name}")
                     raise CommitFailedError(code)
                 failed = failed or KafkaProtocolError(code, f"OffsetCommit for {t.name}-{p.partition_index}")
         if failed is not None:

@@ -1,4 +1,4 @@
-"""Lab 10 (``labs/10_consumer_groups.ipynb``): consumer groups and committed offsets.
+"""Lab 10, the group protocol (``labs/10_consumer_groups.ipynb`` sections 1-9): consumer groups and committed offsets.
 
 Theory of operation
 -------------------
