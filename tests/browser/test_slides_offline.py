@@ -37,7 +37,9 @@ return {h: Reveal.getIndices().h, v: Reveal.getIndices().v, total: Reveal.getTot
         last: Reveal.isLastSlide(), text: visible.textContent.trim().slice(0, 300),
         shown: box.width > 0 && box.height > 0 && getComputedStyle(slide).display !== 'none',
         notes: [...slide.querySelectorAll(':scope > aside.notes')].map(a => a.textContent.trim().slice(0, 80)),
-        pictures: slide.querySelectorAll('svg, .kl-frame, img').length};
+        pictures: slide.querySelectorAll('svg, .kl-frame, img').length,
+        reachable: slide.scrollHeight <= slide.clientHeight + 1 ||
+                   ['auto', 'scroll'].includes(getComputedStyle(slide).overflowY)};
 """
 
 
@@ -135,6 +137,7 @@ def test_notebook_slides_advance_and_show_stored_pictures_offline(built, offline
     for _ in range(state["total"] - 1):
         state = _next(offline_browser, state)
         assert state["shown"], state
+        assert state["reachable"], f"slide {state['h']}/{state['v']} runs off the screen and does not scroll"
         if state["pictures"] and pictures is None:
             pictures = state
             _screenshot(offline_browser, "slides-offline-notebook-picture")
