@@ -8,6 +8,7 @@ is not ``file:``/``data:`` fails the test, and so does any console error (a miss
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import time
 
@@ -46,6 +47,12 @@ return {h: Reveal.getIndices().h, v: Reveal.getIndices().v, total: Reveal.getTot
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """Every deck, as `make slides` builds it (the Markdown decks and the notebooks' slides)."""
+    require_browser()
+    if not (build_slides.REVEAL / "package.json").is_file():
+        message = "reveal.js is not installed: run `npm ci` in the repository root (make slides does)"
+        if os.environ.get("KAFKALAB_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"{message} (KAFKALAB_REQUIRE_BROWSER=1)")
+        pytest.skip(message)
     out = tmp_path_factory.mktemp("slides")
     pages = build_slides.build(out, [])
     return {"out": out, "pages": pages}
