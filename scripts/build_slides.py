@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import html
 import importlib.util
+import json
 import re
 import shutil
 import sys
@@ -82,8 +83,6 @@ def copy_reveal(out: Path, reveal: Path = REVEAL) -> str:
     if not manifest.is_file():
         raise BuildError(f"reveal.js is not installed in {reveal.parent}: run `npm ci` in {ROOT} once (it installs "
                          "the version package-lock.json pins), then build again")
-    import json
-
     version = json.loads(manifest.read_text(encoding="utf-8"))["version"]
     target = out / REVEAL_PREFIX
     if target.exists():
@@ -242,7 +241,7 @@ Keys: → / Space next slide, ← previous, S speaker notes, F full screen, Esc 
 
 # -- main -----------------------------------------------------------------------------------------------------------------
 def _selected(paths: list[Path], selected: list[str]) -> list[Path]:
-    return [p for p in paths if DECK_NAME.match(p.stem.removesuffix(".slides")) and
+    return [p for p in paths if DECK_NAME.match(p.stem) and
             (not selected or any(p.stem.startswith(s) for s in selected))]
 
 

@@ -108,3 +108,13 @@ def test_slides_readme_lists_sixteen_decks_one_per_lab():
 def test_every_deck_is_listed_in_the_slides_readme():
     decks = sorted(p.name for p in (ROOT / "slides").glob("[0-9][0-9]_*.md"))
     assert set(decks) <= set(_listed_decks())
+
+
+def test_notebook_slides_are_the_participant_version(tmp_path):
+    """The class sees the notebook slides: answer cells (placeholders), never a solution cell."""
+    lab = ROOT / "labs" / "01_the_wire.ipynb"
+    page = build_slides.build_notebook(lab, tmp_path, build_slides.notebook_exporter(), build_slides._build_labs())
+    text = page.read_text(encoding="utf-8")
+    assert "celltag_answer" in text and "Your answer" in text
+    assert "celltag_solution" not in text
+    assert 'src="reveal.js/dist/reveal.js"' in text and build_slides.remote_references(text) == []
