@@ -15,13 +15,13 @@ import time
 import pytest
 
 from tests.browser.browser import Browser, require_browser
-from tests.browser.conftest import SCREENSHOTS
 from tests.browser.lab_server import REPO
 
 _spec = importlib.util.spec_from_file_location("build_slides", REPO / "scripts" / "build_slides.py")
 build_slides = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(build_slides)
 
+SCREENSHOTS = REPO / "build" / "browser"   # beside the other browser tests' screenshots
 OFFLINE_FLAGS = ("--host-resolver-rules=MAP * ~NOTFOUND",)
 LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:", "chrome:")   # chrome: the browser's own new-tab page
 MARKDOWN_DECK = "01_the_wire"
