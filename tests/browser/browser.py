@@ -116,7 +116,9 @@ def stored_pictures_not_shown(pictures: list[dict]) -> list[dict]:
 class Browser:
     """One chromium window on one JupyterLab server."""
 
-    def __init__(self, screenshots: Path):
+    def __init__(self, screenshots: Path, extra_flags: tuple[str, ...] = (), network_log: bool = False):
+        """``extra_flags`` go to chromium after the usual ones; ``network_log`` keeps chromium's performance log
+        (DevTools ``Network.*`` events: every request a page makes, failed ones too), read by ``requested_urls``."""
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
 
@@ -124,9 +126,9 @@ class Browser:
         self.profile = Path(tempfile.mkdtemp(prefix="kafkalab-chromium-"))
         opts = webdriver.ChromeOptions()
         opts.binary_location = CHROMIUM
-        for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={self.profile}"):
+        for flag in (*CHROMIUM_FLAGS, *extra_flags, f"--user-data-dir={self.profile}"):
             opts.add_argument(flag)
-        opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        opts.set_capability("goog:loggingPrefs", {"browser": "ALL", **({"performance": "ALL"} if network_log else {})})
         self.service = Service(CHROMEDRIVER, popen_kw={"start_new_session": True})
         self.driver = None
         self.console: list[dict] = []
@@ -265,6 +267,15 @@ class Browser:
     def console_errors(self, ignore: tuple[str, ...] = ()) -> list[str]:
         return [e["message"] for e in self.read_console()
                 if e["level"] == "SEVERE" and not any(pattern in e["message"] for pattern in ignore)]
+
+    def requested_urls(self) -> list[str]:
+        """Every URL a page asked for since the last call (needs ``network_log``): DevTools' requestWillBeSent."""
+        urls = []
+        for entry in self.driver.get_log("performance"):
+            message = json.loads(entry["message"])["message"]
+            if message.get("method") == "Network.requestWillBeSent":
+                urls.append(message["params"]["request"]["url"])
+        return urls
 
     def dump(self, name: str, value) -> None:
         """Save ``value`` as JSON beside the screenshots (an artifact, like them)."""

@@ -39,3 +39,21 @@ def test_make_lab_instructor_opens_labs():
     plan = _plan("lab-instructor")
     assert any("jupyter trust labs/" in line for line in plan)
     assert " ".join(plan[-1].split()).endswith(f"jupyter lab --notebook-dir=labs labs/{_first_lab()}")
+
+
+def test_make_student_writes_and_trusts_the_participant_versions_that_make_lab_opens():
+    plan = _plan("student")
+    build = next(i for i, line in enumerate(plan) if "scripts/build_labs.py --participant participant" in line)
+    trust = next(i for i, line in enumerate(plan) if "jupyter trust participant/" in line)
+    assert build < trust
+    assert not any("jupyter lab " in line for line in plan)
+
+
+def test_make_slides_installs_the_locked_reveal_js_then_builds_every_deck():
+    plan = _plan("slides")
+    builds = [i for i, line in enumerate(plan) if "scripts/build_slides.py --out build/slides" in line]
+    assert builds, plan
+    if (ROOT / "node_modules" / ".kafkalab-npm-ci").exists():
+        return                          # installed: the plan is the build alone
+    npm = next(i for i, line in enumerate(plan) if line.strip().startswith("npm ci"))
+    assert npm < builds[0]

@@ -1,0 +1,163 @@
+"""`make slides` presents offline: every deck built by scripts/build_slides.py, opened from file:// in chromium with
+no host name resolvable, advances slide by slide, and the page asked for nothing but local files.
+
+Chromium runs with ``--host-resolver-rules=MAP * ~NOTFOUND`` (every name fails to resolve, as on a machine
+without a network), and its DevTools log lists every request a page made, failed ones included: any address that
+is not ``file:``/``data:`` fails the test, and so does any console error (a missing local file).
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import time
+
+import pytest
+
+from tests.browser.browser import Browser, require_browser
+from tests.browser.lab_server import REPO
+
+_spec = importlib.util.spec_from_file_location("build_slides", REPO / "scripts" / "build_slides.py")
+build_slides = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(build_slides)
+
+SCREENSHOTS = REPO / "build" / "browser"   # beside the other browser tests' screenshots
+OFFLINE_FLAGS = ("--host-resolver-rules=MAP * ~NOTFOUND",)
+LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:", "chrome:")   # chrome: the browser's own new-tab page
+MARKDOWN_DECK = "01_the_wire"
+NOTEBOOK_DECK = "01_the_wire"
+
+JS_READY = "return typeof Reveal !== 'undefined' && Reveal.isReady && Reveal.isReady();"
+#: where the presentation is and what the audience sees of the current slide (speaker notes are hidden asides)
+JS_STATE = """
+const slide = Reveal.getCurrentSlide();
+const visible = slide.cloneNode(true);
+visible.querySelectorAll('aside.notes, section:not(.present)').forEach(e => e.remove());
+const box = slide.getBoundingClientRect();
+return {h: Reveal.getIndices().h, v: Reveal.getIndices().v, total: Reveal.getTotalSlides(),
+        last: Reveal.isLastSlide(), text: visible.textContent.trim().slice(0, 300),
+        shown: box.width > 0 && box.height > 0 && getComputedStyle(slide).display !== 'none',
+        notes: [...slide.querySelectorAll(':scope > aside.notes')].map(a => a.textContent.trim().slice(0, 80)),
+        pictures: slide.querySelectorAll('svg, .kl-frame, img').length,
+        reachable: slide.scrollHeight <= slide.clientHeight + 1 ||
+                   ['auto', 'scroll'].includes(getComputedStyle(slide).overflowY)};
+"""
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """Every deck, as `make slides` builds it (the Markdown decks and the notebooks' slides)."""
+    require_browser()
+    if not (build_slides.REVEAL / "package.json").is_file():
+        message = "reveal.js is not installed: run `npm ci` in the repository root (make slides does)"
+        if os.environ.get("KAFKALAB_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"{message} (KAFKALAB_REQUIRE_BROWSER=1)")
+        pytest.skip(message)
+    out = tmp_path_factory.mktemp("slides")
+    pages = build_slides.build(out, [])
+    return {"out": out, "pages": pages}
+
+
+@pytest.fixture(scope="module")
+def offline_browser():
+    require_browser()
+    b = Browser(SCREENSHOTS, extra_flags=OFFLINE_FLAGS, network_log=True)
+    try:
+        yield b
+    finally:
+        survivors = b.close()
+        assert not survivors, f"chromium/chromedriver processes left behind: {survivors}"
+
+
+def _open(browser: Browser, page) -> dict:
+    browser.requested_urls()                          # forget what earlier pages asked for
+    browser.driver.get(page.as_uri())
+    browser.wait(lambda: browser.js(JS_READY), 20, f"reveal.js to start in {page.name}")
+    return browser.js(JS_STATE)
+
+
+def _next(browser: Browser, before: dict) -> dict:
+    """Press Space (reveal.js's "next": through a notebook's sub-slides too, as a presenter's clicker does) and wait
+    for the next slide."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    ActionChains(browser.driver).send_keys(Keys.SPACE).perform()
+    return browser.wait(lambda: (lambda s: s if (s["h"], s["v"]) != (before["h"], before["v"]) else None)(
+        browser.js(JS_STATE)), 10, f"the slide after {before['h']}")
+
+
+def _screenshot(browser: Browser, name: str) -> None:
+    time.sleep(1)                                     # the slide transition's end, for the picture only
+    browser.screenshot(name)
+
+
+def _assert_stayed_local(browser: Browser, page) -> None:
+    requests = browser.requested_urls()
+    remote = [u for u in requests if not u.startswith(LOCAL_SCHEMES)]
+    assert not remote, f"{page.name} asked the network for {remote}"
+    assert any(u.endswith("/reveal.js/dist/reveal.js") for u in requests), f"{page.name} did not load reveal.js"
+    errors = browser.console_errors()
+    assert not errors, f"{page.name}: console errors {errors}"
+
+
+def _slides_in(markdown: str) -> list[str]:
+    return [s for s in re.split(r"(?m)^---$", markdown.replace("\r\n", "\n")) if s.strip()]
+
+
+def test_every_deck_and_notebook_is_built(built):
+    names = {p.name for p in built["pages"]}
+    decks = sorted(p.stem for p in (REPO / "slides").glob("[0-9][0-9]_*.md"))
+    labs = sorted(p.stem for p in (REPO / "labs").glob("[0-9][0-9]_*.ipynb"))
+    assert {f"{d}.html" for d in decks} <= names
+    assert {f"{n}.slides.html" for n in labs} <= names
+    assert (built["out"] / "reveal.js" / "dist" / "reveal.js").is_file()
+
+
+def test_markdown_deck_advances_slide_by_slide_offline(built, offline_browser):
+    page = built["out"] / f"{MARKDOWN_DECK}.html"
+    markdown = (REPO / "slides" / f"{MARKDOWN_DECK}.md").read_text(encoding="utf-8")
+    state = _open(offline_browser, page)
+    expected = _slides_in(markdown)
+    assert state["total"] == len(expected), f"{state['total']} slides shown, the deck has {len(expected)}"
+    _screenshot(offline_browser, "slides-offline-markdown-first")
+    seen = [state]
+    while not state["last"]:
+        state = _next(offline_browser, state)
+        assert state["h"] == seen[-1]["h"] + 1 and state["shown"] and state["text"], state
+        assert state["text"] != seen[-1]["text"]
+        seen.append(state)
+    _screenshot(offline_browser, "slides-offline-markdown-last")
+    assert len(seen) == len(expected)
+    # the speaker's notes (after "Note:") are notes, not slide text
+    with_notes = [s for s in seen if s["notes"]]
+    assert with_notes, "no slide carries speaker notes"
+    assert not [s for s in seen if "Note:" in s["text"]]
+    _assert_stayed_local(offline_browser, page)
+
+
+def test_notebook_slides_advance_and_show_stored_pictures_offline(built, offline_browser):
+    page = built["out"] / f"{NOTEBOOK_DECK}.slides.html"
+    state = _open(offline_browser, page)
+    assert state["total"] > 5 and state["shown"] and state["text"], state
+    pictures = None
+    for _ in range(state["total"] - 1):
+        state = _next(offline_browser, state)
+        assert state["shown"], state
+        assert state["reachable"], f"slide {state['h']}/{state['v']} runs off the screen and does not scroll"
+        if state["pictures"] and pictures is None:
+            pictures = state
+            _screenshot(offline_browser, "slides-offline-notebook-picture")
+        if state["last"]:
+            break
+    assert pictures is not None, "no slide of the notebook shows a stored picture"
+    _assert_stayed_local(offline_browser, page)
+
+
+def test_index_links_every_page(built, offline_browser):
+    page = built["out"] / "index.html"
+    offline_browser.requested_urls()
+    offline_browser.driver.get(page.as_uri())
+    links = offline_browser.js("return [...document.querySelectorAll('a')].map(a => a.getAttribute('href'));")
+    assert sorted(links) == sorted(p.name for p in built["pages"][1:])
+    assert not [u for u in offline_browser.requested_urls() if not u.startswith(LOCAL_SCHEMES)]
