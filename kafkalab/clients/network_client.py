@@ -45,7 +45,9 @@ its partitions moved: Java's ``handleServerDisconnect``), sending MetadataReques
 ``request_metadata_update()`` also wakes the background updater; ``metadata.request_update()`` alone only marks
 the cache stale for whoever refreshes next.
 
-Every finished exchange is offered to the client's trace hook (:mod:`.tracing`) with the raw frames.
+Every finished exchange is offered to the client's trace hook (:mod:`.tracing`) with the raw frames, and
+every connection opened or closed, request written and response read is counted in ``client.metrics``
+(:mod:`.selector_metrics`: Kafka's ``request-rate``, ``outgoing-byte-rate``, ``connection-creation-rate``...).
 
 Mirrors ``clients/src/main/java/org/apache/kafka/clients/{NetworkClient,InFlightRequests,
 ClusterConnectionStates,DefaultMetadataUpdater}.java`` (the latter is inside NetworkClient).
@@ -66,6 +68,8 @@ from kafkalab.clients.clock import ClientClock
 from kafkalab.clients.errors import ClientClosedError, NetworkException, RequestTimedOut, SslAuthenticationException
 from kafkalab.clients.metadata import BrokerInfo, ClusterView, Metadata
 from kafkalab.clients.sasl import client_login
+from kafkalab.clients.selector_metrics import SelectorMetrics
+from kafkalab.common.metrics import MetricConfig, Metrics
 from kafkalab.security.sasl_client import SaslClientAuthenticator
 from kafkalab.clients.tracing import TraceEvent
 from kafkalab.protocol import (ApiKey, DecodeError, ErrorCode, KafkaProtocolError, decode_response,
@@ -159,6 +163,7 @@ class BrokerConnection:
             raise NetworkException(f"cannot connect to node {self.node_id} at {self.address}: "
                                    f"{e or 'timeout'}") from e
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
+        self.client.selector_metrics.record_connection_created(self.node_id)
         versions = await self._negotiate()
         if self.client.login is not None:
             await self._authenticate()
@@ -244,6 +249,7 @@ class BrokerConnection:
             frame = encode_request(request)
             sent_at = self.client.clock()
             self._writer.write(_SIZE.pack(len(frame)) + frame)
+            self.client.selector_metrics.record_request_sent(self.node_id, len(frame) + 4)
             if not expect_response:
                 self._slots.release()
                 released = True
@@ -275,6 +281,7 @@ class BrokerConnection:
                 if size < 4 or size > MAX_RESPONSE_BYTES:
                     raise DecodeError(f"response size {size} out of range", path="size", offset=0)
                 frame = await reader.readexactly(size)
+                self.client.selector_metrics.record_response_received(self.node_id, size + 4)
                 self._complete(frame)
         except asyncio.CancelledError:
             raise
@@ -314,6 +321,8 @@ class BrokerConnection:
             self._read_task.cancel()
         if self._writer is not None:
             self._writer.close()
+            if self._read_task is not None:         # it was connected: Java counts only those
+                self.client.selector_metrics.record_connection_closed(self.node_id)
         while self.in_flight:
             entry = self.in_flight.popleft()
             if entry.correlation_id == timed_out:
@@ -333,7 +342,8 @@ class NetworkClient:
     """Connections, metadata and the trace hook of one client. All methods run on the client's event loop."""
 
     def __init__(self, config, *, tracer: Optional[Callable[[TraceEvent], None]] = None,
-                 max_in_flight: Optional[int] = None, allow_auto_topic_creation: bool = True, time=None):
+                 max_in_flight: Optional[int] = None, allow_auto_topic_creation: bool = True, time=None,
+                 metric_group_prefix: str = "client"):
         self.config = config
         #: the injected clock (``SystemTime`` unless given) and the waits that obey it
         self.waits = ClientClock(time)
@@ -353,6 +363,11 @@ class NetworkClient:
         self.metadata = Metadata(metadata_max_age_ms=config["metadata.max.age.ms"],
                                  retry_backoff_ms=config["retry.backoff.ms"])
         self.connections: dict[int, BrokerConnection] = {}
+        #: Kafka's client metrics (``metrics.sample.window.ms``, ``metrics.num.samples``), on the injected Time
+        self.metrics = Metrics(MetricConfig(config["metrics.sample.window.ms"], config["metrics.num.samples"]),
+                               self.time)
+        self.selector_metrics = SelectorMetrics(self.metrics, metric_group_prefix,
+                                                lambda: sum(not c.closed for c in self.connections.values()))
         self._connecting: dict[int, asyncio.Future] = {}
         self._failures: dict[int, tuple[int, float]] = {}     # node -> (consecutive failures, last failure ms)
         self._tracer = tracer
