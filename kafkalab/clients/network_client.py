@@ -453,11 +453,15 @@ class NetworkClient:
             pending.add_done_callback(lambda _f, n=node_id: self._connecting.pop(n, None))
         return await asyncio.shield(pending)
 
-    def start_connecting(self, node_id: int) -> None:
-        """Begin connecting in the background (a sender does not wait; it checks again later)."""
-        if node_id not in self._connecting and not self.is_ready(node_id) and not self.closed:
-            task = asyncio.ensure_future(self.connection(node_id))
-            task.add_done_callback(_consume_outcome)
+    def start_connecting(self, node_id: int, on_done: Optional[Callable[[], None]] = None) -> None:
+        """Begin connecting in the background (a sender does not wait). ``on_done`` is called once the
+        connection is ready or has failed, as Java's ``poll`` returns then: a waiting sender is woken."""
+        if self.is_ready(node_id) or self.closed or (node_id in self._connecting and on_done is None):
+            return
+        task = asyncio.ensure_future(self.connection(node_id))
+        task.add_done_callback(_consume_outcome)
+        if on_done is not None:
+            task.add_done_callback(lambda _task: on_done())
 
     async def _connect(self, node_id: int) -> BrokerConnection:
         wait = self.backoff_remaining_ms(node_id)
