@@ -12,7 +12,8 @@ what happened, not a simulation. This module holds what keeps those outputs repr
   starts at a random broker), so "partition 1 lives on broker 1" holds on every run;
 * :func:`client_connections` reads a client's connections out of every broker's request log, numbered in the
   order they appeared, without the ports that name them; :func:`wait_for_connections` waits until the brokers
-  have seen the client close what it will close;
+  have seen the client close what it will close, :func:`wait_for_requests` until broker 0 has logged a client's
+  requests;
 * :func:`coarse` turns a duration into a coarse, stable label: the lab never prints a raw timing;
 * :func:`produce_frame` builds a Produce request of an exact size (to probe ``socket.request.max.bytes``);
 * :func:`response_order` is the model of the broker's ordering rule that an exercise checks against;
@@ -29,7 +30,7 @@ import collections
 import html
 import math
 import struct
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Iterable, Mapping, NamedTuple, Optional, Sequence
 
 from kafkalab.labs import CheckResult, Part, check, check_equal, is_unanswered
 from kafkalab.viz.textfit import GRAPHVIZ_FONT
@@ -41,7 +42,7 @@ __all__ = ["CLIENT_ID", "LIBRDKAFKA_SOFTWARE", "TOPIC", "TIMESTAMP", "create_top
            "client_connections", "wait_for_connections", "coarse", "produce_frame", "response_order",
            "connections_diagram", "request_path_diagram", "MetricsBars", "response_frames", "check_max_request_size",
            "check_response_order", "check_match_responses", "check_connections_per_broker", "check_produce_rates",
-           "client_metrics", "kafka_rate", "check_client_rates"]
+           "client_metrics", "kafka_rate", "check_client_rates", "wait_for_requests"]
 
 CLIENT_ID = "kafkalab-lab03"
 LIBRDKAFKA_SOFTWARE = {"client.software.name": "kafkalab-lab", "client.software.version": "1.0"}
@@ -95,6 +96,16 @@ def wait_for_connections(cluster, counts: Mapping[int, int], timeout: float = 5.
         return True
     except TimeoutError:
         return False
+
+
+def wait_for_requests(cluster, client_id: str, count: int, *, api: Optional[str] = None,
+                      timeout: float = 5.0) -> None:
+    """Wait until broker 0's request log holds ``count`` requests (of ``api``, if given) from ``client_id``: a
+    broker logs a request once its answer is written, so the client may have the answer a moment earlier."""
+    def logged() -> int:
+        return sum(1 for r in cluster.broker(0).channel.request_log.records
+                   if r.client_id == client_id and (api is None or r.api_name == api))
+    cluster.wait_until(lambda: logged() >= count, timeout, f"broker 0 did not log {count} requests of {client_id}")
 
 
 def coarse(ms: float, long_ms: float = 400.0) -> str:

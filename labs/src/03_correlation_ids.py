@@ -440,8 +440,9 @@ own = KafkalabProducer({"bootstrap.servers": metered.bootstrap_servers, "client.
                         "linger.ms": 0, "enable.idempotence": False}, time=client_clock)
 for i in range(20):
     own.send(lab03.TOPIC, b"%02d" % i, key=b"order-%d" % i, partition=0, timestamp=lab03.TIMESTAMP).result(10)
-seen = [r for r in metered.broker(0).channel.request_log.records if r.client_id == "lab03-kafkalab"]
 books = lab03.client_metrics(own.metrics(), "producer-metrics")
+lab03.wait_for_requests(metered, "lab03-kafkalab", int(books["request-total"]))   # the broker logs after answering
+seen = [r for r in metered.broker(0).channel.request_log.records if r.client_id == "lab03-kafkalab"]
 pd.DataFrame([
     {"metric": "request-total", "the client counted": books["request-total"], "the broker saw": len(seen)},
     {"metric": "outgoing-byte-total", "the client counted": books["outgoing-byte-total"],
@@ -496,8 +497,45 @@ print("client metric names:", ", ".join(sorted(k for k in overall if k.endswith(
 
 # %% [markdown]
 # librdkafka (confluent-kafka) keeps the same counts under other names: set `statistics.interval.ms` and a
-# `stats_cb`, and it hands you a JSON document every interval with, per broker, `tx` and `txbytes` (requests
-# and bytes sent), `rx` and `rxbytes`, `connects` and `disconnects`.
+# `stats_cb`, and every interval it hands you a JSON document with, per broker, `tx` and `txbytes` (requests
+# and bytes sent), `rx` and `rxbytes`, `connects`, `disconnects`, and `req`, the requests per API. Twenty more
+# records, and the entry for broker 0 next to what broker 0 logged on that client's connection to it:
+
+# %%
+import json
+
+rd_stats = []
+rd = Producer({"bootstrap.servers": metered.bootstrap_servers, "client.id": "lab03-librdkafka", "linger.ms": 5,
+               "statistics.interval.ms": 100, "stats_cb": lambda doc: rd_stats.append(json.loads(doc)),
+               "logger": librdkafka_log, **lab03.LIBRDKAFKA_SOFTWARE})
+for i in range(20):
+    rd.produce(lab03.TOPIC, key=b"order-%d" % i, value=b"%02d" % i, partition=0, timestamp=lab03.TIMESTAMP)
+    rd.flush(10)
+lab03.wait_for_requests(metered, "lab03-librdkafka", 20, api="Produce")
+rd_seen = [r for r in metered.broker(0).channel.request_log.records if r.client_id == "lab03-librdkafka"]
+on_conn = [r for r in rd_seen if r.connection_id == rd_seen[-1].connection_id]     # broker 0, by its id
+
+
+def broker_0(doc):
+    return next((b for b in doc["brokers"].values() if b["nodeid"] == 0), None)
+
+
+metered.wait_until(lambda client=rd: client.poll(0.05) is not None and rd_stats and broker_0(rd_stats[-1]) is not None
+                   and broker_0(rd_stats[-1])["rx"] == len(on_conn), 10, "no statistics after the last answer")
+entry = broker_0(rd_stats[-1])
+pd.DataFrame([
+    {"librdkafka": "tx", "value": entry["tx"], "broker 0 saw on that connection": len(on_conn)},
+    {"librdkafka": "txbytes", "value": entry["txbytes"],
+     "broker 0 saw on that connection": sum(r.request_bytes for r in on_conn)},
+    {"librdkafka": "rxbytes", "value": entry["rxbytes"],
+     "broker 0 saw on that connection": sum(r.response_bytes for r in on_conn)},
+    {"librdkafka": "req['Produce']", "value": entry["req"]["Produce"],
+     "broker 0 saw on that connection": sum(r.api_name == "Produce" for r in on_conn)},
+]).set_index("librdkafka")
+
+# %% [markdown]
+# Same bytes, other names. (librdkafka's statistics list brokers by id; the bootstrap connection it dropped
+# is not among them.)
 
 # %% [markdown]
 # ## 6 · Too big, and never first
@@ -577,7 +615,7 @@ print(f"{error_info(r.error_code).name} ({r.error_code}): {r.error_message}")
 # That's all the brokers of this lab:
 
 # %%
-del producer                                                # the producer of section 1 closes its connections
+del producer, rd                                            # the librdkafka producers close their connections
 for c in (cluster, small, metered, limited):
     c.stop()
 print("4 clusters stopped")
