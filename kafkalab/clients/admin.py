@@ -148,7 +148,8 @@ class Admin:
         self._closed = False
 
     async def _make_client(self) -> NetworkClient:
-        return NetworkClient(self.config, tracer=self._hook, allow_auto_topic_creation=False, time=self.time)
+        return NetworkClient(self.config, tracer=self._hook, allow_auto_topic_creation=False, time=self.time,
+                             metric_group_prefix="admin-client")
 
     def _run(self, coro, timeout_ms: Optional[float] = None):
         if self._closed:
@@ -562,6 +563,11 @@ class Admin:
         """Write an ABORT marker on ``spec.topic_partition``'s leader: closes a hanging transaction (needs
         CLUSTER_ACTION, as the coordinator's own markers do)."""
         _check("abort_transaction", *self._run(self.transactions.abort_transaction(spec)))
+
+    def metrics(self) -> dict:
+        """Kafka's client metrics, measured now: ``{MetricName(name, group, tags): value}`` (group
+        ``admin-client-metrics`` and, per broker, ``admin-client-node-metrics``), as Java's ``metrics()``."""
+        return self.client.metrics.metrics() if self._closed else self._io.call(self.client.metrics.metrics)
 
     # -- lifecycle --------------------------------------------------------------------------------------------
     def close(self) -> None:

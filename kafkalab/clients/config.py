@@ -15,7 +15,7 @@ After parsing, a client post-processes values that depend on each other, as Java
 requests in flight -- if the user *asked* for idempotence those are errors, otherwise idempotence is quietly
 switched off; ``delivery.timeout.ms`` must cover ``linger.ms + request.timeout.ms``.
 
-Not every declared name changes behaviour yet (TLS, metrics...); they are declared so configs written
+Not every declared name changes behaviour yet (metric reporters...); they are declared so configs written
 for the Java client load unchanged, marked ``inert`` in the tables, and :data:`IGNORED` lists them. Booleans
 may also be written ``yes``/``no`` or ``1``/``0`` (as librdkafka accepts them).
 
@@ -81,8 +81,9 @@ def _common() -> ConfigDef:
         .define("security.protocol", T.STRING, "PLAINTEXT", one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT",
                                                                     "SASL_SSL"), M,
                 "Protocol used to talk to brokers: SSL and SASL_SSL connect with TLS (the ssl.* keys).")
-        .define("metrics.sample.window.ms", T.LONG, 30_000, at_least(0), L, "Metrics sample window.", inert=True)
-        .define("metrics.num.samples", T.INT, 2, at_least(1), L, "Samples kept per metric.", inert=True)
+        .define("metrics.sample.window.ms", T.LONG, 30_000, at_least(0), L,
+                "The length of one sample of the client's metrics (rates span metrics.num.samples of them).")
+        .define("metrics.num.samples", T.INT, 2, at_least(1), L, "Samples kept per metric (the rates' window).")
         .define("metrics.recording.level", T.STRING, "INFO", one_of("INFO", "DEBUG", "TRACE"), L,
                 "Highest recording level of metrics.", inert=True)
         .define("metric.reporters", T.LIST, [], None, L, "Metrics reporter classes.", inert=True)

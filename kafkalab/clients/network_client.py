@@ -7,7 +7,7 @@ It keeps **one connection per broker** (a :class:`BrokerConnection`); there is n
 ordering guarantees are per connection: a broker answers the requests of one connection strictly in the order
 they arrived.
 
-Per connection:
+Per connection (each a :class:`~.broker_connection.BrokerConnection`):
 
 * **Correlation ids.** Each request carries an ``int32 correlation_id`` that counts up per connection; the
   response echoes it, and since answers come back in order, the client checks that each response answers the
@@ -45,7 +45,9 @@ its partitions moved: Java's ``handleServerDisconnect``), sending MetadataReques
 ``request_metadata_update()`` also wakes the background updater; ``metadata.request_update()`` alone only marks
 the cache stale for whoever refreshes next.
 
-Every finished exchange is offered to the client's trace hook (:mod:`.tracing`) with the raw frames.
+Every finished exchange is offered to the client's trace hook (:mod:`.tracing`) with the raw frames, and
+every connection opened or closed, request written and response read is counted in ``client.metrics``
+(:mod:`.selector_metrics`: Kafka's ``request-rate``, ``outgoing-byte-rate``, ``connection-creation-rate``...).
 
 Mirrors ``clients/src/main/java/org/apache/kafka/clients/{NetworkClient,InFlightRequests,
 ClusterConnectionStates,DefaultMetadataUpdater}.java`` (the latter is inside NetworkClient).
@@ -53,35 +55,22 @@ ClusterConnectionStates,DefaultMetadataUpdater}.java`` (the latter is inside Net
 from __future__ import annotations
 
 import asyncio
-import collections
-import importlib.metadata
 import random
-import ssl
-import struct
 from time import perf_counter
 from typing import Callable, Optional
 
-from kafkalab.clients.api_versions import NodeApiVersions, client_range
+from kafkalab.clients.broker_connection import BrokerConnection
 from kafkalab.clients.clock import ClientClock
-from kafkalab.clients.errors import ClientClosedError, NetworkException, RequestTimedOut, SslAuthenticationException
+from kafkalab.clients.errors import ClientClosedError, NetworkException
 from kafkalab.clients.metadata import BrokerInfo, ClusterView, Metadata
 from kafkalab.clients.sasl import client_login
-from kafkalab.security.sasl_client import SaslClientAuthenticator
+from kafkalab.clients.selector_metrics import SelectorMetrics
+from kafkalab.common.metrics import MetricConfig, Metrics
 from kafkalab.clients.tracing import TraceEvent
-from kafkalab.protocol import (ApiKey, DecodeError, ErrorCode, KafkaProtocolError, decode_response,
-                               encode_request, make_request, request_class)
+from kafkalab.protocol import ApiKey, ErrorCode, KafkaProtocolError, request_class
 from kafkalab.security.ssl_factory import CLIENT, SslFactory
 
 __all__ = ["NetworkClient", "BrokerConnection", "parse_bootstrap"]
-
-try:
-    KAFKALAB_VERSION = importlib.metadata.version("kafkalab")
-except importlib.metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
-    KAFKALAB_VERSION = "0"
-
-_SIZE = struct.Struct(">i")
-_CORR_ERR = struct.Struct(">ih")
-MAX_RESPONSE_BYTES = 100 * 1024 * 1024
 
 
 def parse_bootstrap(servers) -> list[tuple[str, int]]:
@@ -94,246 +83,19 @@ def parse_bootstrap(servers) -> list[tuple[str, int]]:
     return out
 
 
-
 def _consume_outcome(task: "asyncio.Future") -> None:
     """Mark a background task's exception as seen (its waiters report it; asyncio must not print
     "Task exception was never retrieved" when there are none left, e.g. after close())."""
     if not task.cancelled():
         task.exception()
 
-class _InFlight:
-    __slots__ = ("correlation_id", "api_key", "api_version", "future", "sent_at", "request", "frame")
-
-    def __init__(self, correlation_id, api_key, api_version, future, sent_at, request, frame):
-        self.correlation_id, self.api_key, self.api_version = correlation_id, api_key, api_version
-        self.future, self.sent_at, self.request, self.frame = future, sent_at, request, frame
-
-
-class BrokerConnection:
-    """One TCP connection to one broker: correlation ids, in-flight requests in order, a reader task."""
-
-    def __init__(self, client: "NetworkClient", node_id: int, host: str, port: int):
-        self.client = client
-        self.node_id, self.host, self.port = node_id, host, port
-        self.max_in_flight = client.max_in_flight
-        self.in_flight: collections.deque[_InFlight] = collections.deque()
-        self._slots = asyncio.Semaphore(self.max_in_flight)
-        self._next_corr = 0
-        self._reader: Optional[asyncio.StreamReader] = None
-        self._writer: Optional[asyncio.StreamWriter] = None
-        self._read_task: Optional[asyncio.Task] = None
-        self.api_versions: Optional[NodeApiVersions] = None
-        self.closed = False
-        self.close_reason: Optional[str] = None
-        self.reauthenticate_at_ms: Optional[float] = None   # KIP-368: when to log in again on this connection
-        self._reauthenticating = False
-        self.authentications = 0
-
-    @property
-    def address(self) -> str:
-        return f"{self.host}:{self.port}"
-
-    @property
-    def ready(self) -> bool:
-        return self.api_versions is not None and not self.closed
-
-    def has_room(self) -> bool:
-        return self.ready and len(self.in_flight) < self.max_in_flight and not self._slots.locked()
-
-    def __repr__(self) -> str:
-        return f"BrokerConnection(node {self.node_id} {self.address}, in flight {len(self.in_flight)})"
-
-    # -- opening ----------------------------------------------------------------------------------------------
-    async def open(self, setup_timeout_ms: float) -> None:
-        try:
-            tls = self.client.ssl_context
-            self._reader, self._writer = await self.client.waits.wait_for(
-                asyncio.open_connection(self.host, self.port, ssl=tls, server_hostname=self.host if tls else None),
-                setup_timeout_ms)
-        except ssl.SSLError as e:       # the handshake failed: an untrusted certificate, a wrong host name...
-            self.closed = True
-            raise SslAuthenticationException(f"SSL handshake failed with node {self.node_id} at {self.address}: "
-                                             f"{e.reason or e}") from e
-        except (OSError, asyncio.TimeoutError) as e:
-            self.closed = True
-            raise NetworkException(f"cannot connect to node {self.node_id} at {self.address}: "
-                                   f"{e or 'timeout'}") from e
-        self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
-        versions = await self._negotiate()
-        if self.client.login is not None:
-            await self._authenticate()
-        self.api_versions = versions   # ready: ordinary requests may go
-
-    async def _authenticate(self) -> None:
-        """SaslHandshake v1 + SaslAuthenticate until the mechanism completes (raises the broker's error)."""
-        login = self.client.login
-        auth = SaslClientAuthenticator(login.mechanism, login.username, login.password)
-        _key, version, body = auth.handshake_request()
-        auth.on_handshake_response((await self._exchange(body, version)).body)
-        while (request := auth.next_request()) is not None:
-            _key, version, body = request
-            auth.on_authenticate_response((await self._exchange(body, version)).body)
-        self.authentications += 1
-        delay = auth.reauthentication_delay_ms()
-        self.reauthenticate_at_ms = None if delay is None else self.client.now_ms() + delay
-
-    async def _maybe_reauthenticate(self) -> None:
-        """KIP-368: once the moment has come, wait for the requests in flight and log in again alone."""
-        if self.reauthenticate_at_ms is None or self._reauthenticating or \
-                self.client.now_ms() < self.reauthenticate_at_ms:
-            return
-        self._reauthenticating = True
-        taken = 0
-        try:
-            for _ in range(self.max_in_flight):
-                await self._slots.acquire()
-                taken += 1
-            await self._authenticate()
-        except Exception as e:
-            self.close(f"re-authentication failed: {e}")
-            raise
-        finally:
-            for _ in range(taken):
-                self._slots.release()
-            self._reauthenticating = False
-
-    async def _exchange(self, body, api_version: int):
-        """One request of the login, outside the in-flight slots (nothing else is on the wire meanwhile)."""
-        return await self.send(body, api_version, _login=True)
-
-    async def _negotiate(self) -> NodeApiVersions:
-        """ApiVersions at our highest version; on UNSUPPORTED_VERSION, again at the broker's (or v0)."""
-        version = client_range(ApiKey.API_VERSIONS)[1]
-        body = request_class(ApiKey.API_VERSIONS)(client_software_name="kafkalab",
-                                                  client_software_version=KAFKALAB_VERSION)
-        for _ in range(3):
-            resp = await self.send(body, version)
-            if resp.body.error_code == ErrorCode.UNSUPPORTED_VERSION:
-                offered = {k.api_key: k.max_version for k in resp.body.api_keys}
-                version = min(offered.get(ApiKey.API_VERSIONS, 0), version - 1 if version else 0)
-                continue
-            if resp.body.error_code:
-                raise KafkaProtocolError(resp.body.error_code, f"ApiVersions to node {self.node_id} failed")
-            return NodeApiVersions.from_response(resp.body, f"broker {self.node_id} at {self.address}")
-        raise NetworkException(f"node {self.node_id} kept answering ApiVersions with UNSUPPORTED_VERSION")
-
-    def version_for(self, api_key: int, low: Optional[int] = None, high: Optional[int] = None) -> int:
-        return self.api_versions.latest_usable_version(api_key, low, high)
-
-    # -- sending ----------------------------------------------------------------------------------------------
-    async def send(self, body, api_version: Optional[int] = None, *, expect_response: bool = True,
-                   timeout_ms: Optional[float] = None, _login: bool = False):
-        """Send one request and wait for its response (None when ``expect_response`` is False)."""
-        if self.closed:
-            raise NetworkException(f"connection to node {self.node_id} is closed ({self.close_reason})")
-        api_key = body.API_KEY
-        if not _login:
-            await self._maybe_reauthenticate()
-        if api_version is None:
-            api_version = self.version_for(api_key)
-        if not _login:
-            await self._slots.acquire()
-        released = _login
-        try:
-            if self.closed:
-                raise NetworkException(f"connection to node {self.node_id} is closed ({self.close_reason})")
-            corr = self._next_corr
-            self._next_corr = (self._next_corr + 1) & 0x7FFFFFFF
-            request = make_request(body, api_version=api_version, correlation_id=corr,
-                                   client_id=self.client.client_id)
-            frame = encode_request(request)
-            sent_at = self.client.clock()
-            self._writer.write(_SIZE.pack(len(frame)) + frame)
-            if not expect_response:
-                self._slots.release()
-                released = True
-                self.client.trace(TraceEvent(self.client.client_id, self.node_id, self.address, corr, api_key,
-                                             api_version, request, frame, sent_at=sent_at))
-                if self._writer.transport.get_write_buffer_size() > 1 << 20:
-                    await self._writer.drain()
-                return None
-            fut = asyncio.get_running_loop().create_future()
-            self.in_flight.append(_InFlight(corr, api_key, api_version, fut, sent_at, request, frame))
-            if self._writer.transport.get_write_buffer_size() > 1 << 20:
-                await self._writer.drain()
-            timeout = self.client.request_timeout_ms if timeout_ms is None else timeout_ms
-            if not await self.client.waits.done(fut, timeout):      # decided by the client's Time
-                self.close(f"request {request.api_name} corr={corr} timed out after {timeout:.0f} ms",
-                           timed_out=corr)
-            return await fut          # the answer, or the RequestTimedOut / NetworkException set by close()
-        finally:
-            if not released:
-                self._slots.release()
-
-    # -- receiving --------------------------------------------------------------------------------------------
-    async def _read_loop(self) -> None:
-        reader = self._reader
-        try:
-            while True:
-                head = await reader.readexactly(4)
-                (size,) = _SIZE.unpack(head)
-                if size < 4 or size > MAX_RESPONSE_BYTES:
-                    raise DecodeError(f"response size {size} out of range", path="size", offset=0)
-                frame = await reader.readexactly(size)
-                self._complete(frame)
-        except asyncio.CancelledError:
-            raise
-        except (asyncio.IncompleteReadError, ConnectionError, OSError) as e:
-            self.close(f"connection lost: {type(e).__name__}")
-        except Exception as e:  # noqa: BLE001 -- any bad frame fails the connection, never the loop
-            self.close(f"{type(e).__name__}: {e}")
-
-    def _complete(self, frame: bytes) -> None:
-        if not self.in_flight:
-            raise DecodeError("a response arrived but no request is in flight", path="header.correlation_id",
-                              offset=0)
-        entry = self.in_flight[0]
-        corr = _CORR_ERR.unpack_from(frame, 0)[0]
-        if corr != entry.correlation_id:
-            raise DecodeError(f"correlation id {corr} does not match the oldest request in flight "
-                              f"({entry.correlation_id})", path="header.correlation_id", offset=0)
-        self.in_flight.popleft()
-        version = entry.api_version
-        if entry.api_key == ApiKey.API_VERSIONS and version > 0 and len(frame) >= 6 and \
-                _CORR_ERR.unpack_from(frame, 0)[1] == ErrorCode.UNSUPPORTED_VERSION:
-            version = 0                     # KIP-511: the broker answered in the v0 body format
-        response = decode_response(frame, entry.api_key, version)
-        self.client.trace(TraceEvent(self.client.client_id, self.node_id, self.address, corr, entry.api_key,
-                                     entry.api_version, entry.request, entry.frame, response, frame,
-                                     entry.sent_at, self.client.clock()))
-        if not entry.future.done():
-            entry.future.set_result(response)
-
-    def close(self, reason: str = "closed", *, timed_out: Optional[int] = None) -> None:
-        """Close the socket and fail everything in flight (REQUEST_TIMED_OUT / NETWORK_EXCEPTION)."""
-        if self.closed:
-            return
-        self.closed = True
-        self.close_reason = reason
-        if self._read_task is not None and self._read_task is not asyncio.current_task():
-            self._read_task.cancel()
-        if self._writer is not None:
-            self._writer.close()
-        while self.in_flight:
-            entry = self.in_flight.popleft()
-            if entry.correlation_id == timed_out:
-                err: Exception = RequestTimedOut(f"node {self.node_id}: {reason}")
-            else:
-                err = NetworkException(f"node {self.node_id} disconnected before answering "
-                                       f"{entry.request.api_name} corr={entry.correlation_id}: {reason}")
-            self.client.trace(TraceEvent(self.client.client_id, self.node_id, self.address, entry.correlation_id,
-                                         entry.api_key, entry.api_version, entry.request, entry.frame,
-                                         sent_at=entry.sent_at, received_at=None, error=str(err)))
-            if not entry.future.done():
-                entry.future.set_exception(err)
-        self.client._connection_closed(self)
-
 
 class NetworkClient:
     """Connections, metadata and the trace hook of one client. All methods run on the client's event loop."""
 
     def __init__(self, config, *, tracer: Optional[Callable[[TraceEvent], None]] = None,
-                 max_in_flight: Optional[int] = None, allow_auto_topic_creation: bool = True, time=None):
+                 max_in_flight: Optional[int] = None, allow_auto_topic_creation: bool = True, time=None,
+                 metric_group_prefix: str = "client"):
         self.config = config
         #: the injected clock (``SystemTime`` unless given) and the waits that obey it
         self.waits = ClientClock(time)
@@ -353,6 +115,11 @@ class NetworkClient:
         self.metadata = Metadata(metadata_max_age_ms=config["metadata.max.age.ms"],
                                  retry_backoff_ms=config["retry.backoff.ms"])
         self.connections: dict[int, BrokerConnection] = {}
+        #: Kafka's client metrics (``metrics.sample.window.ms``, ``metrics.num.samples``), on the injected Time
+        self.metrics = Metrics(MetricConfig(config["metrics.sample.window.ms"], config["metrics.num.samples"]),
+                               self.time)
+        self.selector_metrics = SelectorMetrics(self.metrics, metric_group_prefix,
+                                                lambda: sum(not c.closed for c in self.connections.values()))
         self._connecting: dict[int, asyncio.Future] = {}
         self._failures: dict[int, tuple[int, float]] = {}     # node -> (consecutive failures, last failure ms)
         self._tracer = tracer
@@ -439,11 +206,15 @@ class NetworkClient:
             pending.add_done_callback(lambda _f, n=node_id: self._connecting.pop(n, None))
         return await asyncio.shield(pending)
 
-    def start_connecting(self, node_id: int) -> None:
-        """Begin connecting in the background (a sender does not wait; it checks again later)."""
-        if node_id not in self._connecting and not self.is_ready(node_id) and not self.closed:
-            task = asyncio.ensure_future(self.connection(node_id))
-            task.add_done_callback(_consume_outcome)
+    def start_connecting(self, node_id: int, on_done: Optional[Callable[[], None]] = None) -> None:
+        """Begin connecting in the background (a sender does not wait). ``on_done`` is called once the
+        connection is ready or has failed, as Java's ``poll`` returns then: a waiting sender is woken."""
+        if self.is_ready(node_id) or self.closed or (node_id in self._connecting and on_done is None):
+            return
+        task = asyncio.ensure_future(self.connection(node_id))
+        task.add_done_callback(_consume_outcome)
+        if on_done is not None:
+            task.add_done_callback(lambda _task: on_done())
 
     async def _connect(self, node_id: int) -> BrokerConnection:
         wait = self.backoff_remaining_ms(node_id)

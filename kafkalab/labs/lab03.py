@@ -12,13 +12,16 @@ what happened, not a simulation. This module holds what keeps those outputs repr
   starts at a random broker), so "partition 1 lives on broker 1" holds on every run;
 * :func:`client_connections` reads a client's connections out of every broker's request log, numbered in the
   order they appeared, without the ports that name them; :func:`wait_for_connections` waits until the brokers
-  have seen the client close what it will close;
+  have seen the client close what it will close, :func:`wait_for_requests` until broker 0 has logged a client's
+  requests;
 * :func:`coarse` turns a duration into a coarse, stable label: the lab never prints a raw timing;
 * :func:`produce_frame` builds a Produce request of an exact size (to probe ``socket.request.max.bytes``);
 * :func:`response_order` is the model of the broker's ordering rule that an exercise checks against;
 * pictures: :func:`connections_diagram` and :func:`request_path_diagram` (Graphviz, via
   :class:`kafkalab.viz.Diagram`), :class:`MetricsBars` (HTML); sequence diagrams use
   :class:`kafkalab.viz.SequenceDiagram`;
+* :func:`client_metrics` picks one group of a client's ``metrics()`` (Kafka's names: ``request-rate``...);
+  :func:`kafka_rate` is the rule Kafka's clients compute a rate with, as the exercise states it;
 * the checks ``check_*``.
 """
 from __future__ import annotations
@@ -27,7 +30,7 @@ import collections
 import html
 import math
 import struct
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Iterable, Mapping, NamedTuple, Optional, Sequence
 
 from kafkalab.labs import CheckResult, Part, check, check_equal, is_unanswered
 from kafkalab.viz.textfit import GRAPHVIZ_FONT
@@ -38,7 +41,8 @@ from kafkalab.records import SimpleRecord, build_batch
 __all__ = ["CLIENT_ID", "LIBRDKAFKA_SOFTWARE", "TOPIC", "TIMESTAMP", "create_topic_with_leaders", "Connection",
            "client_connections", "wait_for_connections", "coarse", "produce_frame", "response_order",
            "connections_diagram", "request_path_diagram", "MetricsBars", "response_frames", "check_max_request_size",
-           "check_response_order", "check_match_responses", "check_connections_per_broker", "check_produce_rates"]
+           "check_response_order", "check_match_responses", "check_connections_per_broker", "check_produce_rates",
+           "client_metrics", "kafka_rate", "check_client_rates", "wait_for_requests"]
 
 CLIENT_ID = "kafkalab-lab03"
 LIBRDKAFKA_SOFTWARE = {"client.software.name": "kafkalab-lab", "client.software.version": "1.0"}
@@ -92,6 +96,16 @@ def wait_for_connections(cluster, counts: Mapping[int, int], timeout: float = 5.
         return True
     except TimeoutError:
         return False
+
+
+def wait_for_requests(cluster, client_id: str, count: int, *, api: Optional[str] = None,
+                      timeout: float = 5.0) -> None:
+    """Wait until broker 0's request log holds ``count`` requests (of ``api``, if given) from ``client_id``: a
+    broker logs a request once its answer is written, so the client may have the answer a moment earlier."""
+    def logged() -> int:
+        return sum(1 for r in cluster.broker(0).channel.request_log.records
+                   if r.client_id == client_id and (api is None or r.api_name == api))
+    cluster.wait_until(lambda: logged() >= count, timeout, f"broker 0 did not log {count} requests of {client_id}")
 
 
 def coarse(ms: float, long_ms: float = 400.0) -> str:
@@ -251,6 +265,22 @@ class MetricsBars:
                          f"{r['response_bytes']:>8} B out" for r in self.rows)
 
 
+def client_metrics(metrics: Mapping, group: str) -> dict[str, float]:
+    """``{name: value}`` of one group of a client's ``metrics()`` (``{MetricName: value}``), untagged ones only:
+    ``producer-metrics`` holds the client's totals, ``producer-node-metrics`` the same per broker."""
+    return {m.name: v for m, v in metrics.items() if m.group == group and not m.tags}
+
+
+def kafka_rate(total: float, elapsed_ms: int, window_ms: int = 30_000, samples: int = 2) -> float:
+    """What a Java client's ``*-rate`` reads ``elapsed_ms`` after ``total`` was recorded at one instant: the
+    total over the elapsed time, topped up to ``samples - 1`` full windows; 0 once ``samples`` windows passed."""
+    if elapsed_ms >= samples * window_ms:
+        return 0.0
+    full = elapsed_ms // window_ms
+    span = elapsed_ms + max(0, samples - 1 - full) * window_ms
+    return total / (max(span, 1) / 1000)
+
+
 # -- checks ----------------------------------------------------------------------------------------------------------------
 def check_max_request_size(answer: Any, max_bytes: int) -> CheckResult:
     """Exercise: the largest request, on the wire with its 4-byte size prefix, a broker with
@@ -346,11 +376,11 @@ def check_connections_per_broker(answer: Any, records: Iterable[tuple[int, Any]]
 
 
 def check_produce_rates(answer: Any, row: Mapping[str, Any], window_s: float) -> CheckResult:
-    """Exercise: ``{"avg_request_bytes": ..., "bytes_in_per_sec": ...}`` for the snapshot ``row`` of one API,
+    """Exercise: ``{"avg_request_bytes": ..., "request_bytes_per_sec": ...}`` for the snapshot ``row`` of one API,
     with a rate window of ``window_s`` seconds (all requests inside it)."""
     title = f"Exercise 5 · {row['api_name']} size and rate"
     expected = {"avg_request_bytes": row["request_bytes"] / row["requests"],
-                "bytes_in_per_sec": row["request_bytes"] / window_s}
+                "request_bytes_per_sec": row["request_bytes"] / window_s}
     if is_unanswered(answer):
         return CheckResult(title, "todo", "not answered yet: replace the ... in the answer cell")
     if not isinstance(answer, Mapping):
@@ -369,8 +399,39 @@ def check_produce_rates(answer: Any, row: Mapping[str, Any], window_s: float) ->
                                                                 rel_tol=1e-3):
                 why = "that is bytes per request per second; a rate divides the total by the window"
             elif isinstance(got, (int, float)) and math.isclose(got, row["response_bytes"] / window_s, rel_tol=1e-3):
-                why = "that is bytes out (responses); bytes in are the requests"
+                why = "that is the response bytes; the question is about the requests"
             parts.append(Part(key, "fail", why or f"{got!r} is not right"))
     ok = right == len(expected)
     return check(title, ok, f"{right} of {len(expected)} correct", parts=parts,
                  hint="" if ok else "request_bytes / requests, and request_bytes / the window in seconds")
+
+
+def check_client_rates(answer: Any, total: int, times_s: Sequence[int]) -> CheckResult:
+    """Exercise: ``{seconds: request-rate}`` read ``seconds`` after ``total`` requests recorded at one instant,
+    with Kafka's defaults (2 samples of 30 s)."""
+    title = "Exercise 6 · A client's request-rate"
+    expected = {t: kafka_rate(total, t * 1000) for t in times_s}
+    if is_unanswered(answer):
+        return CheckResult(title, "todo", "not answered yet: replace the ... in the answer cell")
+    if not isinstance(answer, Mapping):
+        return check(title, False, "give a dict {seconds: rate}")
+    parts, right = [], 0
+    for t, want in expected.items():
+        got = answer.get(t, ...)
+        if is_unanswered(got):
+            parts.append(Part(f"+{t} s", "todo", "not answered yet"))
+        elif isinstance(got, (int, float)) and not isinstance(got, bool) and math.isclose(got, want, abs_tol=1e-3):
+            right += 1
+            parts.append(Part(f"+{t} s", "pass", f"{got:g}"))
+        else:
+            why = ""
+            if isinstance(got, (int, float)) and t and math.isclose(got, total / t, rel_tol=1e-3):
+                why = "that is the total over the elapsed time alone; under one full window, add a window"
+            elif isinstance(got, (int, float)) and t < 60 and math.isclose(got, total / (t + 30), rel_tol=1e-3):
+                why = "a full window has passed: the elapsed time is not topped up any more"
+            elif t >= 60 and got != 0:
+                why = "every sample is dropped 2 x 30 s after its last event"
+            parts.append(Part(f"+{t} s", "fail", why or f"{got!r} is not right"))
+    ok = right == len(expected)
+    return check(title, ok, f"{right} of {len(expected)} correct", parts=parts,
+                 hint="" if ok else "total / (elapsed + one 30 s window while elapsed < 30 s); 0 from 60 s on")

@@ -17,24 +17,33 @@ assignment, so it is not):
 * :func:`cluster_diagram` -- Graphviz: the client, the brokers, and every partition's leader, followers and ISR;
 * :func:`trace_rows` -- a client trace (:mod:`kafkalab.clients.tracing`) as rows without timings, each Produce
   with its partition's error;
+* :func:`coordinator_of` names the broker coordinating a group (the leader of its ``__consumer_offsets``
+  partition); :func:`wait_for_request` waits (in real time, bounded) until a client's trace holds a request of one API;
+  :func:`requests_rows` says, per API of a trace, where its requests must go and whether they went there;
+  :func:`config_rows` shows a DescribeConfigs answer with Kafka's ``ConfigSource`` names;
+* :func:`refresh_times` is the model of the periodic refresh (``metadata.max.age.ms``) an exercise checks;
 * the checks ``check_*``, which compute the expected answer from the data the learner was given.
 
 Mirrors the routing part of ``clients/.../producer/internals/Sender.java`` and ``clients/.../Metadata.java``.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Optional
+import time
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from kafkalab.clients.metadata import STALE_METADATA_ERRORS
+from kafkalab.coordinator.group.group_metadata_manager import OFFSETS_TOPIC, partition_for
 from kafkalab.labs import CheckResult, check_equal, check_parts, is_unanswered
 from kafkalab.viz.textfit import GRAPHVIZ_FONT
 from kafkalab.protocol import ApiKey, ErrorCode, decode_response, encode_request, make_request, request_class
+from kafkalab.tools.configs_resources import SOURCE_NAMES
 from kafkalab.trace import RawConnection
 
 __all__ = ["TOPIC", "ASSIGNMENT", "OVERRIDES", "create_topic", "cached_leader", "cached_isr_size",
            "metadata_request", "brokers_table", "partitions_table", "routing_table", "cluster_diagram",
            "trace_rows", "error_name", "next_requests", "check_routing", "check_refresh_errors",
-           "check_retry_sequence"]
+           "check_retry_sequence", "coordinator_of", "wait_for_request", "requests_rows", "config_rows", "refresh_times",
+           "check_refresh_times"]
 
 TOPIC = "orders"
 #: partition -> replicas; the first replica is the preferred leader.
@@ -189,6 +198,70 @@ def next_requests(cached_leader: int, new_leader: int, bootstrap_known: bool = T
     return [("Produce", cached_leader), ("Metadata", cached_leader), ("Produce", new_leader)]
 
 
+def coordinator_of(cluster, group_id: str) -> int:
+    """The broker coordinating ``group_id``: the leader of its ``__consumer_offsets`` partition (the group id's
+    Java ``hashCode`` modulo ``offsets.topic.num.partitions``)."""
+    partitions = cluster.broker(0).config["offsets.topic.num.partitions"]
+    return cluster.partition_state(OFFSETS_TOPIC, partition_for(group_id, partitions))["leader"]
+
+
+def wait_for_request(trace, api_name: str, timeout_s: float = 10.0) -> bool:
+    """True once ``trace`` (a client's :class:`~kafkalab.clients.tracing.Trace`) holds a ``api_name`` request;
+    False after ``timeout_s`` seconds of real time."""
+    deadline = time.monotonic() + timeout_s
+    while not any(e.api_name == api_name for e in list(trace.events)):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def requests_rows(events, must_reach: Mapping[str, tuple[str, Optional[Iterable[int]]]], brokers: Iterable[int]) -> list[dict]:
+    """One row per API a client sent (ApiVersions and Metadata left out), in order of first use: where that
+    API must go (``must_reach``: api -> (description, the node ids that qualify, or None for any broker)) and
+    whether every request of it went there. No broker ids are printed: leaders and coordinators are placed at
+    random, so only the roles repeat from run to run."""
+    brokers = set(brokers)
+    sent: dict[str, tuple[str, set]] = {}
+    for e in events:
+        if e.api_name in ("ApiVersions", "Metadata"):
+            continue
+        version, nodes = sent.get(e.api_name, (f"v{e.api_version}", set()))
+        nodes.add(e.node_id)
+        sent[e.api_name] = (version, nodes)
+    rows = []
+    for api, (version, nodes) in sent.items():
+        where, allowed = must_reach.get(api, ("any broker", None))
+        targets = {n for n in nodes if n >= 0}
+        if where == "every broker":
+            ok = targets == brokers
+        else:
+            ok = nodes <= (set(allowed) if allowed is not None else brokers | {n for n in nodes if n < 0})
+        rows.append({"request": f"{api} {version}", "must go to": where, "went there": "yes" if ok else "NO"})
+    return rows
+
+
+def config_rows(configs: Mapping[str, Any], names: Iterable[str]) -> list[dict]:
+    """Some entries of one resource's DescribeConfigs answer: value and where it comes from."""
+    return [{"config": n, "value": configs[n].value, "source": SOURCE_NAMES.get(configs[n].config_source, "?")}
+            for n in names]
+
+
+def refresh_times(max_age_s: float, stale_at_s: Sequence[float], until_s: float) -> list[float]:
+    """When a client sends Metadata, from its first refresh at 0 until ``until_s``: ``max_age_s`` after the last
+    refresh, and at once when an answer says its cache is stale (``stale_at_s``; retry backoff ignored)."""
+    times, last = [0.0], 0.0
+    stale = sorted(stale_at_s)
+    while True:
+        due = last + max_age_s
+        early = [t for t in stale if last < t < due]
+        nxt = early[0] if early else due
+        if nxt > until_s:
+            return times
+        times.append(float(nxt))
+        last = nxt
+
+
 # -- checks ---------------------------------------------------------------------------------------------------------------
 def check_routing(answer: Any, partitions: Mapping[int, Mapping[str, Any]], brokers: Mapping[int, str]) -> CheckResult:
     """``answer``: partition -> "host:port" a Produce for it must go to. ``partitions``: partition -> dict with
@@ -243,4 +316,22 @@ def check_retry_sequence(answer: Any, cached_leader: int, new_leader: int) -> Ch
         return None
     normalised = [tuple(x) for x in answer] if isinstance(answer, (list, tuple)) else answer
     return check_equal("Refresh and retry", normalised if not is_unanswered(answer) else answer, expected,
-                       hint="follow the trace of section 5", diagnose=diagnose)
+                       hint="follow the trace of section 7", diagnose=diagnose)
+
+
+def check_refresh_times(answer: Any, max_age_s: float, stale_at_s: Sequence[float], until_s: float) -> CheckResult:
+    """``answer``: the times (s) of the client's Metadata requests, first at 0."""
+    expected = refresh_times(max_age_s, stale_at_s, until_s)
+
+    def diagnose(got):
+        if not isinstance(got, list):
+            return None
+        if set(stale_at_s) - set(got):
+            return "a stale-metadata error asks for a refresh at once"
+        if all(t % max_age_s == 0 for t in got if t not in stale_at_s):
+            return "the age counts from the last refresh, whatever caused it, not from a fixed schedule"
+        return None
+    normalised = sorted(float(t) for t in answer) if isinstance(answer, (list, tuple)) and \
+        all(isinstance(t, (int, float)) for t in answer) else answer
+    return check_equal("Refresh by age", normalised, expected, diagnose=diagnose,
+                       hint=f"after each refresh, the next is due {max_age_s:g} s later unless an error comes first")

@@ -206,8 +206,11 @@ class _ApiStats:
 
 
 class RequestMetrics:
-    """Per-API request counts, bytes in and out, and rates over a sliding window (Kafka's RequestsPerSec,
-    BytesInPerSec, BytesOutPerSec), plus connection counts."""
+    """Per-API request counts, request and response bytes, and rates over a sliding window, plus connection
+    counts. Kafka's nearest metrics: the count of the ``RequestsPerSec`` meter (whose rates are 1/5/15-minute
+    moving averages, not a window) and the ``RequestBytes`` histogram per API; responses are counted only per
+    network thread (``socket-server-metrics``). ``bytes_in_per_sec``/``bytes_out_per_sec`` here are request and
+    response bytes, not Kafka's ``BytesInPerSec``/``BytesOutPerSec`` (record bytes per topic)."""
 
     def __init__(self, time: Time = SYSTEM, window_ms: int = 30_000):
         self.time = time

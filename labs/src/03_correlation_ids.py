@@ -20,7 +20,8 @@
 # 4. draw a client's conversation as a sequence diagram, from the broker's request log;
 # 5. follow a request through the broker: network thread, **request queue**, **I/O threads**, purgatory, and
 #    name the time each stage adds;
-# 6. read the broker's request metrics: requests, bytes in and out, rates;
+# 6. read the broker's request metrics and a client's own (`request-rate`, `outgoing-byte-rate`,
+#    `connection-creation-rate`), name them as Kafka does, and compute a rate the way Kafka's clients do;
 # 7. say what happens to a request larger than `socket.request.max.bytes`, and why a broker never speaks first.
 
 # %% [markdown]
@@ -31,13 +32,14 @@
 # | **C2** persistent connections, one per broker, no pool | a producer's connections to three brokers, from the brokers' logs | 1 |
 # | **C3** requests answered in the order sent, one at a time per connection; clients pipeline | six requests in one write; a slow Fetch holding up a Metadata | 2, 3 |
 # | **C4** every request comes from the client; a maximum request size closes the socket | a silent connection; a request one byte too big; a real client that never finds out | 6 |
-# | **C36** client metrics: request rate, bytes in and out, connections | the broker's per-API metrics next to the client's own | 5 |
+# | **C36** client metrics: request rate, bytes in and out, connections | the broker's per-API metrics next to a client's `request-rate`, `outgoing-byte-rate`, `connection-creation-rate` | 5 |
 # | **C38** a request queue, and I/O threads that take requests from it | the request path and the time each stage adds | 4 |
 #
 # | what you look at | kafkalab module | Kafka source (apache/kafka) |
 # |---|---|---|
 # | connections, framing, muting, the size limit | `kafkalab/network/socket_server.py` | `core/src/main/scala/kafka/network/SocketServer.scala` (`Processor`), `clients/.../common/network/NetworkReceive.java` |
 # | request queue, timings, the request log, metrics | `kafkalab/network/request_channel.py` | `core/src/main/scala/kafka/network/RequestChannel.scala`, `RequestMetrics` |
+# | a client's metrics | `kafkalab/clients/selector_metrics.py`, `kafkalab/common/metrics.py` | `clients/.../common/network/Selector.java` (`SelectorMetrics`), `clients/.../common/metrics/stats/Rate.java` |
 # | I/O threads | `kafkalab/server/request_handler.py` | `core/src/main/scala/kafka/server/KafkaRequestHandler.scala` |
 # | waiting for data (purgatory) | `kafkalab/server/apis/fetch.py` | `core/src/main/scala/kafka/server/DelayedFetch.scala` |
 # | helpers and pictures of this lab | `kafkalab/labs/lab03.py`; `kafkalab/viz/sequence.py` (`SequenceDiagram`); `kafkalab/trace/raw.py` (`RawConnection`) | — |
@@ -51,7 +53,7 @@ import pandas as pd
 
 from kafkalab import Cluster
 from kafkalab.cluster import BrokerLog
-from kafkalab.labs import lab03
+from kafkalab.labs import evidence, lab03
 from kafkalab.protocol import (ApiKey, api_name, decode_response, encode_request, error_info, make_request,
                                request_class)
 from kafkalab.records import SimpleRecord, build_batch
@@ -258,7 +260,7 @@ pd.DataFrame([{"request": f"{r.client_id[-1]} · {names[(r.client_id[-1], r.corr
 # The same story as a sequence diagram. The grey bars show what the broker is busy with on each connection:
 
 # %%
-seq = SequenceDiagram([("A", "connection A", "client_id conn-A"), ("broker", "broker 0", "one processor per connection"),
+seq = SequenceDiagram([("A", "connection A", "client_id conn-A"), ("broker", "broker 0", "one network thread, many connections"),
                        ("B", "connection B", "client_id conn-B")])
 colour = API_COLOURS
 first = seq.message("A", "broker", "Fetch v12 · corr=1 · max_wait_ms=800", colour=colour["Fetch"])
@@ -327,8 +329,9 @@ conversation
 #
 # What happens between a request's arrival and its answer? Kafka splits the work between two kinds of threads:
 #
-# * **network threads** (Kafka's *processors*) read bytes from the sockets, cut them into requests, parse the
-#   headers — and mute the connection, as you saw;
+# * **network threads** (Kafka's *processors*, `num.network.threads`, 3 by default per listener) read bytes from
+#   the sockets, cut them into requests, parse the headers — and mute the connection, as you saw. The acceptor
+#   hands new connections to them in turn, so each network thread serves many connections, not one;
 # * every parsed request goes into one **request queue**, bounded by `queued.max.requests` (500 by default).
 #   When it is full, the network threads stop reading: the clients feel back-pressure as TCP windows fill up;
 # * **I/O threads** (request handlers, `num.io.threads`, 8 by default) take requests from the queue and do the
@@ -353,12 +356,11 @@ lab03.request_path_diagram(num_io_threads=cluster.broker(0).config["num.io.threa
 # design and the measurements are Kafka's, but more handlers do not add CPU here.)
 
 # %% [markdown]
-# ## 5 · Metrics: what a broker counts
+# ## 5 · Metrics: the broker's books and the client's
 #
-# Brokers and clients both measure their traffic. The broker counts, per API, the requests, the bytes in (the
-# requests) and the bytes out (the responses), and turns them into rates over a sliding window: Kafka's
-# `RequestsPerSec`, `BytesInPerSec` and `BytesOutPerSec`, which every Kafka dashboard plots. A fresh broker and a
-# kafka-python producer sending twenty records, one at a time:
+# Both ends of a connection measure the traffic on it. The broker counts, per API, the requests, the bytes of
+# the requests and the bytes of the responses, and turns them into rates. A fresh broker and a kafka-python
+# producer sending twenty records, one at a time:
 
 # %%
 metered = Cluster(brokers=1).start()
@@ -376,31 +378,164 @@ window_s = metrics.window_ms / 1000
 lab03.MetricsBars(snapshot, title="the broker's request metrics, per API")
 
 # %%
-pd.DataFrame([{"API": r["api_name"], "requests": r["requests"], "bytes in": r["request_bytes"],
-               "bytes out": r["response_bytes"], f"requests/s ({window_s:g} s window)": round(r["requests_per_sec"], 3),
-               "bytes in/s": round(r["bytes_in_per_sec"], 2), "bytes out/s": round(r["bytes_out_per_sec"], 2)}
+pd.DataFrame([{"API": r["api_name"], "requests": r["requests"], "request bytes": r["request_bytes"],
+               "response bytes": r["response_bytes"], f"requests/s (last {window_s:g} s)": round(r["requests_per_sec"], 3),
+               "request bytes/s": round(r["bytes_in_per_sec"], 2), "response bytes/s": round(r["bytes_out_per_sec"], 2)}
               for r in snapshot]).set_index("API")
 
 # %% [markdown]
-# A rate is a count divided by a window: 20 Produce requests within the last 30 seconds are 0.667 requests per
-# second, however fast they were sent. Connections are counted too:
+# What would these columns be called on a real broker? Kafka publishes its metrics over JMX, and none of them is
+# quite this table:
+#
+# | this table | on a Kafka broker |
+# |---|---|
+# | requests | the count of the meter `kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Produce,version=9` (one per API and version) |
+# | requests/s | that meter's rates are a mean since start-up and moving averages over 1, 5 and 15 minutes; kafkalab shows a simpler rate, the requests of the last 30 s divided by 30 |
+# | request bytes | each request's size goes into the histogram `kafka.network:type=RequestMetrics,name=RequestBytes,request=Produce`: count, mean, max, percentiles, no sum; the table adds them up |
+# | response bytes | no per-API metric: the network threads count all responses together, `outgoing-byte-total` in the group `socket-server-metrics` |
+#
+# And the two names every Kafka dashboard plots, `BytesInPerSec` and `BytesOutPerSec`
+# (`kafka.server:type=BrokerTopicMetrics`, per topic and for all topics), measure something else again: the
+# bytes of the **record batches** a leader appended from Produce requests, and the record bytes it sent in Fetch
+# responses. Request headers and the rest of the request are not in them. Our 20 Produce requests, and what
+# `BytesInPerSec` would have counted for them (the batches are what the partition's log holds):
+
+# %%
+produce = next(r for r in snapshot if r["api_name"] == "Produce")
+record_bytes = metered.broker(0).log_manager.get_log(lab03.TOPIC, 0).size_in_bytes
+print(f"Produce requests: {produce['request_bytes']} B   record batches appended (BytesInPerSec's bytes): "
+      f"{record_bytes} B")
+print(f"the other {produce['request_bytes'] - record_bytes} B: size prefixes, request headers, acks, timeout, topic and "
+      "partition fields")
+
+# %% [markdown]
+# Connections are counted too:
 
 # %%
 print(f"connections created: {metrics.connections_created}, closed: {metrics.connections_closed}, "
       f"open now: {metrics.connection_count}")
 
 # %% [markdown]
-# The client keeps its own books, per broker connection and overall (kafka-python's names follow the Java
-# client's). Rates and latencies depend on the clock; sizes and counts do not, and they agree with the broker's:
+# ### The client's books
+#
+# Every Kafka client keeps its own metrics, and in the Java client (and in kafka-python, which copies its
+# names) they come from the layer that owns the sockets, so producers, consumers and admin clients all have
+# them: `request-rate` and `request-total` (requests sent), `request-size-avg` and `request-size-max`,
+# `outgoing-byte-rate` and `incoming-byte-rate` (bytes written and read, size prefixes included),
+# `connection-creation-rate` and `connection-close-rate`, `connection-count`. They sit in the group
+# `producer-metrics` (or `consumer-metrics`, `admin-client-metrics`), and again per broker in
+# `producer-node-metrics` with a tag `node-id` = `node-0`. (A broker's network threads keep the same set, in
+# `socket-server-metrics`.)
+#
+# kafkalab's producer keeps them too, measured on its own clock. We give it a `MockTime`: a clock that stands
+# still until we move it, so the rates below are the same on every run. Twenty records again:
 
 # %%
-produce = next(r for r in snapshot if r["api_name"] == "Produce")
-largest = max(r.request_bytes for r in metered.broker(0).channel.request_log.records)
+from kafkalab.clients import Producer as KafkalabProducer
+from kafkalab.common import MockTime
+
+client_clock = MockTime()
+start_ms = client_clock.milliseconds()
+own = KafkalabProducer({"bootstrap.servers": metered.bootstrap_servers, "client.id": "lab03-kafkalab",
+                        "linger.ms": 0, "enable.idempotence": False}, time=client_clock)
+for i in range(20):
+    own.send(lab03.TOPIC, b"%02d" % i, key=b"order-%d" % i, partition=0, timestamp=lab03.TIMESTAMP).result(10)
+books = lab03.client_metrics(own.metrics(), "producer-metrics")
+lab03.wait_for_requests(metered, "lab03-kafkalab", int(books["request-total"]))   # the broker logs after answering
+seen = [r for r in metered.broker(0).channel.request_log.records if r.client_id == "lab03-kafkalab"]
+pd.DataFrame([
+    {"metric": "request-total", "the client counted": books["request-total"], "the broker saw": len(seen)},
+    {"metric": "outgoing-byte-total", "the client counted": books["outgoing-byte-total"],
+     "the broker saw": sum(r.request_bytes for r in seen)},
+    {"metric": "incoming-byte-total", "the client counted": books["incoming-byte-total"],
+     "the broker saw": sum(r.response_bytes for r in seen)},
+    {"metric": "request-size-max", "the client counted": books["request-size-max"],
+     "the broker saw": max(r.request_bytes for r in seen)},
+    {"metric": "connection-creation-total", "the client counted": books["connection-creation-total"],
+     "the broker saw": len({r.connection_id for r in seen})},
+]).set_index("metric")
+
+# %% [markdown]
+# Counts and sizes agree exactly: two views of the same bytes. (Two connections: the bootstrap address, then
+# broker 0 by its id.) Now the rates. A Java client keeps each rate in 2 samples of 30 s
+# (`metrics.num.samples`, `metrics.sample.window.ms`) and divides what they hold by the time since the oldest
+# of them began — plus one more 30 s window while that time is still shorter than a window. So a burst in a
+# client's first second reads as spread over 30 s, not as a huge rate. A sample is dropped once 2 × 30 s have
+# passed since its last event. We move the producer's clock and read three rates each time:
+
+# %%
+rates = []
+for step_ms in (0, 15_000, 30_000, 15_000):
+    client_clock.advance(step_ms)
+    now = lab03.client_metrics(own.metrics(), "producer-metrics")
+    rates.append({"client clock": f"+{(client_clock.milliseconds() - start_ms) // 1000} s",
+                  **{name: round(now[name], 4) for name in ("request-rate", "outgoing-byte-rate",
+                                                            "connection-creation-rate")}})
+own.close()
+pd.DataFrame(rates).set_index("client clock")
+
+# %%
+evidence("Kafka's rate rule", {
+    "at +0 s: request-rate = request-total / 30 s": abs(rates[0]["request-rate"] - books["request-total"] / 30) < 1e-3,
+    "at +15 s: the same requests over 45 s (15 s + one full window)":
+        abs(rates[1]["request-rate"] - books["request-total"] / 45) < 1e-3,
+    "at +45 s: over 45 s (a full window has passed: nothing added)":
+        abs(rates[2]["request-rate"] - books["request-total"] / 45) < 1e-3,
+    "at +60 s: no event in the last 2 × 30 s, every rate is 0": rates[3]["request-rate"] == 0,
+})
+
+# %% [markdown]
+# kafka-python keeps the same books under the same names, and its counts agree with the broker's as well:
+
+# %%
+largest = max(r.request_bytes for r in metered.broker(0).channel.request_log.records if r.client_id == CLIENT_ID)
 overall = client_metrics["producer-metrics"]
 print(f"client: request-size-max {overall['request-size-max']:.0f} B   broker: largest request {largest} B")
 print(f"client: records-per-request-avg {overall['records-per-request-avg']:.1f}   "
       f"broker: {produce['requests']} Produce requests for 20 records")
 print("client metric names:", ", ".join(sorted(k for k in overall if k.endswith("-rate"))))
+
+# %% [markdown]
+# librdkafka (confluent-kafka) keeps the same counts under other names: set `statistics.interval.ms` and a
+# `stats_cb`, and every interval it hands you a JSON document with, per broker, `tx` and `txbytes` (requests
+# and bytes sent), `rx` and `rxbytes`, `connects`, `disconnects`, and `req`, the requests per API. Twenty more
+# records, and the entry for broker 0 next to what broker 0 logged on that client's connection to it:
+
+# %%
+import json
+
+rd_stats = []
+rd = Producer({"bootstrap.servers": metered.bootstrap_servers, "client.id": "lab03-librdkafka", "linger.ms": 5,
+               "statistics.interval.ms": 100, "stats_cb": lambda doc: rd_stats.append(json.loads(doc)),
+               "logger": librdkafka_log, **lab03.LIBRDKAFKA_SOFTWARE})
+for i in range(20):
+    rd.produce(lab03.TOPIC, key=b"order-%d" % i, value=b"%02d" % i, partition=0, timestamp=lab03.TIMESTAMP)
+    rd.flush(10)
+lab03.wait_for_requests(metered, "lab03-librdkafka", 20, api="Produce")
+rd_seen = [r for r in metered.broker(0).channel.request_log.records if r.client_id == "lab03-librdkafka"]
+on_conn = [r for r in rd_seen if r.connection_id == rd_seen[-1].connection_id]     # broker 0, by its id
+
+
+def broker_0(doc):
+    return next((b for b in doc["brokers"].values() if b["nodeid"] == 0), None)
+
+
+metered.wait_until(lambda client=rd: client.poll(0.05) is not None and rd_stats and broker_0(rd_stats[-1]) is not None
+                   and broker_0(rd_stats[-1])["rx"] == len(on_conn), 10, "no statistics after the last answer")
+entry = broker_0(rd_stats[-1])
+pd.DataFrame([
+    {"librdkafka": "tx", "value": entry["tx"], "broker 0 saw on that connection": len(on_conn)},
+    {"librdkafka": "txbytes", "value": entry["txbytes"],
+     "broker 0 saw on that connection": sum(r.request_bytes for r in on_conn)},
+    {"librdkafka": "rxbytes", "value": entry["rxbytes"],
+     "broker 0 saw on that connection": sum(r.response_bytes for r in on_conn)},
+    {"librdkafka": "req['Produce']", "value": entry["req"]["Produce"],
+     "broker 0 saw on that connection": sum(r.api_name == "Produce" for r in on_conn)},
+]).set_index("librdkafka")
+
+# %% [markdown]
+# Same bytes, other names. (librdkafka's statistics list brokers by id; the bootstrap connection it dropped
+# is not among them.)
 
 # %% [markdown]
 # ## 6 · Too big, and never first
@@ -443,8 +578,8 @@ print("requests the broker handled:",
 
 # %% [markdown]
 # The oversized request never reached a handler, so it is not in the request log and got no error code: the
-# broker cannot parse what it refuses to read, and it will not read 4 GB because a client says so. What does a
-# real client make of that? confluent-kafka, sending one 5000-byte record to this broker (giving up after 1.5 s):
+# broker cannot parse what it refuses to read, and it will not allocate up to 2 GiB (the largest size an int32
+# size field can claim) because a client says so. What does a real client make of that? confluent-kafka, sending one 5000-byte record to this broker (giving up after 1.5 s):
 
 # %%
 broker_log.clear()
@@ -480,7 +615,7 @@ print(f"{error_info(r.error_code).name} ({r.error_code}): {r.error_message}")
 # That's all the brokers of this lab:
 
 # %%
-del producer                                                # the producer of section 1 closes its connections
+del producer, rd                                            # the librdkafka producers close their connections
 for c in (cluster, small, metered, limited):
     c.stop()
 print("4 clusters stopped")
@@ -569,9 +704,10 @@ lab03.check_connections_per_broker(per_broker, client_records, CLIENT_ID)
 # %% [markdown]
 # ### Exercise 5 · Size and rate
 #
-# From `produce` (the Produce row of the metrics snapshot in section 5) and the `window_s`-second window: what
-# is the average size of a Produce request, and what is `BytesInPerSec` for Produce? Give a dict with the keys
-# `"avg_request_bytes"` and `"bytes_in_per_sec"` in `sizes`.
+# From `produce` (the Produce row of the broker's metrics snapshot in section 5) and the `window_s`-second
+# window: what is the average size of a Produce request (the mean a `RequestBytes` histogram would show), and
+# how many request bytes per second did Produce bring in over the window? Give a dict with the keys
+# `"avg_request_bytes"` and `"request_bytes_per_sec"` in `sizes`.
 
 # %%
 print({k: produce[k] for k in ("api_name", "requests", "request_bytes", "response_bytes")}, "window:", window_s, "s")
@@ -579,11 +715,24 @@ print({k: produce[k] for k in ("api_name", "requests", "request_bytes", "respons
 # %% tags=["solution"]
 sizes = {
     "avg_request_bytes": produce["request_bytes"] / produce["requests"],
-    "bytes_in_per_sec": produce["request_bytes"] / window_s,
+    "request_bytes_per_sec": produce["request_bytes"] / window_s,
 }
 
 # %%
 lab03.check_produce_rates(sizes, produce, window_s)
+
+# %% [markdown]
+# ### Exercise 6 · A client's request-rate
+#
+# A consumer with Kafka's default metric settings (2 samples of 30 s) sends 90 requests, all at the instant
+# its clock reads 0, and nothing after. What does its `request-rate` read 20, 40 and 70 seconds later? Give a
+# dict `{20: ..., 40: ..., 70: ...}` in `rates_read`. (Section 5's last table shows the rule at work.)
+
+# %% tags=["solution"]
+rates_read = {20: 90 / (20 + 30), 40: 90 / 40, 70: 0.0}
+
+# %%
+lab03.check_client_rates(rates_read, 90, (20, 40, 70))
 
 # %% [markdown]
 # ## 8 · Recap
@@ -599,8 +748,10 @@ lab03.check_produce_rates(sizes, produce, window_s)
 # * **Inside the broker (C38).** Network threads parse and mute; a bounded request queue (`queued.max.requests`);
 #   I/O threads (`num.io.threads`) do the work; purgatory holds requests that wait. The request log names the
 #   time spent in each: queue, local, remote, response send.
-# * **Metrics (C36).** Requests, bytes in, bytes out per API, and rates over a window; the client counts the
-#   same traffic from its side.
+# * **Metrics (C36).** The broker counts requests and request and response bytes per API (Kafka:
+#   `RequestsPerSec`, a meter with 1-, 5- and 15-minute rates; `RequestBytes`, a histogram); `BytesInPerSec` and
+#   `BytesOutPerSec` are record bytes per topic. Every client counts the same traffic from its side:
+#   `request-rate`, `outgoing-byte-rate`, `connection-creation-rate`, over 2 samples of 30 s.
 # * **Limits and initiative (C4).** A request above `socket.request.max.bytes` closes the connection without an
 #   answer; the client sees only disconnects. The broker never speaks first.
 #

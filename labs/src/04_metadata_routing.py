@@ -17,22 +17,26 @@
 #    and ISR;
 # 3. turn that response into the client's routing table (partition → leader → connection);
 # 4. create topics with the admin client, and say when a Metadata request creates one by itself;
-# 5. follow the refresh-and-retry after `NOT_LEADER_OR_FOLLOWER` (error 6) in a client trace.
+# 5. use the admin client for more than topics: describe the cluster, read and change configs, add
+#    partitions, delete records, list groups — and say which broker each request goes to;
+# 6. watch a client refresh its metadata by age (`metadata.max.age.ms`), with nothing wrong;
+# 7. follow the refresh-and-retry after `NOT_LEADER_OR_FOLLOWER` (error 6) in a client trace.
 
 # %% [markdown]
 # ### Where this lab sits
 #
 # | course concept | what you will see | section |
 # |---|---|---|
-# | **C6** the client bootstraps, asks any broker for metadata | one address in, three brokers out | 1, 2 |
-# | **C41** any broker answers; clients cache and refresh (`metadata.max.age.ms`) | the same answer from every broker; the producer's cache | 2, 4 |
-# | **C23** topics created by tools or automatically on a metadata request | `allow_auto_topic_creation` | 3 |
-# | **C35** the admin client | CreateTopics, DescribeCluster-like listing | 3 |
+# | **C6** the client bootstraps, asks any broker for metadata, refreshes it periodically | one address in, three brokers out; a refresh every `metadata.max.age.ms` on the wire | 1, 2, 5 |
+# | **C41** any broker answers; clients cache and refresh (`metadata.max.age.ms`) | the same answer from every broker; the producer's cache | 2, 4, 5 |
+# | **C23** topics created by tools or automatically on a metadata request | `allow_auto_topic_creation`; `auto.create.topics.enable` | 3 |
+# | **C35** the admin client | CreateTopics, DescribeCluster, Describe/IncrementalAlterConfigs, CreatePartitions, DeleteRecords, ListGroups | 3, 4 |
 # | **C40** Produce must go to the leader, otherwise NOT_LEADER_OR_FOLLOWER | a stale cache after a failover | 5 |
 #
 # | what you look at | kafkalab module | Kafka source (apache/kafka) |
 # |---|---|---|
 # | the client's cache and its refresh rules | `kafkalab/clients/metadata.py` | `clients/.../Metadata.java`, `common/Cluster.java` |
+# | the admin client | `kafkalab/clients/admin.py`, `admin_configs.py`, `admin_groups.py` | `clients/.../admin/KafkaAdminClient.java` |
 # | the broker's answer | `kafkalab/server/apis/` (Metadata), `kafkalab/server/metadata_cache.py` | `KafkaApis.handleTopicMetadataRequest`, `MetadataCache` |
 # | the error that sends the client back | `kafkalab/server/replica_manager.py` | `ReplicaManager.appendRecords` |
 # | helpers, pictures, checks | `kafkalab/labs/lab04.py` | — |
@@ -68,7 +72,7 @@ print("replica assignment:", lab04.ASSIGNMENT)
 # %% [markdown]
 # The cluster's live dashboard: the brokers (and which one is the controller), and for each partition of
 # `orders` its leader, leader epoch, replicas and ISR, as the brokers hold them right now. It redraws by itself
-# while the cells below run; watch it in section 5, when a leader dies. (Opened without running, the notebook
+# while the cells below run; watch it in section 7, when a leader dies. (Opened without running, the notebook
 # shows a note here instead.)
 
 # %%
@@ -131,8 +135,9 @@ print("partitions:", len(clicks), "| replicas per partition:", {len(r["replicas"
 evidence("Leadership is spread", {"every broker leads some partition of clicks": sorted({r["leader"] for r in clicks}) == [0, 1, 2]})
 
 # %% [markdown]
-# There is a second way, older and often regretted: with `auto.create.topics.enable=true` (the default on a
-# ZooKeeper-era broker), a Metadata request that names an unknown topic and sets `allow_auto_topic_creation`
+# There is a second way, older and often regretted: with `auto.create.topics.enable=true` — Kafka's default,
+# on ZooKeeper-era brokers and in KRaft mode alike (a KRaft broker forwards the creation to the controller as
+# a CreateTopics request) — a Metadata request that names an unknown topic and sets `allow_auto_topic_creation`
 # **creates** it, with `num.partitions` partitions (2 on our brokers) and `default.replication.factor` replicas.
 # A typo in a producer's topic name becomes a new topic. The first answer may say `LEADER_NOT_AVAILABLE`
 # while the new partitions get their leaders; clients simply ask again.
@@ -145,9 +150,77 @@ cluster.wait_until(lambda: cluster.broker(0).metadata_cache.partition_count("typ
 after = lab04.metadata_request(first_address, ["typo-topic"])
 print("allow_auto_topic_creation=True  -> the topic now exists with",
       len(after.topics[0].partitions), "partitions, error", lab04.error_name(after.topics[0].error_code))
+print("auto.create.topics.enable on broker 0:", cluster.broker(0).config["auto.create.topics.enable"],
+      "(not set by this lab: the default)")
 
 # %% [markdown]
-# ## 4 · The client's cache and its routing table
+# ## 4 · The admin client: more than creating topics
+#
+# `kafka-topics.sh`, `kafka-configs.sh`, `kafka-delete-records.sh` and `kafka-consumer-groups.sh` are thin
+# shells around one **admin client** (Java's `Admin`; `kafkalab.clients.Admin` here), and every one of its
+# operations is one kind of request. The interesting part is *where* each request goes: some go to any broker,
+# some must reach the controller, the leader of a partition or a group's coordinator. One admin client, with
+# `trace=True`, doing six things:
+
+# %%
+from kafkalab.clients import ConfigResource, TopicPartition
+
+with Producer({"bootstrap.servers": first_address, "client.id": "lab04-loader", "enable.idempotence": False}) as loader:
+    for i in range(10):                                      # ten records in clicks-0, for DeleteRecords
+        loader.send("clicks", b"click %d" % i, partition=0)
+    loader.flush(10)
+
+clicks_config = ConfigResource("topic", "clicks")
+with Admin({"bootstrap.servers": first_address, "client.id": "lab04-admin"}, trace=True) as admin:
+    described = admin.describe_cluster()                                         # DescribeCluster
+    before_configs = admin.describe_configs([clicks_config])[clicks_config]      # DescribeConfigs
+    admin.incremental_alter_configs({clicks_config: {"retention.ms": "3600000"}})  # IncrementalAlterConfigs
+    after_configs = admin.describe_configs([clicks_config])[clicks_config]
+    admin.create_partitions({"clicks": 8})                                       # CreatePartitions
+    low_watermarks = admin.delete_records({TopicPartition("clicks", 0): 4})       # DeleteRecords
+    admin.alter_consumer_group_offsets("lab04-readers", {TopicPartition("clicks", 0): 6})  # OffsetCommit
+    groups = admin.list_consumer_groups()                                        # ListGroups
+    admin_events = list(admin.trace.events)
+
+print("DescribeCluster: controller", described.controller_id, "| brokers", sorted(described.brokers),
+      "| cluster id set:", described.cluster_id is not None)
+display(pd.DataFrame(lab04.config_rows(before_configs, ["retention.ms", "cleanup.policy"]) +
+                     lab04.config_rows(after_configs, ["retention.ms"]),
+                     index=["before", "before", "after IncrementalAlterConfigs"]))
+cluster.wait_until(lambda: cluster.broker(0).metadata_cache.partition_count("clicks") == 8)
+print("CreatePartitions: clicks has", cluster.broker(0).metadata_cache.partition_count("clicks"), "partitions")
+print("DeleteRecords: clicks-0 now starts at offset", low_watermarks[TopicPartition("clicks", 0)])
+print("ListGroups:", [(g.group_id, g.state) for g in groups])
+
+# %% [markdown]
+# The same operations on the wire: each kind of request the admin client sent (leaving out ApiVersions and
+# Metadata), where it has to go, and whether every one of them went there. (The leader of `clicks-0` and the
+# group's coordinator are placed at random, so the table names roles, not broker ids.)
+
+# %%
+leader_of_clicks_0 = cluster.partition_state("clicks", 0)["leader"]
+pd.DataFrame(lab04.requests_rows(admin_events, {
+    "CreatePartitions": ("the controller", [described.controller_id]),
+    "DeleteRecords": ("the leader of clicks-0", [leader_of_clicks_0]),
+    "OffsetCommit": ("the coordinator of lab04-readers", [lab04.coordinator_of(cluster, "lab04-readers")]),
+    "ListGroups": ("every broker", None),
+}, brokers=sorted(cluster.brokers))).set_index("request")
+
+# %% [markdown]
+# * **DescribeCluster**, **DescribeConfigs** of a topic and **IncrementalAlterConfigs** go to any broker (the
+#   least loaded one it knows): every broker can answer them and pass a topic's config change on through the
+#   coordination store. The config's *source* changed from `DEFAULT_CONFIG` to `DYNAMIC_TOPIC_CONFIG`.
+# * **CreatePartitions** (like CreateTopics and DeleteTopics) must reach the **controller**: the admin client
+#   asks Metadata for its id first. A topic's partition count only grows; records already written keep their
+#   partition, but new keys may hash to other partitions from now on.
+# * **DeleteRecords** goes to the partition's **leader**, which moves the log start offset (the *low
+#   watermark*) to 4: offsets 0-3 can no longer be read, and the segments below it go at the next retention
+#   pass.
+# * Committing offsets for a group goes to the group's **coordinator**, found with **FindCoordinator**;
+#   **ListGroups** goes to *every* broker, since each coordinates its own share of the groups.
+
+# %% [markdown]
+# ## 5 · The client's cache and its routing table
 #
 # A producer does all of the above by itself. `kafkalab.clients.Producer` keeps the answer in a
 # `Metadata` object (`kafkalab/clients/metadata.py`) and exposes the current snapshot as `producer.metadata`.
@@ -172,9 +245,45 @@ lab04.cluster_diagram(view, TOPIC, title="The producer's view: before")
 # %% [markdown]
 # The cache is refreshed in three situations: every `metadata.max.age.ms` (5 minutes by default) even when
 # all is well; when the application sends to a topic the cache does not have yet; and — the interesting
-# one — when a broker's answer says the cache is wrong.
+# one — when a broker's answer says the cache is wrong. The first one first.
 #
-# ## 5 · Leadership moves: NOT_LEADER_OR_FOLLOWER, refresh, retry
+# ## 6 · Refreshing by age: `metadata.max.age.ms`
+#
+# Why refresh when nothing is wrong? Because not every change shows up as an error: a topic that got more
+# partitions, a new broker, leadership that moved back to the preferred replica. So a client asks again every
+# `metadata.max.age.ms`, counted from its last successful refresh, whatever caused that one.
+#
+# Five minutes is long to wait in a notebook, so this producer gets `metadata.max.age.ms` = 60 000 and a
+# **mock clock**: kafkalab's clients decide every timeout on an injected clock, and a `MockTime` moves only
+# when we advance it. The producer sends one record, then we advance its clock to 1 ms before the refresh is
+# due, wait a little real time, and then the last millisecond:
+
+# %%
+from kafkalab.common import MockTime
+
+clock = MockTime()
+aging = Producer({"bootstrap.servers": first_address, "client.id": "lab04-aging", "metadata.max.age.ms": 60_000,
+                  "enable.idempotence": False, "linger.ms": 0}, trace=True, time=clock)
+aging.send(TOPIC, b"one record", partition=2).result(timeout=10)
+aging.trace.clear()
+clock.advance(59_999)
+early = lab04.wait_for_request(aging.trace, "Metadata", timeout_s=0.5)
+clock.advance(1)
+due = lab04.wait_for_request(aging.trace, "Metadata", timeout_s=10)
+refresh = [e for e in aging.trace.events if e.api_name == "Metadata"]
+aging.close()
+display(evidence("Refresh by age", {
+    "no Metadata request at 59 999 ms": not early,
+    "a Metadata request at 60 000 ms, with no error anywhere": due,
+    "it asked for the topics the producer uses": [t.name for t in refresh[0].request.body.topics] == [TOPIC]}))
+pd.DataFrame(lab04.trace_rows(refresh[:1])).set_index("request")[["outcome"]]
+
+# %% [markdown]
+# Nothing failed; the producer simply asked again, for the topics it is using, and got the same map. (Java's
+# producer also forgets a topic it has not used for `metadata.max.idle.ms`, 5 minutes by default; a consumer
+# asks for the topics it subscribed to.)
+#
+# ## 7 · Leadership moves: NOT_LEADER_OR_FOLLOWER, refresh, retry
 #
 # Broker 1 leads `orders-0`. We kill it. Its session in the coordination store ends, the controller notices
 # and picks a new leader from the ISR; then we restart broker 1, which comes back as a *follower* and rejoins
@@ -183,6 +292,8 @@ lab04.cluster_diagram(view, TOPIC, title="The producer's view: before")
 #
 # The dashboard again (the same live view as in section 1): run the next cell and watch broker 1 go down,
 # `orders-0` get a new leader with a higher leader epoch, broker 1 leave every ISR, come back, and rejoin.
+# (The producer of section 5 has `metadata.max.age.ms` = 300 000 on the real clock: it will not refresh by age
+# during this section.)
 
 # %%
 dashboard
@@ -293,6 +404,19 @@ ex3_requests = [("Produce", 2), ("Metadata", 2), ("Produce", 0)]
 lab04.check_retry_sequence(ex3_requests, cached_leader=2, new_leader=0)
 
 # %% [markdown]
+# ### Exercise 4 · When does it ask again?
+#
+# A consumer has `metadata.max.age.ms` = 60 000 and fetched its first metadata at t = 0 s. At t = 25 s a
+# Fetch is answered NOT_LEADER_OR_FOLLOWER. Nothing else goes wrong. At which times (in seconds, from 0 to
+# 150) does it send a Metadata request? Give a list in `ex4_times`, starting with 0. (Ignore `retry.backoff.ms`.)
+
+# %% tags=["solution"]
+ex4_times = [0, 25, 85, 145]
+
+# %%
+lab04.check_refresh_times(ex4_times, max_age_s=60, stale_at_s=[25], until_s=150)
+
+# %% [markdown]
 # ## Recap
 #
 # * `bootstrap.servers` is where to *ask*, not the cluster: one reachable broker returns every broker's
@@ -300,7 +424,12 @@ lab04.check_retry_sequence(ex3_requests, cached_leader=2, new_leader=0)
 # * The Metadata response names the brokers, the controller and, per partition, leader, leader epoch,
 #   replicas and ISR. Any broker can answer it from its metadata cache (C41).
 # * Topics come from CreateTopics (the admin client, C35) — or from a Metadata request when
-#   `auto.create.topics.enable` lets it (C23).
+#   `auto.create.topics.enable` lets it, which it does by default, in KRaft too (C23).
+# * The admin client does more (C35): DescribeCluster and Describe/IncrementalAlterConfigs to any broker,
+#   CreatePartitions to the controller, DeleteRecords to the leader, offsets to the group coordinator,
+#   ListGroups to every broker.
+# * Clients refresh their metadata every `metadata.max.age.ms` (5 minutes) after the last refresh, even when
+#   nothing is wrong, so they see new partitions and brokers (C6, C41).
 # * Clients route each Produce to the partition's leader from their cached copy. A stale copy earns
 #   NOT_LEADER_OR_FOLLOWER (6): the client refreshes and retries, and the application never knows (C40).
 # * Next: lab 05 follows a record through the producer; lab 09 shows who decides leaders and how every

@@ -282,3 +282,18 @@ def test_a_new_topic_is_asked_for_at_once_without_waiting_for_the_clock():
             assert [r.value for r in records] == [b"first"] and mock.milliseconds() == start
         finally:
             consumer.close()
+
+
+def test_a_sender_waiting_for_a_connection_is_woken_when_it_is_ready_not_by_its_clock():
+    """The producer's clock stands still: the connection to the leader becoming ready must wake the sender
+    (Java's poll returns then), or the first record would wait for a clock that never moves."""
+    mock = MockTime()
+    with Cluster(brokers=1).start() as cluster:
+        cluster.create_topic("t", partitions=1)
+        with Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 0,
+                       "enable.idempotence": False}, time=mock) as p:
+            started = time.monotonic()
+            for _ in range(3):
+                p.send("t", b"x", partition=0).result(timeout=5)
+            assert time.monotonic() - started < 4
+        assert mock.milliseconds() == MockTime().milliseconds()    # nobody moved the clock

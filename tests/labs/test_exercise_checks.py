@@ -127,13 +127,38 @@ def test_lab03_connections_per_broker():
 
 def test_lab03_produce_rates():
     row = {"api_name": "Produce", "requests": 4, "request_bytes": 1000, "response_bytes": 240}
-    right = {"avg_request_bytes": 250.0, "bytes_in_per_sec": 100.0}
+    right = {"avg_request_bytes": 250.0, "request_bytes_per_sec": 100.0}
     assert lab03.check_produce_rates(right, row, 10.0).passed
-    r = lab03.check_produce_rates({"avg_request_bytes": 250, "bytes_in_per_sec": 24.0}, row, 10.0)
-    assert not r.passed and "bytes out" in [p for p in r.parts if p.label == "bytes_in_per_sec"][0].note
-    r = lab03.check_produce_rates({"avg_request_bytes": 250, "bytes_in_per_sec": 25.0}, row, 10.0)
-    assert "per request per second" in [p for p in r.parts if p.label == "bytes_in_per_sec"][0].note
+    r = lab03.check_produce_rates({"avg_request_bytes": 250, "request_bytes_per_sec": 24.0}, row, 10.0)
+    assert not r.passed and "response bytes" in [p for p in r.parts if p.label == "request_bytes_per_sec"][0].note
+    r = lab03.check_produce_rates({"avg_request_bytes": 250, "request_bytes_per_sec": 25.0}, row, 10.0)
+    assert "per request per second" in [p for p in r.parts if p.label == "request_bytes_per_sec"][0].note
     assert lab03.check_produce_rates(..., row, 10.0).status == "todo"
+
+
+def test_lab03_kafka_rate_is_what_kafkas_rate_stat_measures():
+    from kafkalab.common import MockTime
+    from kafkalab.common.metrics import Meter, MetricConfig, MetricName, Metrics
+    for elapsed_ms in (0, 1, 15_000, 29_999, 30_000, 45_000, 59_999, 60_000, 90_000):
+        time = MockTime()
+        metrics = Metrics(MetricConfig(), time)
+        sensor = metrics.sensor("s").add_meter(Meter(MetricName("request-rate", "g"), MetricName("request-total", "g"),
+                                                     count=True))
+        for _ in range(90):
+            sensor.record()
+        time.advance(elapsed_ms)
+        assert lab03.kafka_rate(90, elapsed_ms) == pytest.approx(metrics.value("request-rate", "g")), elapsed_ms
+
+
+def test_lab03_client_rates():
+    right = {20: 1.8, 40: 2.25, 70: 0.0}
+    assert lab03.check_client_rates(right, 90, (20, 40, 70)).passed
+    r = lab03.check_client_rates({20: 4.5, 40: 90 / 70, 70: 1.0}, 90, (20, 40, 70))
+    notes = {p.label: p.note for p in r.parts}
+    assert not r.passed and "add a window" in notes["+20 s"] and "not topped up" in notes["+40 s"]
+    assert "dropped" in notes["+70 s"]
+    assert lab03.check_client_rates(..., 90, (20, 40, 70)).status == "todo"
+    assert not lab03.check_client_rates([1.8], 90, (20,)).passed
 
 
 # -- lab 06 ----------------------------------------------------------------------------------------------------------------

@@ -79,3 +79,41 @@ def test_refresh_errors_follow_the_client(name):
     from kafkalab.clients.metadata import STALE_METADATA_ERRORS
     assert ErrorCode[name] in STALE_METADATA_ERRORS
     assert Metadata().need_update
+
+
+def test_refresh_times_count_from_the_last_refresh():
+    assert lab04.refresh_times(60, [], 150) == [0, 60, 120]
+    assert lab04.refresh_times(60, [25], 150) == [0, 25, 85, 145]
+    assert lab04.refresh_times(60, [25, 30], 100) == [0, 25, 30, 90]
+
+
+def test_check_refresh_times():
+    assert lab04.check_refresh_times([0, 25, 85, 145], 60, [25], 150).passed
+    grid = lab04.check_refresh_times([0, 25, 60, 120], 60, [25], 150)
+    assert not grid.passed and "last refresh" in grid.hint
+    assert "at once" in lab04.check_refresh_times([0, 60, 120], 60, [25], 150).hint
+    assert not lab04.check_refresh_times([0, 60, 120, 145], 60, [25], 150).passed
+    assert lab04.check_refresh_times(..., 60, [25], 150).status == "todo"
+
+
+def test_requests_rows_and_config_rows():
+    from types import SimpleNamespace as NS
+
+    def ev(api, node):
+        return NS(api_name=api, api_version=1, node_id=node)
+    events = [ev("Metadata", -1), ev("DescribeConfigs", -1), ev("CreatePartitions", 2), ev("FindCoordinator", 0),
+              ev("FindCoordinator", 0), ev("OffsetCommit", 1), ev("ListGroups", 0), ev("ListGroups", 1),
+              ev("ListGroups", 2), ev("DeleteRecords", 0)]
+    rows = lab04.requests_rows(events, {"CreatePartitions": ("the controller", [2]),
+                                        "OffsetCommit": ("the coordinator", [0]),
+                                        "ListGroups": ("every broker", None)}, brokers=[0, 1, 2])
+    got = {r["request"]: (r["must go to"], r["went there"]) for r in rows}
+    assert list(got) == ["DescribeConfigs v1", "CreatePartitions v1", "FindCoordinator v1", "OffsetCommit v1",
+                         "ListGroups v1", "DeleteRecords v1"]
+    assert got["DescribeConfigs v1"] == ("any broker", "yes") and got["CreatePartitions v1"][1] == "yes"
+    assert got["OffsetCommit v1"] == ("the coordinator", "NO") and got["ListGroups v1"] == ("every broker", "yes")
+    partial = lab04.requests_rows(events[6:8], {"ListGroups": ("every broker", None)}, brokers=[0, 1, 2])
+    assert partial[0]["went there"] == "NO"
+    configs = {"retention.ms": NS(value="3600000", config_source=1)}
+    assert lab04.config_rows(configs, ["retention.ms"]) == [
+        {"config": "retention.ms", "value": "3600000", "source": "DYNAMIC_TOPIC_CONFIG"}]

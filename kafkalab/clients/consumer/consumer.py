@@ -82,7 +82,8 @@ class Consumer:
     async def _start(self) -> None:
         cfg = self.config
         self.client = NetworkClient(cfg, tracer=self._hook, max_in_flight=5,
-                                    allow_auto_topic_creation=cfg["allow.auto.create.topics"], time=self.time)
+                                    allow_auto_topic_creation=cfg["allow.auto.create.topics"], time=self.time,
+                                    metric_group_prefix="consumer")
         self.subscriptions = SubscriptionState(cfg["auto.offset.reset"].lower())
         self.fetcher = Fetcher(self.client, self.subscriptions, cfg)
         self.offset_fetcher = OffsetFetcher(self.client, self.subscriptions, cfg)
@@ -418,6 +419,11 @@ class Consumer:
 
     def paused(self) -> set:
         return self._call(self.subscriptions.paused_partitions)
+
+    def metrics(self) -> dict:
+        """Kafka's client metrics, measured now: ``{MetricName(name, group, tags): value}`` (group
+        ``consumer-metrics`` and, per broker, ``consumer-node-metrics``), as Java's ``metrics()``."""
+        return self.client.metrics.metrics() if self._closed else self._io.call(self.client.metrics.metrics)
 
     # -- lifecycle -------------------------------------------------------------------------------------------
     def close(self, timeout: Optional[float] = None) -> None:

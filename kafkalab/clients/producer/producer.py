@@ -139,7 +139,8 @@ class Producer:
 
     async def _start(self) -> None:
         cfg = self.config
-        self.client = NetworkClient(cfg, tracer=self._hook, allow_auto_topic_creation=True, time=self.time)
+        self.client = NetworkClient(cfg, tracer=self._hook, allow_auto_topic_creation=True, time=self.time,
+                                    metric_group_prefix="producer")
         idempotent = cfg["enable.idempotence"]
         self.accumulator = RecordAccumulator(
             batch_size=cfg["batch.size"], linger_ms=cfg["linger.ms"], delivery_timeout_ms=cfg["delivery.timeout.ms"],
@@ -368,6 +369,11 @@ class Producer:
     def metadata(self):
         """The producer's current view of the cluster (a ClusterView snapshot)."""
         return self.client.metadata.cluster
+
+    def metrics(self) -> dict:
+        """Kafka's client metrics, measured now: ``{MetricName(name, group, tags): value}`` (group
+        ``producer-metrics`` and, per broker, ``producer-node-metrics``), as Java's ``metrics()``."""
+        return self.client.metrics.metrics() if self._closed else self._io.call(self.client.metrics.metrics)
 
     # -- closing ----------------------------------------------------------------------------------------------
     def close(self, timeout: Optional[float] = None) -> None:

@@ -113,7 +113,7 @@ class Sender:
             if self.client.has_room(node):
                 sendable.add(node)
             elif not self.client.is_ready(node):
-                self.client.start_connecting(node)
+                self.client.start_connecting(node, on_done=self.wakeup.set)
                 next_ms = min(next_ms, 10)
         if sendable:
             allowed = None
