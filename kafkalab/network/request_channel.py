@@ -209,8 +209,8 @@ class RequestMetrics:
     """Per-API request counts, request and response bytes, and rates over a sliding window, plus connection
     counts. Kafka's nearest metrics: the count of the ``RequestsPerSec`` meter (whose rates are 1/5/15-minute
     moving averages, not a window) and the ``RequestBytes`` histogram per API; responses are counted only per
-    network thread (``socket-server-metrics``). ``bytes_in_per_sec``/``bytes_out_per_sec`` here are request and
-    response bytes, not Kafka's ``BytesInPerSec``/``BytesOutPerSec`` (record bytes per topic)."""
+    network thread (``socket-server-metrics``). ``request_bytes_per_sec``/``response_bytes_per_sec`` are whole
+    request and response bytes, not Kafka's ``BytesInPerSec``/``BytesOutPerSec`` (record bytes per topic)."""
 
     def __init__(self, time: Time = SYSTEM, window_ms: int = 30_000):
         self.time = time
@@ -247,8 +247,8 @@ class RequestMetrics:
                     "api_key": key, "api_name": api_name(key), "requests": s.requests,
                     "request_bytes": s.request_bytes, "response_bytes": s.response_bytes,
                     "requests_per_sec": len(s.recent) / seconds,
-                    "bytes_in_per_sec": sum(r[1] for r in s.recent) / seconds,
-                    "bytes_out_per_sec": sum(r[2] for r in s.recent) / seconds,
+                    "request_bytes_per_sec": sum(r[1] for r in s.recent) / seconds,
+                    "response_bytes_per_sec": sum(r[2] for r in s.recent) / seconds,
                     "avg_total_time_ms": s.total_time_ms / s.requests if s.requests else 0.0,
                 })
         return rows

@@ -380,7 +380,7 @@ lab03.MetricsBars(snapshot, title="the broker's request metrics, per API")
 # %%
 pd.DataFrame([{"API": r["api_name"], "requests": r["requests"], "request bytes": r["request_bytes"],
                "response bytes": r["response_bytes"], f"requests/s (last {window_s:g} s)": round(r["requests_per_sec"], 3),
-               "request bytes/s": round(r["bytes_in_per_sec"], 2), "response bytes/s": round(r["bytes_out_per_sec"], 2)}
+               "request bytes/s": round(r["request_bytes_per_sec"], 2), "response bytes/s": round(r["response_bytes_per_sec"], 2)}
               for r in snapshot]).set_index("API")
 
 # %% [markdown]

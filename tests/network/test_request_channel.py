@@ -246,14 +246,14 @@ def test_per_api_counts_bytes_and_rates_over_the_window():
     assert (produce["api_name"], produce["requests"], produce["request_bytes"], produce["response_bytes"]) == \
         ("Produce", 4, 4000, 200)
     assert produce["requests_per_sec"] == pytest.approx(0.4)          # 4 requests / 10 s window
-    assert produce["bytes_in_per_sec"] == pytest.approx(400)
-    assert produce["bytes_out_per_sec"] == pytest.approx(20)
+    assert produce["request_bytes_per_sec"] == pytest.approx(400)
+    assert produce["response_bytes_per_sec"] == pytest.approx(20)
     assert produce["avg_total_time_ms"] == pytest.approx(2.0)
-    assert (fetch["api_name"], fetch["requests"], fetch["bytes_out_per_sec"]) == ("Fetch", 1, pytest.approx(500))
+    assert (fetch["api_name"], fetch["requests"], fetch["response_bytes_per_sec"]) == ("Fetch", 1, pytest.approx(500))
 
     time.advance(10_001)                 # the window slides past them: rates drop to 0, totals stay
     produce, fetch = m.snapshot()
-    assert produce["requests"] == 4 and produce["requests_per_sec"] == 0 and produce["bytes_in_per_sec"] == 0
+    assert produce["requests"] == 4 and produce["requests_per_sec"] == 0 and produce["request_bytes_per_sec"] == 0
     m.record(_record(ApiKey.PRODUCE, request_bytes=10))
     assert m.snapshot()[0]["requests_per_sec"] == pytest.approx(0.1)
 

@@ -195,9 +195,9 @@ def test_snapshot_is_static_and_deterministic_for_a_fixed_state(cluster, dashboa
     first = dashboard.snapshot()
     assert first == dashboard.snapshot()
     html = first._repr_html_()
-    assert "still-0" in html and "still-1" in html and "updated" not in html and "RequestsPerSec" not in html
+    assert "still-0" in html and "still-1" in html and "updated" not in html and "requests/s" not in html
     assert repr(first).startswith("ClusterDashboard snapshot: 3/3 brokers running")
-    assert "RequestsPerSec" in dashboard.snapshot(sections=("requests",))._repr_html_()
+    assert "requests/s" in dashboard.snapshot(sections=("requests",))._repr_html_()
     cluster.create_topic("other", 1, 3)
     wait_for(lambda: shown(dashboard, "other") is not None, what="second topic shown")
     only_still = dashboard.snapshot(topics=["still"])

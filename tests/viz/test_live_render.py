@@ -31,7 +31,7 @@ def test_shows_what_the_state_holds():
     page = render_dashboard(_state())
     for text in ("broker 0: up · controller", "broker 1: paused", "broker 2: isolated", "controller: broker 0",
                  "orders&lt;&amp;&gt;-0", "0 (epoch 3)", "[0, 1, 2]", "[0, 1]", "broker 2 (out of sync)",
-                 "LEO 120", "HW 80", "Produce", "RequestsPerSec", "PurgatorySize", "billing", "Stable",
+                 "LEO 120", "HW 80", "Produce", "requests/s", "PurgatorySize", "billing", "Stable",
                  "orders&lt;&amp;&gt;-0: 10"):
         assert text in page, text
     assert "orders<&>" not in page          # names are escaped
@@ -47,7 +47,7 @@ def test_a_replica_on_a_down_broker_says_so():
 
 def test_stable_sections_leave_out_rates_and_purgatories():
     page = render_dashboard(_state(), STABLE_SECTIONS)
-    assert "RequestsPerSec" not in page and "PurgatorySize" not in page and "LEO 120" in page
+    assert "requests/s" not in page and "PurgatorySize" not in page and "LEO 120" in page
     assert set(STABLE_SECTIONS) < set(SECTIONS)
 
 

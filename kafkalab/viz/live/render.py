@@ -103,10 +103,10 @@ def _partitions(state: ClusterState) -> str:
 
 
 def _requests(state: ClusterState) -> str:
-    rows = [[_e(r.api_name), _e(r.requests), _e(f"{r.requests_per_sec:.1f}"), _e(f"{r.bytes_in_per_sec:,.0f}"),
-             _e(f"{r.bytes_out_per_sec:,.0f}")] for r in state.requests]
+    rows = [[_e(r.api_name), _e(r.requests), _e(f"{r.requests_per_sec:.1f}"), _e(f"{r.request_bytes_per_sec:,.0f}"),
+             _e(f"{r.response_bytes_per_sec:,.0f}")] for r in state.requests]
     return _heading("Requests (all brokers)") + _table(
-        ["API", "requests", "RequestsPerSec", "BytesInPerSec", "BytesOutPerSec"], rows)
+        ["API", "requests", "requests/s", "request bytes/s", "response bytes/s"], rows)
 
 
 def _purgatory(state: ClusterState) -> str:

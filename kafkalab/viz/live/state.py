@@ -13,8 +13,10 @@ invented for display:
   broker's when there is no controller), the ISR as the leader's ``Partition`` holds it (it shrinks and grows
   there first; the metadata's when the leader is down), and each running replica's log end offset and high
   watermark from its own ``Partition.log``;
-* **requests** -- each running broker's ``RequestMetrics``: per API ``RequestsPerSec``, ``BytesInPerSec``,
-  ``BytesOutPerSec`` (over the broker's sliding window), summed over the brokers;
+* **requests** -- each running broker's ``RequestMetrics``: per API the requests, and requests, request bytes and
+  response bytes per second over the broker's sliding window, summed over the brokers (Kafka's nearest names:
+  the ``RequestsPerSec`` meter and the ``RequestBytes`` histogram; ``BytesInPerSec``/``BytesOutPerSec`` are
+  something else, record bytes per topic);
 * **purgatories** -- ``PurgatorySize`` and ``NumDelayedOperations`` per ``delayedOperation`` per broker;
 * **groups** -- on each group coordinator: state, generation, members, and lag per partition = the leader's
   high watermark minus the committed offset (``kafka-consumer-groups --describe`` computes it the same way,
@@ -64,8 +66,8 @@ class ApiRate(NamedTuple):
     api_name: str
     requests: int
     requests_per_sec: float
-    bytes_in_per_sec: float
-    bytes_out_per_sec: float
+    request_bytes_per_sec: float
+    response_bytes_per_sec: float
 
 
 class PurgatoryState(NamedTuple):
@@ -184,8 +186,8 @@ def _requests(running: dict) -> tuple:
             t = totals.setdefault(row["api_name"], [0, 0.0, 0.0, 0.0])
             t[0] += row["requests"]
             t[1] += row["requests_per_sec"]
-            t[2] += row["bytes_in_per_sec"]
-            t[3] += row["bytes_out_per_sec"]
+            t[2] += row["request_bytes_per_sec"]
+            t[3] += row["response_bytes_per_sec"]
     return tuple(ApiRate(name, *t) for name, t in sorted(totals.items()))
 
 
