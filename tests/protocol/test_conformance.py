@@ -106,9 +106,10 @@ def compare_message(message: Message, spec: dict) -> list[str]:
     check("name", message.name, spec["name"])
     check("kind", message.kind, spec["type"])
     check("apiKey", message.api_key, spec.get("apiKey"))
-    check("validVersions", message.valid_versions.text, spec["validVersions"])
+    valid = S.codec_valid_versions(spec)
+    check("validVersions", message.valid_versions.text, valid)
     check("flexibleVersions", message.flexible_versions.text, spec.get("flexibleVersions", "none"))
-    if not _same_range(message.valid_versions, spec["validVersions"]):
+    if not _same_range(message.valid_versions, valid):
         problems.append(f"{name}: validVersions parsed wrongly")
     if not _same_range(message.flexible_versions, spec.get("flexibleVersions", "none")):
         problems.append(f"{name}: flexibleVersions parsed wrongly")
