@@ -19,6 +19,7 @@ receives the same bytes, checks the CRC, inflates and reads the records. The roo
 * :mod:`.annotate` -- rows with byte ranges for hex dumps (a ``kafkalab.protocol.annotate`` records hook).
 * :mod:`.legacy` -- message formats v0 and v1 (magic 0/1, before Kafka 0.11): reading
   (``read_message_set``, ``deep_records``, ``LegacyRecord``) and building (``build_message_set``).
+* :mod:`.annotate_legacy` -- the annotated decoder's rows for v0/v1 message sets (``annotate_legacy_message``).
 * :mod:`.conversion` -- the broker's down-conversion of v2 batches for Fetch v0-3 (``down_convert``,
   ``LazyDownConversionRecords``, ``RecordValidationStats``).
 
@@ -33,6 +34,7 @@ Mirrors: ``clients/src/main/java/org/apache/kafka/common/record/`` (``DefaultRec
 ``AbstractLegacyRecordBatch``, ``RecordsUtil``, ``LazyDownConversionRecords``).
 """
 from kafkalab.records.annotate import DecompressedRecords, annotate_records
+from kafkalab.records.annotate_legacy import annotate_legacy_message
 from kafkalab.records.batch import RecordBatch, build_batch, decode_batch, decode_batches, encode_batch
 from kafkalab.records.conversion import LazyDownConversionRecords, RecordValidationStats, down_convert
 from kafkalab.records.compression import (DEFAULT_MAX_DECOMPRESSED_BYTES, CompressionType, compress, decompress,
@@ -61,6 +63,6 @@ __all__ = [
     "annotate_records", "DecompressedRecords", "TimestampType",
     "RECORD_BATCH_OVERHEAD", "LOG_OVERHEAD", "MAGIC", "NO_PRODUCER_ID", "NO_PRODUCER_EPOCH", "NO_SEQUENCE",
     "NO_PARTITION_LEADER_EPOCH", "NO_TIMESTAMP",
-    "LegacyRecord", "read_message_set", "deep_records", "build_message_set",
+    "LegacyRecord", "read_message_set", "annotate_legacy_message", "deep_records", "build_message_set",
     "down_convert", "LazyDownConversionRecords", "RecordValidationStats",
 ]
