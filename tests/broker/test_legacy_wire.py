@@ -183,3 +183,21 @@ def test_produce_v0_response_has_no_log_append_time_field(port):
     # correlation id, [topics: name, [index, error_code, base_offset]] -- nothing else in v0
     assert struct.unpack_from(">i", frame)[0] == 9
     assert len(frame) == 4 + 4 + 2 + len("legacy") + 4 + 4 + 2 + 8
+
+
+def test_fetch_v17_is_served_and_v18_is_not_advertised(cluster, port):
+    import uuid
+
+    from kafkalab.server.apis import enabled_apis
+
+    assert enabled_apis()[ApiKey.FETCH] == (0, 17) and enabled_apis()[ApiKey.PRODUCE] == (0, 11)
+    topic_id = cluster.broker(0).metadata_cache.topic_id("producer-codec")
+    base = end_offset(cluster, "producer-codec")
+    assert produce(port, "producer-codec", build_batch([SimpleRecord(b"k", b"v", (), T0)]), 9).error_code == 0
+    body = Fetch(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, topics=(Fetch.FetchTopic(
+        topic_id=topic_id, partitions=(Fetch.FetchPartition(partition=0, fetch_offset=base, partition_max_bytes=1 << 20,
+                                                            replica_directory_id=uuid.uuid4()),)),))
+    with Conn(port) as c:
+        response = c.call(body, 17)
+    [t] = response.responses
+    assert t.topic_id == topic_id and t.partitions[0].error_code == 0 and t.partitions[0].records[16] == 2
