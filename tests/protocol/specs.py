@@ -123,19 +123,8 @@ def vin(version: int, text: str | None) -> bool:
     return lo <= version <= hi
 
 
-#: Versions Kafka 4 removed that kafkalab's codec still reads and writes, because a Kafka 3.9 broker serves them
-#: (VERSIONS.md, "3.9 valid") and the 4.x specs' fields still describe them exactly: Produce v0-2 and Fetch v0-3.
-KAFKA_3_9_VALID = {"ProduceRequest": "0-13", "ProduceResponse": "0-13", "FetchRequest": "0-18",
-                   "FetchResponse": "0-18"}
-
-
-def codec_valid_versions(spec: dict) -> str:
-    """The ``validVersions`` kafkalab's codec has for ``spec``: the spec's, or the wider Kafka 3.9 range above."""
-    return KAFKA_3_9_VALID.get(spec["name"], spec["validVersions"])
-
-
 def valid_versions(spec: dict) -> list[int]:
-    lo, hi = vrange(codec_valid_versions(spec))
+    lo, hi = vrange(spec["validVersions"])
     return list(range(lo, hi + 1))
 
 
