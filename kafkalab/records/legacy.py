@@ -48,7 +48,7 @@ from kafkalab.records.compression import (DEFAULT_MAX_DECOMPRESSED_BYTES, Compre
                                           snappy_compress_xerial)
 from kafkalab.records.record import TimestampType
 
-__all__ = ["LegacyRecord", "read_message_set", "deep_records", "build_message_set", "legacy_crc", "magic_of",
+__all__ = ["LegacyRecord", "read_message_set", "deep_records", "iter_records", "build_message_set", "legacy_crc", "magic_of",
            "MAGIC_V0", "MAGIC_V1", "LOG_OVERHEAD", "RECORD_OVERHEAD_V0", "RECORD_OVERHEAD_V1", "NO_TIMESTAMP",
            "message_overhead"]
 
