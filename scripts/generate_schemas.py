@@ -113,20 +113,11 @@ def render_fields(fields: list, indent: int) -> list[str]:
     return lines
 
 
-#: Versions Kafka 4 removed from the specs that a Kafka 3.9 broker serves and kafkalab's codec still reads and writes,
-#: for messages whose fields the 4.x specs still describe exactly at those versions (only ``validVersions`` changed):
-#: written as ``removed=`` next to the spec's own ``valid=`` (which stays Kafka's).
-KAFKA_4_REMOVED_VERSIONS = {"ProduceRequest": "0-2", "ProduceResponse": "0-2", "FetchRequest": "0-3",
-                            "FetchResponse": "0-3"}
-
-
 def render_message(var: str, spec: dict) -> list[str]:
     args = [repr(spec["name"]), f"kind={spec['type']!r}"]
     if "apiKey" in spec:
         args.append(f"api_key={spec['apiKey']}")
     args.append(f"valid={spec['validVersions']!r}")
-    if spec["name"] in KAFKA_4_REMOVED_VERSIONS:
-        args.append(f"removed={KAFKA_4_REMOVED_VERSIONS[spec['name']]!r}")
     args.append(f"flexible={spec.get('flexibleVersions', 'none')!r}")
     if spec.get("latestVersionUnstable"):
         args.append("latest_unstable=True")

@@ -141,9 +141,9 @@ def decode_request(frame) -> Request:
     req_schema, _ = _schema_or_error(api_key)
     hv = request_header_version(api_key, api_version)
     header, pos = codec.decode(REQUEST_HEADER, hv, frame, 0, path="header")
-    if api_version not in req_schema.codec_versions:
+    if api_version not in req_schema.valid_versions:
         raise UnsupportedVersionError(
-            f"{api_name(api_key)} v{api_version} is not supported (valid: {req_schema.codec_versions.text})",
+            f"{api_name(api_key)} v{api_version} is not supported (valid: {req_schema.valid_versions.text})",
             api_key=api_key, api_version=api_version, header=header)
     body, _ = codec.decode(req_schema, api_version, frame, pos, path="body")
     return Request(header, body)
@@ -189,9 +189,9 @@ def decode_response(frame, api_key: int, api_version: int) -> Response:
 
 def _check_response_version(resp_schema, api_key: int, api_version: int, header, pos: int) -> None:
     """A response of a version its schema does not define is bad input too (a DecodeError, not ValueError)."""
-    if api_version not in resp_schema.codec_versions:
+    if api_version not in resp_schema.valid_versions:
         err = UnsupportedVersionError(
-            f"{api_name(api_key)} v{api_version} is not supported (valid: {resp_schema.codec_versions.text})",
+            f"{api_name(api_key)} v{api_version} is not supported (valid: {resp_schema.valid_versions.text})",
             api_key=api_key, api_version=api_version, header=header, offset=pos)
         err.path = "body"
         raise err
@@ -277,9 +277,9 @@ def annotate_request(data, *, size_prefix: bool = False, records_hook=None, stri
         hv = request_header_version(api_key, api_version)
         header, pos, hrows = _annotate(REQUEST_HEADER, hv, data, base, "header", None, rows)
         rows.extend(hrows)
-        if api_version not in req_schema.codec_versions:
+        if api_version not in req_schema.valid_versions:
             raise UnsupportedVersionError(
-                f"{api_name(api_key)} v{api_version} is not supported (valid: {req_schema.codec_versions.text})",
+                f"{api_name(api_key)} v{api_version} is not supported (valid: {req_schema.valid_versions.text})",
                 api_key=api_key, api_version=api_version, header=header, offset=base + 2)
         body, end, brows = _annotate(req_schema, api_version, data, pos, "body", records_hook, rows)
         rows.extend(brows)

@@ -498,8 +498,8 @@ _WRITERS: dict[tuple[int, int, bool], tuple[Callable, str]] = {}
 
 
 def _check_version(message: Message, version: int) -> None:
-    if version not in message.codec_versions:
-        raise ValueError(f"{message.name} has no version {version} (valid: {message.codec_versions.text})")
+    if version not in message.valid_versions:
+        raise ValueError(f"{message.name} has no version {version} (valid: {message.valid_versions.text})")
 
 
 def reader(message: Message, version: int) -> Callable:

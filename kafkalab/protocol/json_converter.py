@@ -100,7 +100,7 @@ def _struct(message: Message, fields: tuple, obj: Any, version: int) -> dict:
 
 def write(message: Message, body: Any, version: int) -> dict:
     """The JSON tree of ``body`` (a decoded ``message``) at ``version``: ``<Message>JsonConverter.write``."""
-    if version not in message.codec_versions:
+    if version not in message.valid_versions:
         raise ValueError(f"Can't write version {version} of {message.name}")
     return _struct(message, message.fields, body, version)
 

@@ -179,24 +179,15 @@ class Message:
     >>> from kafkalab.protocol.messages import produce
     >>> produce.REQUEST.valid_versions
     Versions('3-13')
-    >>> produce.REQUEST.codec_versions
-    Versions('0-13')
-
-    ``valid_versions`` is what Kafka's spec says (4.3); ``removed_versions`` the versions just below it that Kafka 4
-    removed but Kafka 3.9 served (Produce v0-2, Fetch v0-3), whose fields the spec still describes: the codec reads
-    and writes ``codec_versions``, both together.
     """
 
     def __init__(self, name: str, *, kind: str, valid: str, flexible: str = "none",
                  fields: tuple = (), common_structs: tuple = (), api_key: Optional[int] = None,
-                 latest_unstable: bool = False, listeners: tuple = (), removed: str = "none"):
+                 latest_unstable: bool = False, listeners: tuple = ()):
         self.name = name
         self.kind = kind
         self.api_key = api_key
         self.valid_versions = Versions(valid)
-        self.removed_versions = Versions(removed)
-        self.codec_versions = self.valid_versions if self.removed_versions.empty else \
-            Versions(f"{self.removed_versions.lo}-{self.valid_versions.hi}")
         self.flexible_versions = Versions(flexible)
         self.fields = tuple(fields)
         self.common_structs = {s.name: s for s in common_structs}

@@ -357,14 +357,14 @@ def exchange(port: int, api_key: int, version: int, body, client_id) -> str:
 # name topics no client could create: these go last, after the client APIs have been tried on a sound broker.
 FROM_THE_CONTROLLER = (ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA, ApiKey.CONTROLLED_SHUTDOWN)
 ADVERTISED = sorted(((key, v) for key, (lo, hi) in enabled_apis().items() for v in range(lo, hi + 1)
-                     if v in request_schema(key).codec_versions), key=lambda kv: (kv[0] in FROM_THE_CONTROLLER, kv))
+                     if v in request_schema(key).valid_versions), key=lambda kv: (kv[0] in FROM_THE_CONTROLLER, kv))
 
 
 def test_every_advertised_version_has_a_schema():
-    """Produce v0-2 and Fetch v0-3 are served as Kafka 3.9 serves them (the codec's ``removed_versions``): nothing
-    the broker advertises lacks a layout to decode."""
+    """Produce v0-2 and Fetch v0-3 are served as Kafka 3.9 serves them: nothing the broker advertises lacks a
+    layout to decode."""
     gone = [(key, v) for key, (lo, hi) in enabled_apis().items() for v in range(lo, hi + 1)
-            if v not in request_schema(key).codec_versions]
+            if v not in request_schema(key).valid_versions]
     assert gone == []
     assert (ApiKey.PRODUCE, 0) in ADVERTISED and (ApiKey.FETCH, 3) in ADVERTISED
 

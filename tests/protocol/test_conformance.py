@@ -250,30 +250,3 @@ def test_uuid_default_is_zero():
     assert ZERO_UUID == uuid.UUID("00000000-0000-0000-0000-000000000000")
 
 
-
-def test_versions_kafka_4_removed_are_still_decoded_for_produce_and_fetch():
-    """Produce v0-2 and Fetch v0-3 left the specs in Kafka 4.0 (KIP-896) but Kafka 3.9 serves them, and the 4.x
-    fields still describe them (only ``validVersions`` changed): the codec keeps them as ``removed_versions``,
-    just below the spec's own range, and round-trips them."""
-    import kafkalab.protocol as kp
-
-    removed = {}
-    for key in range(93):
-        for message in (api_keys.request_schema(key), api_keys.response_schema(key)):
-            if not message.removed_versions.empty:
-                removed[message.name] = message.removed_versions.text
-                assert message.removed_versions.hi == message.valid_versions.lo - 1
-                assert (message.codec_versions.lo, message.codec_versions.hi) == (0, message.valid_versions.hi)
-    assert removed == {"ProduceRequest": "0-2", "ProduceResponse": "0-2", "FetchRequest": "0-3",
-                       "FetchResponse": "0-3"}
-    Produce, Fetch = kp.request_class(0), kp.request_class(1)
-    bodies = {0: Produce(acks=1, timeout_ms=5, topic_data=(Produce.TopicProduceData(name="t", partition_data=(
-                  Produce.PartitionProduceData(index=3, records=b"\x00" * 30),)),)),
-              1: Fetch(replica_id=-1, max_wait_ms=5, min_bytes=1, topics=(Fetch.FetchTopic(topic="t", partitions=(
-                  Fetch.FetchPartition(partition=3, fetch_offset=7, partition_max_bytes=99),)),))}
-    for key, body in bodies.items():
-        for version in api_keys.request_schema(key).removed_versions:
-            frame = kp.encode_request(kp.make_request(body, api_version=version, correlation_id=4))
-            again = kp.decode_request(frame)
-            assert (again.api_version, again.body) == (version, body)
-            assert kp.encode_request(again) == frame
