@@ -81,11 +81,36 @@ def zk_era() -> dict[str, dict]:
     return {p.stem: load(p) for p in sorted((SPECS_DIR / "zk-era").glob("*.json"))}
 
 
+#: The versions Kafka 4.0 removed that a Kafka 3.9 broker serves: facts from the 3.9 specs, kept in the repository
+#: (the shared folder holds the 4.x specs only); see ``test_kafka_39_versions_match_kafka_39_specs``.
+KAFKA_39 = REPO / "scripts" / "kafka-3.9-versions.json"
+
+
+def kafka_39_extensions() -> dict[str, dict]:
+    return json.loads(KAFKA_39.read_text(encoding="utf-8"))["messages"]
+
+
+def _extended(spec: dict, extension: dict) -> dict:
+    """The 4.x ``spec`` from 3.9's lowest version up, the 3.9-only fields back in their place."""
+    spec = json.loads(json.dumps(spec))
+    spec["validVersions"] = f"{extension['lowest']}-{vrange(spec['validVersions'])[1]}"
+    for extra in extension.get("fields", ()):
+        parent = spec
+        for name in extra["in"]:
+            parent = next(f for f in parent["fields"] if f["name"] == name)
+        names = [f["name"] for f in parent["fields"]]
+        parent["fields"].insert(names.index(extra["after"]) + 1, dict(extra["field"]))
+    return spec
+
+
 @functools.cache
 def effective() -> dict[str, dict]:
-    """Every spec by file stem, with the zk-era files replacing the top-level keys 4-7."""
+    """Every spec by file stem, with the zk-era files replacing the top-level keys 4-7, and the messages whose
+    old versions Kafka 4.0 removed reaching down to Kafka 3.9's lowest version."""
     specs = dict(top_level())
     specs.update(zk_era())
+    for stem, extension in kafka_39_extensions().items():
+        specs[stem] = _extended(specs[stem], extension)
     return specs
 
 

@@ -4,7 +4,7 @@
 from kafkalab.protocol.schema import Field as F, Message
 
 REQUEST = Message(
-    'CreateAclsRequest', kind='request', api_key=30, valid='1-3', flexible='2+', listeners=('broker', 'controller'),
+    'CreateAclsRequest', kind='request', api_key=30, valid='0-3', flexible='2+', listeners=('broker', 'controller'),
     fields=(
         F('Creations', '[]AclCreation', '0+', fields=(
             F('ResourceType', 'int8', '0+'),
@@ -19,7 +19,7 @@ REQUEST = Message(
 )
 
 RESPONSE = Message(
-    'CreateAclsResponse', kind='response', api_key=30, valid='1-3', flexible='2+',
+    'CreateAclsResponse', kind='response', api_key=30, valid='0-3', flexible='2+',
     fields=(
         F('ThrottleTimeMs', 'int32', '0+'),
         F('Results', '[]AclCreationResult', '0+', fields=(

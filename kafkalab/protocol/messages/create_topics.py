@@ -4,7 +4,7 @@
 from kafkalab.protocol.schema import Field as F, Message
 
 REQUEST = Message(
-    'CreateTopicsRequest', kind='request', api_key=19, valid='2-7', flexible='5+', listeners=('broker', 'controller'),
+    'CreateTopicsRequest', kind='request', api_key=19, valid='0-7', flexible='5+', listeners=('broker', 'controller'),
     fields=(
         F('Topics', '[]CreatableTopic', '0+', fields=(
             F('Name', 'string', '0+', map_key=True, entity='topicName'),
@@ -25,7 +25,7 @@ REQUEST = Message(
 )
 
 RESPONSE = Message(
-    'CreateTopicsResponse', kind='response', api_key=19, valid='2-7', flexible='5+',
+    'CreateTopicsResponse', kind='response', api_key=19, valid='0-7', flexible='5+',
     fields=(
         F('ThrottleTimeMs', 'int32', '2+', ignorable=True),
         F('Topics', '[]CreatableTopicResult', '0+', fields=(

@@ -4,7 +4,7 @@
 from kafkalab.protocol.schema import Field as F, Message
 
 REQUEST = Message(
-    'DeleteAclsRequest', kind='request', api_key=31, valid='1-3', flexible='2+', listeners=('broker', 'controller'),
+    'DeleteAclsRequest', kind='request', api_key=31, valid='0-3', flexible='2+', listeners=('broker', 'controller'),
     fields=(
         F('Filters', '[]DeleteAclsFilter', '0+', fields=(
             F('ResourceTypeFilter', 'int8', '0+'),
@@ -19,7 +19,7 @@ REQUEST = Message(
 )
 
 RESPONSE = Message(
-    'DeleteAclsResponse', kind='response', api_key=31, valid='1-3', flexible='2+',
+    'DeleteAclsResponse', kind='response', api_key=31, valid='0-3', flexible='2+',
     fields=(
         F('ThrottleTimeMs', 'int32', '0+'),
         F('FilterResults', '[]DeleteAclsFilterResult', '0+', fields=(

@@ -4,7 +4,7 @@
 from kafkalab.protocol.schema import Field as F, Message
 
 REQUEST = Message(
-    'DeleteTopicsRequest', kind='request', api_key=20, valid='1-6', flexible='4+', listeners=('broker', 'controller'),
+    'DeleteTopicsRequest', kind='request', api_key=20, valid='0-6', flexible='4+', listeners=('broker', 'controller'),
     fields=(
         F('Topics', '[]DeleteTopicState', '6+', fields=(
             F('Name', 'string', '6+', nullable='6+', default=None, entity='topicName'),
@@ -16,7 +16,7 @@ REQUEST = Message(
 )
 
 RESPONSE = Message(
-    'DeleteTopicsResponse', kind='response', api_key=20, valid='1-6', flexible='4+',
+    'DeleteTopicsResponse', kind='response', api_key=20, valid='0-6', flexible='4+',
     fields=(
         F('ThrottleTimeMs', 'int32', '1+', ignorable=True),
         F('Responses', '[]DeletableTopicResult', '0+', fields=(

@@ -4,7 +4,7 @@
 from kafkalab.protocol.schema import Field as F, Message
 
 REQUEST = Message(
-    'DescribeAclsRequest', kind='request', api_key=29, valid='1-3', flexible='2+', listeners=('broker', 'controller'),
+    'DescribeAclsRequest', kind='request', api_key=29, valid='0-3', flexible='2+', listeners=('broker', 'controller'),
     fields=(
         F('ResourceTypeFilter', 'int8', '0+'),
         F('ResourceNameFilter', 'string', '0+', nullable='0+'),
@@ -17,7 +17,7 @@ REQUEST = Message(
 )
 
 RESPONSE = Message(
-    'DescribeAclsResponse', kind='response', api_key=29, valid='1-3', flexible='2+',
+    'DescribeAclsResponse', kind='response', api_key=29, valid='0-3', flexible='2+',
     fields=(
         F('ThrottleTimeMs', 'int32', '0+'),
         F('ErrorCode', 'int16', '0+'),

@@ -4,7 +4,7 @@
 from kafkalab.protocol.schema import Field as F, Message
 
 REQUEST = Message(
-    'DescribeConfigsRequest', kind='request', api_key=32, valid='1-4', flexible='4+', listeners=('broker', 'controller'),
+    'DescribeConfigsRequest', kind='request', api_key=32, valid='0-4', flexible='4+', listeners=('broker', 'controller'),
     fields=(
         F('Resources', '[]DescribeConfigsResource', '0+', fields=(
             F('ResourceType', 'int8', '0+'),
@@ -17,7 +17,7 @@ REQUEST = Message(
 )
 
 RESPONSE = Message(
-    'DescribeConfigsResponse', kind='response', api_key=32, valid='1-4', flexible='4+',
+    'DescribeConfigsResponse', kind='response', api_key=32, valid='0-4', flexible='4+',
     fields=(
         F('ThrottleTimeMs', 'int32', '0+'),
         F('Results', '[]DescribeConfigsResult', '0+', fields=(
@@ -29,6 +29,7 @@ RESPONSE = Message(
                 F('Name', 'string', '0+'),
                 F('Value', 'string', '0+', nullable='0+'),
                 F('ReadOnly', 'bool', '0+'),
+                F('IsDefault', 'bool', '0'),
                 F('ConfigSource', 'int8', '1+', default=-1, ignorable=True),
                 F('IsSensitive', 'bool', '0+'),
                 F('Synonyms', '[]DescribeConfigsSynonym', '1+', ignorable=True, fields=(

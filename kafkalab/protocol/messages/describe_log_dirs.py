@@ -4,7 +4,7 @@
 from kafkalab.protocol.schema import Field as F, Message
 
 REQUEST = Message(
-    'DescribeLogDirsRequest', kind='request', api_key=35, valid='1-5', flexible='2+', listeners=('broker',),
+    'DescribeLogDirsRequest', kind='request', api_key=35, valid='0-5', flexible='2+', listeners=('broker',),
     fields=(
         F('Topics', '[]DescribableLogDirTopic', '0+', nullable='0+', fields=(
             F('Topic', 'string', '0+', map_key=True, entity='topicName'),
@@ -14,7 +14,7 @@ REQUEST = Message(
 )
 
 RESPONSE = Message(
-    'DescribeLogDirsResponse', kind='response', api_key=35, valid='1-5', flexible='2+',
+    'DescribeLogDirsResponse', kind='response', api_key=35, valid='0-5', flexible='2+',
     fields=(
         F('ThrottleTimeMs', 'int32', '0+'),
         F('ErrorCode', 'int16', '3+', ignorable=True),

@@ -4,7 +4,7 @@
 from kafkalab.protocol.schema import Field as F, Message
 
 REQUEST = Message(
-    'ListOffsetsRequest', kind='request', api_key=2, valid='1-11', flexible='6+', listeners=('broker',),
+    'ListOffsetsRequest', kind='request', api_key=2, valid='0-11', flexible='6+', listeners=('broker',),
     fields=(
         F('ReplicaId', 'int32', '0+', entity='brokerId'),
         F('IsolationLevel', 'int8', '2+'),
@@ -14,6 +14,7 @@ REQUEST = Message(
                 F('PartitionIndex', 'int32', '0+'),
                 F('CurrentLeaderEpoch', 'int32', '4+', default=-1, ignorable=True),
                 F('Timestamp', 'int64', '0+'),
+                F('MaxNumOffsets', 'int32', '0', default=1),
             )),
         )),
         F('TimeoutMs', 'int32', '10+', ignorable=True),
@@ -21,7 +22,7 @@ REQUEST = Message(
 )
 
 RESPONSE = Message(
-    'ListOffsetsResponse', kind='response', api_key=2, valid='1-11', flexible='6+',
+    'ListOffsetsResponse', kind='response', api_key=2, valid='0-11', flexible='6+',
     fields=(
         F('ThrottleTimeMs', 'int32', '2+', ignorable=True),
         F('Topics', '[]ListOffsetsTopicResponse', '0+', fields=(
@@ -29,6 +30,7 @@ RESPONSE = Message(
             F('Partitions', '[]ListOffsetsPartitionResponse', '0+', fields=(
                 F('PartitionIndex', 'int32', '0+'),
                 F('ErrorCode', 'int16', '0+'),
+                F('OldStyleOffsets', '[]int64', '0'),
                 F('Timestamp', 'int64', '1+', default=-1),
                 F('Offset', 'int64', '1+', default=-1),
                 F('LeaderEpoch', 'int32', '4+', default=-1),

@@ -4,7 +4,7 @@
 from kafkalab.protocol.schema import Field as F, Message
 
 REQUEST = Message(
-    'OffsetCommitRequest', kind='request', api_key=8, valid='2-10', flexible='8+', listeners=('broker',),
+    'OffsetCommitRequest', kind='request', api_key=8, valid='0-10', flexible='8+', listeners=('broker',),
     fields=(
         F('GroupId', 'string', '0+', entity='groupId'),
         F('GenerationIdOrMemberEpoch', 'int32', '1+', default=-1, ignorable=True),
@@ -18,6 +18,7 @@ REQUEST = Message(
                 F('PartitionIndex', 'int32', '0+'),
                 F('CommittedOffset', 'int64', '0+'),
                 F('CommittedLeaderEpoch', 'int32', '6+', default=-1, ignorable=True),
+                F('CommitTimestamp', 'int64', '1', default=-1),
                 F('CommittedMetadata', 'string', '0+', nullable='0+'),
             )),
         )),
@@ -25,7 +26,7 @@ REQUEST = Message(
 )
 
 RESPONSE = Message(
-    'OffsetCommitResponse', kind='response', api_key=8, valid='2-10', flexible='8+',
+    'OffsetCommitResponse', kind='response', api_key=8, valid='0-10', flexible='8+',
     fields=(
         F('ThrottleTimeMs', 'int32', '3+', ignorable=True),
         F('Topics', '[]OffsetCommitResponseTopic', '0+', fields=(

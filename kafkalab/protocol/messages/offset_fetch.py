@@ -4,7 +4,7 @@
 from kafkalab.protocol.schema import Field as F, Message
 
 REQUEST = Message(
-    'OffsetFetchRequest', kind='request', api_key=9, valid='1-10', flexible='6+', listeners=('broker',),
+    'OffsetFetchRequest', kind='request', api_key=9, valid='0-10', flexible='6+', listeners=('broker',),
     fields=(
         F('GroupId', 'string', '0-7', entity='groupId'),
         F('Topics', '[]OffsetFetchRequestTopic', '0-7', nullable='2-7', fields=(
@@ -26,7 +26,7 @@ REQUEST = Message(
 )
 
 RESPONSE = Message(
-    'OffsetFetchResponse', kind='response', api_key=9, valid='1-10', flexible='6+',
+    'OffsetFetchResponse', kind='response', api_key=9, valid='0-10', flexible='6+',
     fields=(
         F('ThrottleTimeMs', 'int32', '3+', ignorable=True),
         F('Topics', '[]OffsetFetchResponseTopic', '0-7', fields=(

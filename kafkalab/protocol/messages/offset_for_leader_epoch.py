@@ -4,7 +4,7 @@
 from kafkalab.protocol.schema import Field as F, Message
 
 REQUEST = Message(
-    'OffsetForLeaderEpochRequest', kind='request', api_key=23, valid='2-4', flexible='4+', listeners=('broker',),
+    'OffsetForLeaderEpochRequest', kind='request', api_key=23, valid='0-4', flexible='4+', listeners=('broker',),
     fields=(
         F('ReplicaId', 'int32', '3+', default=-2, ignorable=True, entity='brokerId'),
         F('Topics', '[]OffsetForLeaderTopic', '0+', fields=(
@@ -19,7 +19,7 @@ REQUEST = Message(
 )
 
 RESPONSE = Message(
-    'OffsetForLeaderEpochResponse', kind='response', api_key=23, valid='2-4', flexible='4+',
+    'OffsetForLeaderEpochResponse', kind='response', api_key=23, valid='0-4', flexible='4+',
     fields=(
         F('ThrottleTimeMs', 'int32', '2+', ignorable=True),
         F('Topics', '[]OffsetForLeaderTopicResult', '0+', fields=(

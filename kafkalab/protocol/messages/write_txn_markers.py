@@ -4,7 +4,7 @@
 from kafkalab.protocol.schema import Field as F, Message
 
 REQUEST = Message(
-    'WriteTxnMarkersRequest', kind='request', api_key=27, valid='1-2', flexible='1+', listeners=('broker',),
+    'WriteTxnMarkersRequest', kind='request', api_key=27, valid='0-2', flexible='1+', listeners=('broker',),
     fields=(
         F('Markers', '[]WritableTxnMarker', '0+', fields=(
             F('ProducerId', 'int64', '0+', entity='producerId'),
@@ -21,7 +21,7 @@ REQUEST = Message(
 )
 
 RESPONSE = Message(
-    'WriteTxnMarkersResponse', kind='response', api_key=27, valid='1-2', flexible='1+',
+    'WriteTxnMarkersResponse', kind='response', api_key=27, valid='0-2', flexible='1+',
     fields=(
         F('Markers', '[]WritableTxnMarkerResult', '0+', fields=(
             F('ProducerId', 'int64', '0+', entity='producerId'),
