@@ -248,5 +248,3 @@ def test_generator_check_passes():
 def test_uuid_default_is_zero():
     from kafkalab.protocol.schema import ZERO_UUID
     assert ZERO_UUID == uuid.UUID("00000000-0000-0000-0000-000000000000")
-
-
