@@ -93,7 +93,8 @@ class NetworkRequest:
     """A decoded request travelling from a processor to a handler and back, with its timestamps (ns)."""
 
     __slots__ = ("context", "body", "request_bytes", "start_ns", "received_ms", "dequeue_ns", "local_complete_ns",
-                 "response_complete_ns", "response", "delayed", "error", "_release")
+                 "response_complete_ns", "response", "delayed", "error", "_release", "message_conversions_time_ns",
+                 "temporary_memory_bytes")
 
     def __init__(self, context: RequestContext, body, request_bytes: int, start_ns: int, received_ms: int = 0):
         self.context = context
@@ -108,6 +109,9 @@ class NetworkRequest:
         self.delayed = False       # completed later (waiting in purgatory): remote time > 0
         self.error: Optional[str] = None
         self._release: Optional[Callable[[], None]] = None
+        #: set by the Produce and Fetch handlers when records changed format (Kafka's request fields of these names)
+        self.message_conversions_time_ns = 0
+        self.temporary_memory_bytes = 0
 
     def on_release(self, release: Callable[[], None]) -> None:
         """What :meth:`release_buffer` does: give the request's bytes back to the memory pool."""
@@ -150,6 +154,9 @@ class RequestRecord(NamedTuple):
     completed: str          # "response", "no-response" or "closed"
     received_ms: int        # wall clock (Time.milliseconds) when the request arrived
     principal: str = ANONYMOUS   # who sent it: "User:alice" after a SASL login
+    #: Produce/Fetch only: time spent converting message formats (v0/v1 <-> v2), and the bytes it held in memory
+    message_conversions_time_ms: float = 0.0
+    temporary_memory_bytes: int = 0
 
 
 class RequestLog:
@@ -307,7 +314,9 @@ class RequestChannel:
             response_send_time_ms=max(0, end_ns - response_done) * ms,
             total_time_ms=max(0, end_ns - request.start_ns) * ms,
             request_bytes=request.request_bytes, response_bytes=response_bytes, completed=completed,
-            received_ms=request.received_ms, principal=c.principal)
+            received_ms=request.received_ms, principal=c.principal,
+            message_conversions_time_ms=request.message_conversions_time_ns * ms,
+            temporary_memory_bytes=request.temporary_memory_bytes)
         self.request_log.append(record)
         self.metrics.record(record)
         return record

@@ -379,15 +379,7 @@ class SocketServer:
         start_ns = self.time.nanoseconds()
         received_ms = self.time.milliseconds()
         try:
-            request = decode_request(frame)
-            key, version = request.api_key, request.api_version
-            if key not in self.enabled_apis:
-                raise DecodeError(f"Received request for disabled api {api_name(key)} (key {key})",
-                                  path="header.request_api_key", offset=0)
-            lo, hi = self.enabled_apis[key]
-            if not lo <= version <= hi:
-                raise UnsupportedVersionError(self._unsupported(key, version), api_key=key, api_version=version,
-                                              header=request.header)
+            request = decode_request(frame, self.enabled_apis)   # the header is checked before the body is read
         except UnsupportedVersionError as e:
             if e.api_key == ApiKey.API_VERSIONS and e.header is not None:
                 await self._send_api_versions_fallback(writer, e.header.correlation_id)

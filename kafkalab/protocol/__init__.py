@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Mapping, Optional
 
 from kafkalab.protocol import codec
 from kafkalab.protocol.annotate import Row, annotate_message
@@ -131,17 +131,26 @@ def _schema_or_error(api_key: int, base: int = 0):
         raise DecodeError(f"unknown api key {api_key}", path="header.request_api_key", offset=base) from None
 
 
-def decode_request(frame) -> Request:
+def decode_request(frame, enabled: Optional[Mapping[int, tuple[int, int]]] = None) -> Request:
     """Decode a request frame (without its size prefix).
 
     Raises DecodeError for malformed bytes or an unknown API key, and UnsupportedVersionError (with the
     decoded ``header``) for a version the schema does not define. Trailing bytes are ignored, as Kafka does.
+    ``enabled`` (API key -> (lowest, highest)) narrows what is accepted, checked on the header **before** the
+    body is read, as Kafka's ``SocketServer.parseRequestHeader`` does: a key not in it is a DecodeError, a version
+    outside its range an UnsupportedVersionError.
     """
     api_key, api_version = _peek_key_version(frame)
     req_schema, _ = _schema_or_error(api_key)
     hv = request_header_version(api_key, api_version)
     header, pos = codec.decode(REQUEST_HEADER, hv, frame, 0, path="header")
-    if api_version not in req_schema.valid_versions:
+    if enabled is not None and api_key not in enabled:
+        raise DecodeError(f"Received request for disabled api {api_name(api_key)} (key {api_key})",
+                          path="header.request_api_key", offset=0)
+    supported = api_version in req_schema.valid_versions
+    if supported and enabled is not None:
+        supported = enabled[api_key][0] <= api_version <= enabled[api_key][1]
+    if not supported:
         raise UnsupportedVersionError(
             f"{api_name(api_key)} v{api_version} is not supported (valid: {req_schema.valid_versions.text})",
             api_key=api_key, api_version=api_version, header=header)

@@ -117,6 +117,11 @@ class FetchParams:
         return self.replica_id >= 0
 
     @property
+    def hard_max_bytes_limit(self) -> bool:
+        """Fetch v0-2: the byte limits are hard, so a first batch larger than them is not sent (v3+ sends it)."""
+        return self.request_version <= 2
+
+    @property
     def is_from_consumer(self) -> bool:
         return self.replica_id < 0 and self.replica_id != FUTURE_LOCAL_REPLICA_ID
 

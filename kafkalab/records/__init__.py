@@ -17,6 +17,11 @@ receives the same bytes, checks the CRC, inflates and reads the records. The roo
 * :mod:`.compression` -- gzip, snappy (raw and xerial), lz4 (frame, independent blocks), zstd; bomb guard.
 * :mod:`.control` -- transaction markers (control records).
 * :mod:`.annotate` -- rows with byte ranges for hex dumps (a ``kafkalab.protocol.annotate`` records hook).
+* :mod:`.legacy` -- message formats v0 and v1 (magic 0/1, before Kafka 0.11): reading
+  (``read_message_set``, ``deep_records``, ``LegacyRecord``) and building (``build_message_set``).
+* :mod:`.annotate_legacy` -- the annotated decoder's rows for v0/v1 message sets (``annotate_legacy_message``).
+* :mod:`.conversion` -- the broker's down-conversion of v2 batches for Fetch v0-3 (``down_convert``,
+  ``LazyDownConversionRecords``, ``RecordValidationStats``).
 
 Everything public is re-exported here (``__all__``); each function's signature and docstring live in its
 module, where ``help()`` finds them.
@@ -25,10 +30,13 @@ Every malformed input raises :class:`kafkalab.protocol.errors.DecodeError` (a ``
 path and byte offset; values that cannot be written raise :class:`~kafkalab.protocol.errors.EncodeError`.
 
 Mirrors: ``clients/src/main/java/org/apache/kafka/common/record/`` (``DefaultRecordBatch``, ``DefaultRecord``,
-``MemoryRecordsBuilder``, ``CompressionType``, ``ControlRecordType``, ``EndTransactionMarker``).
+``MemoryRecordsBuilder``, ``CompressionType``, ``ControlRecordType``, ``EndTransactionMarker``, ``LegacyRecord``,
+``AbstractLegacyRecordBatch``, ``RecordsUtil``, ``LazyDownConversionRecords``).
 """
 from kafkalab.records.annotate import DecompressedRecords, annotate_records
+from kafkalab.records.annotate_legacy import annotate_legacy_message
 from kafkalab.records.batch import RecordBatch, build_batch, decode_batch, decode_batches, encode_batch
+from kafkalab.records.conversion import LazyDownConversionRecords, RecordValidationStats, down_convert
 from kafkalab.records.compression import (DEFAULT_MAX_DECOMPRESSED_BYTES, CompressionType, compress, decompress,
                                           snappy_compress_xerial)
 from kafkalab.records.control import (ControlRecordType, EndTransactionMarker, build_end_txn_marker_batch,
@@ -40,6 +48,7 @@ from kafkalab.records.header import (LOG_OVERHEAD, MAGIC, NO_PARTITION_LEADER_EP
                                      BatchScan, BatchSpan, assign_offsets, read_batch_header, scan_batches,
                                      set_base_offset, set_last_offset, set_max_timestamp,
                                      set_partition_leader_epoch)
+from kafkalab.records.legacy import LegacyRecord, build_message_set, deep_records, read_message_set
 from kafkalab.records.record import Record, RecordsSummary, SimpleRecord, TimestampType, scan_records
 
 __all__ = [
@@ -54,4 +63,6 @@ __all__ = [
     "annotate_records", "DecompressedRecords", "TimestampType",
     "RECORD_BATCH_OVERHEAD", "LOG_OVERHEAD", "MAGIC", "NO_PRODUCER_ID", "NO_PRODUCER_EPOCH", "NO_SEQUENCE",
     "NO_PARTITION_LEADER_EPOCH", "NO_TIMESTAMP",
+    "LegacyRecord", "read_message_set", "annotate_legacy_message", "deep_records", "build_message_set",
+    "down_convert", "LazyDownConversionRecords", "RecordValidationStats",
 ]

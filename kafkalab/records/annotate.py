@@ -38,6 +38,9 @@ an ``INVALID_RECORDS`` row at the failing byte and the rows decoded so far are k
 at the end of the buffer (normal at the end of a Fetch response) becomes a ``PARTIAL_RECORD_BATCH`` row
 with the header fields that fit and a ``truncated`` row for the rest.
 
+Message sets of magic 0 and 1 (Produce v0-2, Fetch v0-3) are annotated by
+:mod:`kafkalab.records.annotate_legacy`, as ``messages[i]`` rows.
+
 Mirrors the wire layout of ``clients/src/main/java/org/apache/kafka/common/record/DefaultRecordBatch.java``
 and ``DefaultRecord.java``; the row format is :mod:`kafkalab.protocol.annotate`'s.
 """
@@ -54,6 +57,8 @@ from kafkalab.records.compression import (DEFAULT_MAX_DECOMPRESSED_BYTES, Compre
 from kafkalab.records.crc import ATTRIBUTES_OFFSET, crc32c
 from kafkalab.records.header import (HEADER, HEADER_FIELD_OFFSETS, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD,
                                      BatchHeader, _check_magic_and_length)
+from kafkalab.records.annotate_legacy import annotate_legacy_message
+from kafkalab.records.legacy import MAGIC_OFFSET
 from kafkalab.records.record import MIN_RECORD_SIZE, Record, TimestampType
 
 __all__ = ["annotate_records", "DecompressedRecords", "explain_records_error"]
@@ -69,7 +74,7 @@ class DecompressedRecords(NamedTuple):
     rows: tuple
 
     def __repr__(self) -> str:  # short: field tables show it next to the compressed bytes
-        records = sum(1 for r in self.rows if r.wire_type == "RECORD")
+        records = sum(1 for r in self.rows if r.wire_type in ("RECORD", "LEGACY_MESSAGE"))
         return (f"DecompressedRecords({self.compression_type.config_name}, {len(self.data)} bytes, "
                 f"{records} records, {len(self.rows)} rows)")
 
@@ -79,17 +84,24 @@ def _join(path: str, name: str) -> str:
 
 
 def annotate_records(buf, start: int = 0, end: Optional[int] = None, path: str = "", depth: int = 0, *,
-                     strict: bool = False, verify_crc: bool = True,
+                     strict: bool = False, verify_crc: bool = True, message_sets: bool = True,
                      max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> list:
-    """Rows for every batch in ``buf[start:end]``; usable as the ``records_hook`` of
+    """Rows for every batch in ``buf[start:end]`` (and, with ``message_sets``, every v0/v1 message; without, a
+    magic other than 2 is an error, as for :func:`~kafkalab.records.decode_batches`); usable as the ``records_hook`` of
     :func:`kafkalab.protocol.annotate.annotate_message` / ``annotate_request``."""
     end = len(buf) if end is None else end
     rows: list = []
     pos = start
     index = 0
+    messages = 0
     while pos < end:
         bpath = _join(path, f"batches[{index}]")
         try:
+            if message_sets and end - pos > MAGIC_OFFSET and buf[pos + MAGIC_OFFSET] in (0, 1):   # v0/v1 entry
+                bpath = _join(path, f"messages[{messages}]")
+                pos = annotate_legacy_message(buf, pos, end, bpath, depth, rows, strict, max_decompressed_bytes)
+                messages += 1
+                continue
             pos = _batch(buf, pos, end, bpath, depth, rows, strict, verify_crc, max_decompressed_bytes)
         except DecodeError as e:
             if not e.path:

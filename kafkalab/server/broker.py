@@ -80,6 +80,7 @@ from kafkalab.security.ssl_factory import CLIENT, SERVER, SslFactory
 from kafkalab.server.acl_authorizer import AclAuthorizer
 from kafkalab.server.admin_manager import AdminManager
 from kafkalab.server.apis import KafkaApis, api_versions_for
+from kafkalab.server.broker_topic_stats import BrokerTopicStats
 from kafkalab.server.apis.groups import BrokerOffsetsLog
 from kafkalab.server.transaction_wiring import on_transaction_state_partitions, start_transaction_coordinator
 from kafkalab.server.auth_helper import AuthHelper
@@ -126,6 +127,8 @@ class KafkaServer:
         #: with control.plane.listener.name: its request channel, KafkaApis and one request handler (KIP-291)
         self.control_plane_channel = self.control_plane_apis = self.control_plane_handlers = None
         self.metadata_cache = MetadataCache(self.broker_id)
+        #: conversion meters (ProduceMessageConversionsPerSec, FetchMessageConversionsPerSec), per topic
+        self.broker_topic_stats = BrokerTopicStats()
         self.group_coordinator = None
         self.transaction_coordinator = None                # made at start-up (server.transaction_wiring)
         self.transaction_marker_sender = None
@@ -377,8 +380,10 @@ class KafkaServer:
         ``IncrementalFetchSessionEvictionsPerSec`` (a count; ``kafka.server:type=FetchSessionCache``); the socket
         server's ``MemoryPoolAvailable``, ``MemoryPoolUsed``, ``connection-count,listener=<listener>``,
         ``successful-authentication-total``, ``failed-authentication-total``,
-        ``successful-reauthentication-total`` and ``expired-connections-killed-count``."""
+        ``successful-reauthentication-total`` and ``expired-connections-killed-count``; the conversion meters
+        ``ProduceMessageConversionsPerSec`` and ``FetchMessageConversionsPerSec`` (counts, also ``,topic=<t>``)."""
         out = self.replica_manager.metrics() if self.replica_manager is not None else {}
+        out.update(self.broker_topic_stats.metrics())
         if self.fetch_manager is not None:
             out.update(self.fetch_manager.cache.metrics())
         if self.socket_server is not None:

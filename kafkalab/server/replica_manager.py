@@ -517,7 +517,8 @@ class ReplicaManager:
         reads = [(tp[0], tp[1], info.fetch_offset, info.max_bytes, info.current_leader_epoch)
                  for tp, info in fetch_infos]
         return self.read_from_local_log(reads, isolation=FetchIsolation.of(params.isolation),
-                                        fetch_only_from_leader=params.fetch_only_leader, max_bytes=params.max_bytes)
+                                        fetch_only_from_leader=params.fetch_only_leader, max_bytes=params.max_bytes,
+                                        min_one_message=not params.hard_max_bytes_limit)
 
     def read_from_local_log(self, reads: list, *, isolation: FetchIsolation, fetch_only_from_leader: bool, max_bytes: int,
                             min_one_message: bool = True) -> list:

@@ -107,6 +107,7 @@ class LogAppender:
                 info.last_offset = result.next_offset - 1
                 info.max_timestamp = result.max_timestamp
                 info.offset_of_max_timestamp = result.shallow_offset_of_max_timestamp
+                info.record_validation_stats = result.record_validation_stats
                 info.last_offset_of_first_batch = info.last_offset
                 if lg.config.log_append_time:
                     info.log_append_time = result.log_append_time

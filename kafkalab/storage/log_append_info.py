@@ -52,6 +52,7 @@ class LogAppendInfo:
     last_offset_of_first_batch: int = -1
     duplicate: bool = False
     record_errors: list = field(default_factory=list)
+    record_validation_stats: object = None    # RecordValidationStats when a v0/v1 set was converted
 
     @property
     def base_offset(self) -> int:

@@ -170,8 +170,8 @@ _k("leader.replication.throttled.replicas", C.LIST, [], None, [], "leader_replic
 _k("follower.replication.throttled.replicas", C.LIST, [], None, [], "follower_replication_throttled_replicas",
    "Replicas throttled on the follower side.", inert=True)
 _k("message.downconversion.enable", C.BOOLEAN, True, None, ["log.message.downconversion.enable"],
-   "message_downconversion_enable", "Down-convert batches for fetchers too old for magic 2 (Fetch v0-v3). "
-   "kafkalab serves Fetch v4 and later only, which never need it: either value behaves as Kafka does for them.")
+   "message_downconversion_enable", "Down-convert batches for consumers too old for magic 2 (Fetch v0-v3); false answers them "
+   "UNSUPPORTED_VERSION for the partition (KIP-283). Followers are always served.")
 _k("remote.storage.enable", C.BOOLEAN, False, None, [], "remote_storage_enable",
    "Tiered storage (not implemented in kafkalab).", inert=True)
 _k("local.retention.ms", C.LONG, -2, at_least(-2), ["log.local.retention.ms"], "local_retention_ms",

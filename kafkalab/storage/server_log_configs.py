@@ -94,7 +94,7 @@ SERVER_LOG_CONFIGS = (
     .define("log.message.timestamp.after.max.ms", T.LONG, LONG_MAX, None, M, "Default of "
             "message.timestamp.after.max.ms.", dynamic=CW)
     .define("log.message.downconversion.enable", T.BOOLEAN, True, None, L, "Default of "
-            "message.downconversion.enable (Fetch v0-v3 only, which kafkalab does not serve).", dynamic=CW)
+            "message.downconversion.enable (for Fetch v0-v3).", dynamic=CW)
     .define("log.local.retention.ms", T.LONG, -2, None, M, "Default of local.retention.ms (tiered storage).",
             dynamic=CW, inert=True)
     .define("log.local.retention.bytes", T.LONG, -2, None, M, "Default of local.retention.bytes (tiered "

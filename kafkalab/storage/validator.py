@@ -43,6 +43,7 @@ from kafkalab.records import (RECORD_BATCH_OVERHEAD, CompressionType, TimestampT
 from kafkalab.records.header import TIMESTAMP_TYPE_MASK
 from kafkalab.storage.errors import (CorruptRecordError, InvalidRecordError, InvalidTimestampError,
                                      OffsetsOutOfOrderError, RecordError, RecordTooLargeError)
+from kafkalab.storage.legacy_validator import analyze_legacy_records, convert_and_assign_offsets, is_legacy
 from kafkalab.storage.log_append_info import AppendOrigin, LogAppendInfo
 
 __all__ = ["analyze_and_validate_records", "validate_messages_and_assign_offsets", "ValidationResult",
@@ -59,6 +60,7 @@ class ValidationResult(NamedTuple):
     shallow_offset_of_max_timestamp: int
     message_size_maybe_changed: bool
     next_offset: int
+    record_validation_stats: object = None   # RecordValidationStats of an up-conversion (v0/v1 set -> v2)
 
 
 def writable_buffer(records):
@@ -89,6 +91,11 @@ def _scan(buf):
 def analyze_and_validate_records(buf, *, topic_partition, config, origin: AppendOrigin, ignore_record_size: bool,
                                  require_offsets_monotonic: bool, log_start_offset: int) -> LogAppendInfo:
     """Header-level checks of every complete batch in ``buf``; returns what the append needs to know."""
+    if is_legacy(buf):
+        return analyze_legacy_records(buf, topic_partition=topic_partition, config=config,
+                                      ignore_record_size=ignore_record_size,
+                                      require_offsets_monotonic=require_offsets_monotonic,
+                                      log_start_offset=log_start_offset)
     scan = _scan(buf)
     info = LogAppendInfo(log_start_offset=log_start_offset)
     last_offset = -1
@@ -192,7 +199,17 @@ def _compression_level(config, codec: int):
 def validate_messages_and_assign_offsets(buf, *, first_offset: int, topic_partition, config, now: int,
                                          leader_epoch: int, origin: AppendOrigin,
                                          source_compression: int) -> ValidationResult:
-    """Validate the (single) batch in ``buf`` and give it offsets from ``first_offset`` on."""
+    """Validate the (single) batch in ``buf`` and give it offsets from ``first_offset`` on; a v0/v1 message set
+    is converted to one v2 batch (:mod:`.legacy_validator`)."""
+    if is_legacy(buf):
+        target = target_compression(config, source_compression)
+        batch, max_ts, stats = convert_and_assign_offsets(
+            buf, first_offset=first_offset, topic_partition=topic_partition, config=config, now=now,
+            leader_epoch=leader_epoch, source_compression=source_compression, target_compression=target,
+            compression_level=_compression_level(config, target))
+        count = scan_batches(batch).batches[0].header.records_count
+        shallow = first_offset + count - 1 if max_ts != NO_TIMESTAMP else -1
+        return ValidationResult(now, batch, max_ts, shallow, True, first_offset + count, stats)
     scan = _scan(buf)
     if len(scan) == 0:
         raise InvalidRecordError("Record batch has no batches at all")

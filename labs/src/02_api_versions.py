@@ -208,21 +208,24 @@ predictions
 #
 # ### When there is no common version
 #
-# Take a client from the Kafka 0.10.0 days (2016): Fetch v0-2, ListOffsets v0 only. The lab broker, like Kafka
-# 4.0, no longer serves Fetch below v4 or ListOffsets v0 (KIP-896 removed the oldest versions).
+# Take a client from the Kafka 0.10.0 days (2016): Fetch v0-2, ListOffsets v0 only. The lab broker plays a
+# ZooKeeper-era Kafka 3.9 by default, which still serves both (section 5 shows that client at work). Kafka 4.0
+# does not: KIP-896 removed the oldest versions. Here is that client against Kafka 4.0's advertisement (the lab
+# broker's table with `kafkalab.api.version.floors=4.0`):
 
 # %%
-RangeChart(lab02.KAFKA_0_10_CLIENT, advertised, client_name="a Kafka 0.10.0 Java client (2016)",
-           broker_name="the lab broker",
-                 keys=[k for k in lab02.KAFKA_0_10_CLIENT if k in advertised])
+kafka_4_0 = enabled_apis("4.0")
+RangeChart(lab02.KAFKA_0_10_CLIENT, kafka_4_0, client_name="a Kafka 0.10.0 Java client (2016)",
+           broker_name="a Kafka 4.0 broker", keys=[k for k in lab02.KAFKA_0_10_CLIENT if k in kafka_4_0])
 
 # %% [markdown]
 # A client applies the rule before it sends anything, and refuses to continue when an API it needs has no
 # common version. `lab02.pick_versions` does the same:
 
 # %%
+print("against the lab broker (3.9):", lab02.pick_versions(lab02.KAFKA_0_10_CLIENT, advertised))
 try:
-    lab02.pick_versions(lab02.KAFKA_0_10_CLIENT, advertised)
+    lab02.pick_versions(lab02.KAFKA_0_10_CLIENT, kafka_4_0)
 except lab02.NoCommonVersion as e:
     print(f"{type(e).__name__}: {e}")
 
@@ -238,9 +241,10 @@ except lab02.NoCommonVersion as e:
 #
 # ### Any API except ApiVersions: the connection closes
 #
-# Take a Produce v3 request and overwrite bytes 2-3 (the version) with 2: a version the advertisement
-# includes (the broker says Produce `0-11`), yet Kafka 4.0 dropped it. A broker cannot answer a request it
-# cannot parse — it does not know the layout the client expects — so it closes the connection.
+# Take a Produce v3 request and overwrite bytes 2-3 (the version) with 2, and send it to a broker playing Kafka
+# 4.0: a version its advertisement includes (it says Produce `0-11`), yet Kafka 4.0 dropped it. A broker cannot
+# answer a request it cannot parse — it does not know the layout the client expects — so it closes the
+# connection.
 
 # %%
 ProduceRequest = request_class(ApiKey.PRODUCE)
@@ -248,17 +252,20 @@ produce_v3 = bytearray(encode_request(make_request(ProduceRequest(acks=-1, timeo
                                                    api_version=3, correlation_id=5, client_id=lab02.CLIENT_ID)))
 produce_v3[2:4] = struct.pack(">h", 2)                 # api_version := 2
 
+kafka_4_0_broker = Cluster(brokers=1, overrides={"kafkalab.api.version.floors": "4.0"}).start()
 broker_log.clear()
-with RawConnection(cluster.bootstrap_servers) as conn:
+with RawConnection(kafka_4_0_broker.bootstrap_servers) as conn:
     conn.send(bytes(produce_v3))
     print("answer:", conn.receive(), "| connection closed by the broker:", conn.closed)
 print("broker log:", *broker_log.messages(), sep="\n  ")
+kafka_4_0_broker.stop()
 
 # %% [markdown]
-# No error code, no response: the client only sees its connection drop. That is also why the advertisement
-# says `0-11` although the broker refuses v0-2: Kafka 4.0 keeps advertising Produce from v0 because older
-# librdkafka versions compress only if Produce v0 is in the range (KAFKA-18659), and clients that new never
-# *send* v0-2 anyway. An advertisement is what clients need to hear, not always the whole truth.
+# No error code, no response: the client only sees its connection drop. And Kafka 4.0's advertisement says
+# `0-11` although it refuses v0-2: it keeps advertising Produce from v0 because older librdkafka versions
+# compress only if Produce v0 is in the range (KAFKA-18659), and clients that new never *send* v0-2 anyway. An
+# advertisement is what clients need to hear, not always the whole truth. (The lab broker at its default, Kafka
+# 3.9, still serves Produce v0-2 and turns their old message formats into v2 batches: lab 06 shows the bytes.)
 #
 # ### ApiVersions: an answer in the oldest layout
 #

@@ -21,7 +21,8 @@
 # 5. read a segment with `kafkalab dump-log` (Kafka's `kafka-dump-log.sh`);
 # 6. re-read a partition from any offset, and find the offset for a point in time;
 # 7. explain retention by time and by size, compaction and tombstones, and crash recovery;
-# 8. say when recovery checks a segment and when a corrupted one is served as it is.
+# 8. say when recovery checks a segment and when a corrupted one is served as it is;
+# 9. read a v0/v1 message set byte by byte and say what a Kafka 3 broker does with one (and for old consumers).
 
 # %% [markdown]
 # ### Where this lab sits
@@ -42,6 +43,7 @@
 # | compaction | `kafkalab/storage/cleaner.py` | `core/src/main/scala/kafka/log/LogCleaner.scala` |
 # | recovery | `kafkalab/storage/log_loader.py` | `storage/.../internals/log/LogLoader.java` |
 # | the dump tool | `kafkalab/tools/dump_log.py` | `core/src/main/scala/kafka/tools/DumpLogSegments.scala` |
+# | message formats v0/v1, conversion | `kafkalab/records/legacy.py`, `conversion.py`, `storage/legacy_validator.py` | `clients/.../record/LegacyRecord.java`, `RecordsUtil.java`, `LogValidator.java` |
 # | reading the files, pictures, checks | `kafkalab/labs/lab06.py` | — |
 
 # %%
@@ -59,8 +61,9 @@ from IPython.display import HTML
 from kafkalab import Cluster
 from kafkalab.cluster import BrokerLog
 from kafkalab.common.time import MockTime
-from kafkalab.labs import lab06
+from kafkalab.labs import evidence, lab06
 from kafkalab.records import SimpleRecord, build_batch, crc_is_valid, decode_batch, decode_batches
+from kafkalab.records.legacy import iter_records, read_message_set
 from kafkalab.storage import LogConfig, LogManager, UnifiedLog
 
 pd.set_option("display.max_colwidth", 100)
@@ -462,7 +465,82 @@ reopened.close()
 # after it, not the whole log.
 
 # %% [markdown]
-# ## 11 · Exercises
+# ## 11 · Before RecordBatch v2: message formats v0 and v1
+#
+# RecordBatch v2 (magic 2) arrived with Kafka 0.11 in 2017. Before it there were no batches: a **message set**
+# is a plain list of messages, each with its own offset, size and CRC. Kafka 0.8 wrote magic 0; Kafka 0.10 added
+# a timestamp (magic 1, KIP-32). Clients of that era are still around (Debian ships Sarama 1.22, which speaks
+# 0.10.1), and a Kafka 3 broker serves them: Produce v0-2 carry message sets, Fetch v0-1 can only read magic 0
+# and v2-3 only magic 1. Here are the first three readings of section 1 in all three formats.
+
+# %%
+formats = lab06.message_formats([reading(i) for i in range(3)])
+pd.DataFrame(lab06.format_table(formats, 3)).set_index("format")
+
+# %% [markdown]
+# Per record, v2 spends a few bytes of varints (length, attributes, timestamp and offset *deltas*, key and value
+# lengths, header count) and shares one 61-byte header among all records of the batch; v0 and v1 repeat a
+# 12-byte offset and size, a 4-byte CRC, magic, attributes and two 4-byte lengths in every message (and v1 an
+# 8-byte timestamp). With three records v2 is already smaller than v1, which carries less (no headers, no
+# producer id); only v0, which has no timestamps at all, is smaller still, and from four records on v2 is the
+# smallest. The first message of the v1 set, field by field, next to the v2 batch:
+
+# %%
+pd.DataFrame(lab06.field_bytes(formats["v1"])).set_index("field")
+
+# %%
+pd.DataFrame(lab06.field_bytes(formats["v2"])).set_index("field")
+
+# %% [markdown]
+# The v1 message puts the CRC *before* the magic byte, and its CRC is the classic CRC-32 (zlib's) over
+# everything after it; v2 has CRC-32C over everything after its own `crc` field (from `attributes` on), so the
+# broker can patch `base_offset` and `partition_leader_epoch` without touching it. A v0 message is the same
+# without `timestamp`. Compression in v0/v1 needs a **wrapper**: one message whose value is the compressed bytes
+# of an inner message set (inner offsets absolute in v0, relative in v1, the wrapper at the last inner offset).
+#
+# Now send the v0 set as an old producer would, with Produce **v1**, and look at what the broker stored.
+
+# %%
+old_cluster = Cluster(brokers=1, log_dirs=str(BASE / "old-clients")).start()     # a fresh broker for this section
+old_cluster.create_topic("old-clients", partitions=1)
+segment_file = BASE / "old-clients" / "broker-0" / "old-clients-0" / "00000000000000000000.log"
+before = old_cluster.broker(0).metrics()
+[base] = lab06.produce_batches(old_cluster.bootstrap_servers, "old-clients", [formats["v0"]], version=1)
+stored = decode_batches(segment_file.read_bytes())
+print(f"base offset {base}; on disk: {len(stored)} batch, magic {stored[0].magic}, "
+      f"timestamps {[r.timestamp for r in stored[0].records]}")
+old_fetch = lab06.fetch_records(old_cluster.bootstrap_servers, "old-clients", 0, version=3)
+new_fetch = lab06.fetch_records(old_cluster.bootstrap_servers, "old-clients", 0, version=4)
+after = old_cluster.broker(0).metrics()
+old_cluster.stop()
+conversions = {name: after[name] - before[name]
+               for name in ("ProduceMessageConversionsPerSec", "FetchMessageConversionsPerSec")}
+pd.DataFrame([{"read with": "Fetch v3 (a 0.10.1 consumer)", "magic": old_fetch[16], "bytes": len(old_fetch)},
+              {"read with": "Fetch v4 (0.11 and later)", "magic": new_fetch[16], "bytes": len(new_fetch)}])
+
+# %%
+evidence("The broker converts old formats both ways", {
+    "the v0 message set was stored as one v2 batch (magic 2)": [b.magic for b in stored] == [2],
+    "v0 carries no timestamp: the stored records have -1 (NO_TIMESTAMP)":
+        {r.timestamp for r in stored[0].records} == {-1},
+    "Fetch v3 got a v1 message set (magic 1) with the same keys and values":
+        {m.magic for m in read_message_set(old_fetch)} == {1}
+        and [(r.key, r.value) for r in iter_records(old_fetch)] == [(r.key, r.value) for r in stored[0].records],
+    "Fetch v4 got the stored batch byte for byte": new_fetch == segment_file.read_bytes(),
+    "3 records were up-converted and 3 down-converted (BrokerTopicMetrics)":
+        conversions == {"ProduceMessageConversionsPerSec": 3, "FetchMessageConversionsPerSec": 3},
+})
+
+# %% [markdown]
+# Conversion is what a v2 broker avoids for everyone else: the stored bytes leave the page cache, are decoded and
+# rebuilt (and recompressed) in memory, and cannot go out with `sendfile`. Kafka counts it in
+# `ProduceMessageConversionsPerSec` / `FetchMessageConversionsPerSec` and in the request metrics
+# `MessageConversionsTimeMs` and `TemporaryMemoryBytes`, and lets an operator refuse it per topic with
+# `message.downconversion.enable=false` (the old consumer then gets UNSUPPORTED_VERSION). Kafka 4 removed
+# Produce v0-2 and Fetch v0-3 altogether (KIP-896).
+
+# %% [markdown]
+# ## 12 · Exercises
 #
 # Each exercise has a task, an answer cell and a check cell. Write your answer in the answer cell (replace the
 # `...`), run it, then run the check: ✓ means right; ✗ comes with a hint. The checks compute the right answer
@@ -644,7 +722,7 @@ cluster.stop()
 # clean-shutdown marker) and lets replication or recovery do the rest.
 
 # %% [markdown]
-# ## 12 · Recap
+# ## 13 · Recap
 #
 # * **A partition is a directory** `<log.dirs>/<topic>-<partition>` of segments; each segment is a `.log`, an
 #   `.index` and a `.timeindex`, named after its first offset (20 digits). Around them: `partition.metadata`
@@ -663,6 +741,9 @@ cluster.stop()
 # * **Recovery** after an unclean shutdown scans from the recovery point, keeps every complete CRC-valid batch
 #   and cuts the rest. After a clean shutdown (`.kafka_cleanshutdown`) nothing is checked: a segment corrupted on
 #   disk is served as it is, and only a consumer's `check.crcs` (or `dump-log --deep-iteration`) notices.
+# * **Message formats v0 and v1** (before 0.11): a message set, each message with its own offset, size and CRC-32;
+#   compression through a wrapper message. A Kafka 3 broker stores v2 only: it converts what Produce v0-2 send
+#   and what Fetch v0-3 receive, at a cost it counts (`*MessageConversionsPerSec`).
 #
 # **Next:** lab 07, *Fetching, the high watermark and purgatory*: the bytes go the other way, from the `.log`
 # to the consumer.

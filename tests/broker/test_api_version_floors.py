@@ -101,6 +101,21 @@ def test_kafka_4_0_closes_a_request_below_its_floor(kafka_4_0, api_key, version,
         assert f"Received request api key PRODUCE with version {version} which is not enabled" in caplog.text
 
 
+def test_the_floor_is_checked_on_the_header_before_the_body_is_read(kafka_4_0, caplog):
+    """A Produce v2 whose body is garbage for v2: Kafka 4.0 refuses the version (SocketServer.parseRequestHeader),
+    it never tries to parse the body."""
+    port = kafka_4_0.broker(0).bound_endpoints[0].port
+    with caplog.at_level(logging.WARNING, logger="kafkalab"):
+        with Conn(port) as c:
+            c.send(frame_of(header_v1(ApiKey.PRODUCE, 2, 5) + b"\xff" * 64))
+            c.assert_closed_without_response()
+        deadline = time.monotonic() + 5
+        while "closing" not in caplog.text and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert "Received request api key PRODUCE with version 2 which is not enabled" in caplog.text
+    assert "error parsing request" not in caplog.text
+
+
 def test_kafka_4_0_serves_its_own_maxima(kafka_4_0):
     """DescribeCluster v2 (Kafka 4.0's; 3.9 stops at 1): include_fenced_brokers and is_fenced."""
     body = wire(kafka_4_0.broker(0), DescribeCluster(include_fenced_brokers=True), 2)

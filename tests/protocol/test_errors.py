@@ -156,7 +156,7 @@ def test_header_version_table_spot_checks():
     assert rows[18].request_header == "v1 (API v0-2), v2 (API v3-4)"
     assert rows[7].request_header == "v0 (API v0), v1 (API v1-2), v2 (API v3)"
     assert rows[17].request_header == "v1 (API v0-1)" and rows[17].flexible_from == "never"
-    assert rows[0].request_header == "v1 (API v3-8), v2 (API v9-13)"
+    assert rows[0].request_header == "v1 (API v0-8), v2 (API v9-13)"
 
 
 @pytest.mark.parametrize("name", ["x" * 40_000, "\u00e9" * 20_000, "\U0001f600" * 9_000])

@@ -4,7 +4,7 @@
 from kafkalab.protocol.schema import Field as F, Message
 
 REQUEST = Message(
-    'FetchRequest', kind='request', api_key=1, valid='4-18', flexible='12+', listeners=('broker', 'controller'),
+    'FetchRequest', kind='request', api_key=1, valid='0-18', flexible='12+', listeners=('broker', 'controller'),
     fields=(
         F('ClusterId', 'string', '12+', nullable='12+', tag=0, tagged='12+', default=None, ignorable=True),
         F('ReplicaId', 'int32', '0-14', default=-1, entity='brokerId'),
@@ -42,7 +42,7 @@ REQUEST = Message(
 )
 
 RESPONSE = Message(
-    'FetchResponse', kind='response', api_key=1, valid='4-18', flexible='12+',
+    'FetchResponse', kind='response', api_key=1, valid='0-18', flexible='12+',
     fields=(
         F('ThrottleTimeMs', 'int32', '1+', ignorable=True),
         F('ErrorCode', 'int16', '7+', ignorable=True),

@@ -4,7 +4,7 @@
 from kafkalab.protocol.schema import Field as F, Message
 
 REQUEST = Message(
-    'ProduceRequest', kind='request', api_key=0, valid='3-13', flexible='9+', listeners=('broker',),
+    'ProduceRequest', kind='request', api_key=0, valid='0-13', flexible='9+', listeners=('broker',),
     fields=(
         F('TransactionalId', 'string', '3+', nullable='3+', default=None, entity='transactionalId'),
         F('Acks', 'int16', '0+'),
@@ -21,7 +21,7 @@ REQUEST = Message(
 )
 
 RESPONSE = Message(
-    'ProduceResponse', kind='response', api_key=0, valid='3-13', flexible='9+',
+    'ProduceResponse', kind='response', api_key=0, valid='0-13', flexible='9+',
     fields=(
         F('Responses', '[]TopicProduceResponse', '0+', fields=(
             F('Name', 'string', '0-12', ignorable=True, map_key=True, entity='topicName'),

@@ -21,6 +21,10 @@ says which partitions to read (an incremental request reads every partition of i
 answers to send (an incremental response only those with news). A session error (unknown id, wrong epoch)
 is the whole answer: top-level error code, no partitions.
 
+Old consumers (Fetch v0-3) cannot read RecordBatch v2: their records are down-converted to magic 0 (v0-1) or 1
+(v2-3) by :mod:`.fetch_conversion`; v0-2 also treat the byte limits as hard (a first batch larger than
+``partition_max_bytes`` is not sent). A topic with ``compression.type=zstd`` needs Fetch v10.
+
 Mirrors: ``KafkaApis.handleFetchRequest``, ``ReplicaManager.fetchMessages``, ``DelayedFetch``.
 """
 from __future__ import annotations
@@ -32,6 +36,7 @@ from kafkalab.protocol import ApiException, ApiKey, ErrorCode, response_class
 from kafkalab.purgatory import FetchParams, FetchPartitionInfo
 from kafkalab.security.acl import AclOperation, ResourceType
 from kafkalab.server.apis.base import Delayed, handles
+from kafkalab.server.apis.fetch_conversion import FetchConversion
 from kafkalab.server.fetch_session import (FINAL_EPOCH, INITIAL_EPOCH, SessionErrorContext,
                                            SessionlessFetchContext)
 from kafkalab.storage import FetchIsolation
@@ -100,7 +105,7 @@ def _drop_stale_topic_ids(context, infos: list, cache) -> tuple[list, list]:
     return keep, stale
 
 
-@handles(ApiKey.FETCH, versions=(4, 16), error_response=_error)
+@handles(ApiKey.FETCH, versions=(0, 17), error_response=_error)
 def handle_fetch(broker, request):
     body, version = request.body, request.context.api_version
     cache = broker.metadata_cache
@@ -115,10 +120,11 @@ def handle_fetch(broker, request):
         infos, stale = _drop_stale_topic_ids(context, infos, cache)
         unknown = unknown + stale
     denied: list = []
+    out = FetchConversion(broker, request, version, replica_id >= 0, fetch_data)
     if broker.auth.enabled:
         infos, denied = _authorize(broker.auth, request.context, replica_id, infos)
         if denied and not infos:    # nothing left to read: answer now (Kafka: no partition is interesting)
-            return _response(context, denied, unknown, cache, isolation)
+            return _response(context, denied, unknown, cache, isolation, out)
     params = FetchParams(replica_id=replica_id, max_wait_ms=body.max_wait_ms, min_bytes=body.min_bytes,
                          max_bytes=min(body.max_bytes, broker.config["fetch.max.bytes"]), isolation=isolation,
                          request_version=version)
@@ -130,10 +136,10 @@ def handle_fetch(broker, request):
 
     broker.replica_manager.fetch_messages(params, infos, on_complete)
     if fut.done():
-        return _response(context, denied + list(fut.result()), unknown, cache, isolation)
+        return _response(context, denied + list(fut.result()), unknown, cache, isolation, out)
 
     async def wait_in_purgatory():
-        return _response(context, denied + list(await fut), unknown, cache, isolation)
+        return _response(context, denied + list(await fut), unknown, cache, isolation, out)
 
     return Delayed(wait_in_purgatory())
 
@@ -170,11 +176,11 @@ def _aborted_transactions(isolation: FetchIsolation, read) -> tuple | None:
     return tuple(AbortedTransaction(producer_id=t.producer_id, first_offset=t.first_offset) for t in found or ())
 
 
-def _response(context, results, unknown, cache, isolation: FetchIsolation):
+def _response(context, results, unknown, cache, isolation: FetchIsolation, out: FetchConversion):
     parts = []
     for tp, r in results:
         if isinstance(r, ApiException):
-            part = PartitionData(partition_index=tp[1], error_code=r.error_code, high_watermark=-1,
+            part = PartitionData(partition_index=tp[1], error_code=out.error_code(r.error_code), high_watermark=-1,
                                  last_stable_offset=-1, log_start_offset=-1, records=b"")
         else:
             part = PartitionData(partition_index=tp[1], error_code=ErrorCode.NONE,
@@ -182,7 +188,8 @@ def _response(context, results, unknown, cache, isolation: FetchIsolation):
                                  log_start_offset=r.log_start_offset,
                                  aborted_transactions=_aborted_transactions(isolation, r.records),
                                  records=_records(r.records))
-        parts.append((tp, part))
+        parts.append((tp, out.convert(tp, part, None if isinstance(r, ApiException) else r.records)))
+    out.finish()
     session_id, parts = context.update_and_generate(parts)
     if context.error_code != ErrorCode.NONE:   # the session moved on while this fetch waited
         return Response(error_code=context.error_code, session_id=0)

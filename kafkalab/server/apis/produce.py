@@ -14,7 +14,11 @@ each partition the leader checks, in Kafka's order:
 2. the topic must exist (UNKNOWN_TOPIC_OR_PARTITION; with ``auto.create.topics.enable`` the topic is
    created for the client's next try) and this broker must lead the partition (NOT_LEADER_OR_FOLLOWER);
 3. for ``acks=all``, the ISR must hold at least ``min.insync.replicas`` replicas (NOT_ENOUGH_REPLICAS);
-4. the batch itself: zstd only from Produce v7 on (UNSUPPORTED_COMPRESSION_TYPE, checked here); then, done by
+4. the batch itself (:func:`validate_records`, Kafka's ``ProduceRequest.validateRecords``): from v3 on exactly one
+   batch, of magic 2 (INVALID_RECORD), zstd only from v7 on (UNSUPPORTED_COMPRESSION_TYPE); v0-2 are not
+   checked, and their magic 0/1 message sets are converted to one v2 batch by the log
+   (:mod:`kafkalab.storage.legacy_validator`; counted in ``ProduceMessageConversionsPerSec`` and the request's
+   ``MessageConversionsTimeMs``). Then, done by
    the log (:mod:`kafkalab.storage`): exactly one v2 batch, valid CRC (CORRUPT_MESSAGE), not larger than
    ``max.message.bytes`` (MESSAGE_TOO_LARGE), base offset 0, no control batch (INVALID_RECORD: only the
    leader writes transaction markers), idempotent sequence in order (OUT_OF_ORDER_SEQUENCE_NUMBER), an epoch
@@ -46,11 +50,13 @@ from kafkalab.protocol import ApiException, ApiKey, ErrorCode, response_class
 from kafkalab.purgatory import ProducePartitionStatus
 from kafkalab.security.acl import AclOperation, ResourceType
 from kafkalab.server.apis.base import Delayed, handles
+from kafkalab.server.broker_topic_stats import PRODUCE_MESSAGE_CONVERSIONS
 from kafkalab.server.partition import PartitionError
 
 #: RecordBatch v2: the header is 61 bytes; attributes at 21-22 (bit 4 = transactional), producer id at 43,
 #: producer epoch at 51 (``DefaultRecordBatch``)
 _BATCH_HEADER_SIZE = 61
+_MAGIC_AT = 16
 _TRANSACTIONAL_FLAG = 0x10
 
 Response = response_class(ApiKey.PRODUCE)
@@ -103,6 +109,7 @@ def handle_produce(broker, request):
         broker.admin.auto_create_topics(to_create)
     if not entries or acks != -1:
         results = broker.replica_manager.append_records(entries, required_acks=acks) if entries else {}
+        _record_conversion_stats(broker, request, results)
         results.update(errors)
         if acks == 0:
             failed = [tp for tp, r in results.items() if isinstance(r, ApiException)]
@@ -120,6 +127,7 @@ def handle_produce(broker, request):
 
     local = broker.replica_manager.append_records(entries, required_acks=acks, timeout_ms=body.timeout_ms,
                                                   response_callback=on_complete)
+    _record_conversion_stats(broker, request, local)
 
     def respond(status: dict):
         results = dict(errors)
@@ -134,6 +142,20 @@ def handle_produce(broker, request):
     async def wait():
         return respond(await fut)
     return Delayed(wait())
+
+
+def _record_conversion_stats(broker, request, results: dict) -> None:
+    """A v0/v1 message set the log converted to v2: count its records in ``ProduceMessageConversionsPerSec`` and
+    put the time and memory on the request (``MessageConversionsTimeMs``, ``TemporaryMemoryBytes``), as
+    ``KafkaApis.updateRecordConversionStats`` does."""
+    for (topic, _), result in results.items():
+        stats = None if isinstance(result, ApiException) else getattr(result, "record_validation_stats", None)
+        if stats is None:
+            continue
+        if stats.num_records_converted > 0:
+            broker.broker_topic_stats.mark(PRODUCE_MESSAGE_CONVERSIONS, topic, stats.num_records_converted)
+            request.message_conversions_time_ns = stats.conversion_time_nanos
+        request.temporary_memory_bytes = stats.temporary_memory_bytes
 
 
 def _check_transactional(broker, request, body) -> None:
@@ -193,10 +215,37 @@ def _check_partition(broker, body, version: int, name, records):
         return PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     if records is None:
         return PartitionError(ErrorCode.INVALID_RECORD, "the records field is null")
+    return validate_records(version, records)
+
+
+def validate_records(version: int, records):
+    """Kafka's ``ProduceRequest.validateRecords``: from v3 on, exactly one batch of magic 2 (zstd only from v7).
+    v0-2 are not checked here, as Kafka does not (old clients sent any magic there); the log converts a magic
+    0/1 message set to a v2 batch (:mod:`kafkalab.storage.legacy_validator`). None, or the PartitionError."""
+    if version < 3:
+        return None
+    if len(records) < _MAGIC_AT + 1:
+        return PartitionError(ErrorCode.INVALID_RECORD, f"Produce requests with version {version} must have at "
+                                                        f"least one record batch per partition")
+    if records[_MAGIC_AT] != 2:
+        return PartitionError(ErrorCode.INVALID_RECORD, f"Produce requests with version {version} are only allowed "
+                                                        f"to contain record batches with magic version 2")
     if version < 7 and _is_zstd(records):
         return PartitionError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
                               f"Produce requests with version {version} are not allowed to use ZStandard compression")
+    if _more_than_one_batch(records):
+        return PartitionError(ErrorCode.INVALID_RECORD, f"Produce requests with version {version} are only allowed "
+                                                        f"to contain exactly one record batch per partition")
     return None
+
+
+def _more_than_one_batch(records) -> bool:
+    """Is there a second whole batch after the first one (Kafka's batch iterator skips a cut one)?"""
+    first_end = 12 + int.from_bytes(records[8:12], "big", signed=True)
+    if first_end < 12 or first_end + 12 > len(records):
+        return False
+    second_end = first_end + 12 + int.from_bytes(records[first_end + 8:first_end + 12], "big", signed=True)
+    return first_end + 12 <= second_end <= len(records)
 
 
 def _build(results: dict, names: dict):
