@@ -35,6 +35,7 @@ TAG = "figure:"
 FIGURE_NAME = re.compile(r"^[a-z0-9_]+$")
 EXPORTED = re.compile(r"^\d\d_[a-z0-9_]+\.(svg|png)$")
 _SVG_ELEMENT = re.compile(r"<svg\b.*?</svg>", re.S)
+_SVG_START = re.compile(r"<svg\b[^>]*>")
 
 
 class ExportError(Exception):
@@ -68,8 +69,9 @@ def picture(outputs: list, where: str) -> tuple[str, bytes]:
 
 def _svg_file(svg: str) -> bytes:
     svg = svg.strip()
-    if "xmlns=" not in svg.split(">", 1)[0]:         # a standalone file needs the namespace to render in an <img>
-        svg = svg.replace("<svg", '<svg xmlns="http://www.w3.org/2000/svg"', 1)
+    start = _SVG_START.search(svg)
+    if start is not None and "xmlns=" not in start.group(0):   # a standalone file needs it to render in an <img>
+        svg = svg[:start.start()] + '<svg xmlns="http://www.w3.org/2000/svg"' + svg[start.start() + 4:]
     return (svg + "\n").encode("utf-8")
 
 

@@ -83,6 +83,13 @@ def test_the_svg_inside_an_html_output_is_exported_with_its_namespace(tmp_path):
     assert content.rstrip().endswith("</svg>") and "<div" not in content
 
 
+def test_an_svg_document_with_a_prolog_keeps_its_one_namespace(tmp_path):
+    document = '<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n<!DOCTYPE svg>\n' + SVG
+    path = _notebook(tmp_path, [_display({"image/svg+xml": document})])
+    content = export_figures.figures(path)["07_wire.svg"].decode()
+    assert content == document + "\n" and content.count("xmlns=") == 1
+
+
 def test_a_png_output_is_exported_as_its_bytes(tmp_path):
     path = _notebook(tmp_path, [_display({"image/png": base64.b64encode(PNG).decode()})])
     assert export_figures.figures(path) == {"07_wire.png": PNG}
