@@ -34,6 +34,7 @@ student: setup
 ## slides/ and the notebooks' participant versions as slides, with reveal.js from package-lock.json (`npm ci`,
 ## the one step that needs a network; after it nothing is fetched)
 slides: setup $(NPM_SETUP)
+	$(PY) scripts/export_figures.py
 	$(PY) scripts/build_slides.py --out build/slides
 
 ## test: set everything up, run `lint`, then the whole suite: pytest (unit, interop, scenarios) + nbval (every lab)

@@ -5,6 +5,7 @@
     .venv/bin/python scripts/build_labs.py --check          # committed .ipynb sources == labs/src (no execution)
     .venv/bin/python scripts/build_labs.py --student DIR    # student versions (solutions replaced, no outputs)
     .venv/bin/python scripts/build_labs.py --participant    # what `make lab` opens: participant/ (see below)
+    .venv/bin/python scripts/build_labs.py --metadata-only 09  # cell metadata (a tag) from the source, no execution
 
 Source format: Jupytext's "percent" format, read by Jupytext (``jupytext.reads(text, fmt="py:percent")``). A
 line ``# %%`` starts a code cell, ``# %% [markdown]`` a markdown cell whose lines are written as comments
@@ -29,6 +30,11 @@ Student versions: each solution cell keeps its tags except ``solution`` (it gets
 replaced by one ``name = ...`` line per variable the solution assigns (for a dict literal, its keys are kept:
 ``{("Produce", 8): ..., ...}``), the placeholder that ``kafkalab.labs`` checks report as "not answered yet".
 Markdown cells tagged ``solution`` (the explanation of an answer, after its check) are left out.
+
+Changing only cell metadata (a tag such as ``figure:<name>``, which marks a key diagram for the decks: see
+scripts/export_figures.py): ``--metadata-only`` copies the source's cell metadata into the committed notebook and
+keeps every stored output as it is (no execution, so nbval still passes); it refuses when a cell's type, source or
+id differs from the source (rebuild those).
 
 Participant versions (``--participant``, run by ``make lab``): the student versions of the committed notebooks
 in ``labs/``, *with* their stored outputs (pictures show before anything runs) except those of answer and check
@@ -380,6 +386,22 @@ def check(src: Path, ipynb: Path) -> list[str]:
     return problems
 
 
+# -- metadata only -------------------------------------------------------------------------------------------------------
+def copy_metadata(have: nbformat.NotebookNode, want: nbformat.NotebookNode, name: str) -> int:
+    """Give ``have``'s cells (committed, executed) the metadata of ``want``'s (from the source), in place, outputs
+    untouched; the number of cells changed. A cell that differs in type, source or id is a BuildError."""
+    if len(have.cells) != len(want.cells):
+        raise BuildError(f"{name}: {len(have.cells)} cells, the source has {len(want.cells)}: rebuild it")
+    changed = 0
+    for i, (h, w) in enumerate(zip(have.cells, want.cells)):
+        if (h.cell_type, h.source, h.get("id")) != (w.cell_type, w.source, w.get("id")):
+            raise BuildError(f"{name}: cell {i} differs from its source in more than metadata: rebuild it")
+        if h.metadata != w.metadata:
+            h.metadata = w.metadata
+            changed += 1
+    return changed
+
+
 # -- main -----------------------------------------------------------------------------------------------------------------
 def _sources(selected: list[str]) -> list[Path]:
     found = sorted(SOURCES.glob("[0-9][0-9]_*.py"))
@@ -396,6 +418,8 @@ def main(argv=None) -> int:
     parser.add_argument("labs", nargs="*", help="only labs whose file name starts with one of these (e.g. 01)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="verify committed notebooks match their sources")
+    mode.add_argument("--metadata-only", action="store_true",
+                      help="copy cell metadata (tags) from the sources into the committed notebooks, no execution")
     mode.add_argument("--student", type=Path, metavar="DIR", help="write student versions into DIR")
     mode.add_argument("--participant", nargs="?", type=Path, const=PARTICIPANT, metavar="DIR",
                       help="write the participant versions (with outputs) of the committed notebooks into DIR "
@@ -420,6 +444,15 @@ def main(argv=None) -> int:
             if not problems:
                 print(f"✓ {len(sources)} notebook(s) match their sources")
             return 1 if problems else 0
+        if args.metadata_only:
+            for src in sources:
+                target = LABS / f"{src.stem}.ipynb"
+                nb = nbformat.read(target, as_version=4)
+                changed = copy_metadata(nb, notebook_from_source(src), target.name)
+                if changed:
+                    nbformat.write(nb, target)
+                print(f"{target.relative_to(ROOT)}: metadata of {changed} cell(s) updated, outputs kept")
+            return 0
         if args.student:
             if args.student.resolve() == LABS.resolve():
                 raise BuildError("write student versions somewhere else than labs/ (nbval would collect them)")

@@ -109,6 +109,8 @@ DECK_PAGE = """<!DOCTYPE html>
 .reveal pre {{ width: 100%; font-size: 0.55em; }}
 .reveal table {{ font-size: 0.7em; }}
 .reveal ul, .reveal ol {{ display: block; }}
+.reveal section img {{ max-width: 100%; max-height: 560px; margin: 0.3em auto; }}
+.reveal section.two-pictures img {{ max-height: 290px; }}
 </style>
 </head>
 <body>

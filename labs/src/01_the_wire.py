@@ -169,7 +169,7 @@ view
 # %% [markdown]
 # The same frame as boxes, left to right in byte order:
 
-# %%
+# %% tags=["figure:frame_layout"]
 frame_layout_diagram(view)
 
 # %% [markdown]
@@ -451,6 +451,10 @@ reply = encode_response(make_response(ScriptedReplies().api_versions(request), a
                                       correlation_id=request.correlation_id))
 show_frame(reply, kind="response", api_key=ApiKey.API_VERSIONS, api_version=3,
            title="ApiVersions v3 response, read with response header v0 (right)")
+
+# %% tags=["figure:response_layout"]
+frame_layout_diagram(show_frame(reply, kind="response", api_key=ApiKey.API_VERSIONS, api_version=3),
+                     title="ApiVersions v3 response: header v0 (only the correlation id), then the body")
 
 # %%
 wrong = lab01.annotate_response_as(reply, ApiKey.API_VERSIONS, 3, header_version=1)

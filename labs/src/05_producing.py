@@ -221,7 +221,7 @@ placements = [(c, f.result().partition) for c, f in zip(customers, order_futures
 pd.DataFrame([{"key": c, "partition": p, "offset": f.result().offset, "leader": f"broker {LEADERS[p]}"}
               for (c, p), f in zip(placements, order_futures)]).set_index("key")
 
-# %%
+# %% tags=["figure:key_routing"]
 lab05.routing_diagram(placements, LEADERS, title="12 orders by customer key: record → partition → leader. "
                       "customer-042 (three orders) and customer-007 (two) always take the same path.")
 
@@ -281,6 +281,11 @@ compare["confluent-kafka (default)"] = [reported[k] for k in KEYS]
 compare["kafkalab, consistent_random"] = [ours[k] for k in KEYS]
 compare["same partition in Java and librdkafka?"] = compare["Java: % 6"] == compare["librdkafka: % 6"]
 compare
+
+# %% tags=["figure:librdkafka_routing"]
+lab05.routing_diagram([(key, reported[key]) for key in KEYS], LEADERS,
+                      title="The same keys from confluent-kafka (librdkafka's default partitioner, consistent_random): "
+                      "compare each key's partition with Java's column above")
 
 # %% [markdown]
 # confluent-kafka agrees with the `crc32` column, and with Java only where the two hashes happen to land on the

@@ -187,6 +187,9 @@ time.sleep(0.3)                             # broker 1 fetches once more and lea
 timeline.add("broker 2 stuck, 3 × acks=1", lab08.replica_rows(cluster, TOPIC))
 pd.DataFrame(lab08.replica_rows(cluster, TOPIC)).set_index("replica")
 
+# %% tags=["figure:written_not_committed"]
+timeline   # the steps so far: the leader's high watermark stays below its log end offset
+
 # %% [markdown]
 # The leader and broker 1 have 7 records, but the high watermark stays at 4: broker 2 is still in the ISR (the
 # leader has no proof yet that it is gone) and its LEO, as the leader last saw it, is 4. Records 4-6 are
@@ -364,7 +367,7 @@ pd.DataFrame(lab08.replica_rows(cluster, TOPIC)).set_index("replica")
 # The whole story, one group of bars per step (hover a bar for its numbers). The pale top of a bar is written
 # but not committed; consumers read only the dark part.
 
-# %%
+# %% tags=["figure:high_watermark_steps"]
 timeline
 
 # %%

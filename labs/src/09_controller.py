@@ -198,7 +198,7 @@ print(lab09.zk_tree(cluster))
 # connection — to every live broker's inter-broker listener, its own included. All brokers keep a session with
 # the store (heartbeats; their ephemeral znodes live as long as it does).
 
-# %%
+# %% tags=["figure:controller_channels"]
 lab09.channels_diagram(cluster, title="The controller's channels")
 
 # %% [markdown]
@@ -246,7 +246,7 @@ pd.DataFrame(lab09.body_rows(tap.sent))
 print("requests sent to broker 2:", sum(1 for _, to, *_ in tap.sent if to == 2))
 print(lab09.zk_tree(cluster))
 
-# %%
+# %% tags=["figure:after_broker_death"]
 lab09.channels_diagram(cluster, title="After broker 2 died", dead=[2])
 
 # %% [markdown]

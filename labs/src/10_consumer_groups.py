@@ -168,7 +168,7 @@ print(f"t={lab.now:g} s  alice JoinGroup(member_id=...{first.result.member_id[-4
 # rebalance each. The state machine, drawn from the table the coordinator itself checks every transition
 # against (`kafkalab.coordinator.group.state.TRANSITIONS`):
 
-# %%
+# %% tags=["figure:group_states"]
 lab.state_machine()
 
 # %% [markdown]
@@ -287,7 +287,7 @@ for t, what in sorted(happened, key=lambda x: x[0]):     # stable sort: same-tim
 # heartbeat with **REBALANCE_IN_PROGRESS**, and she rejoins. She is the only member left, so the round
 # completes at once: generation 2, she leads, and she assigns herself all six partitions.
 
-# %%
+# %% tags=["figure:rebalance_timeline"]
 rejoin = lab.join("alice")
 print(f"t={lab.now:g} s  alice JoinGroup -> {rejoin.outcome}, leader {lab.client_of(rejoin.result.leader_id)}, "
       f"{len(rejoin.result.members)} member(s)")

@@ -151,7 +151,7 @@ with Producer({"bootstrap.servers": cluster.bootstrap_servers, "client.id": "cas
 # payments 0 and 1 (pretend), writes a receipt for each to a different partition, and commits the group's
 # position on the input, offset 2, **inside the transaction**.
 
-# %%
+# %% tags=["figure:txn_on_the_wire"]
 tap = lab11.WireTap(cluster).install()
 producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "client.id": "checkout-1",
                      "transactional.id": TXN_ID, "linger.ms": 0})
@@ -271,7 +271,7 @@ pd.DataFrame([{"state": str(state), "id": state.id, "may be entered from": ", ".
 # The same table as a picture, with the reason for each edge (`kafkalab.coordinator.transaction.state.TRANSITIONS`)
 # and the path this id took in blue:
 
-# %%
+# %% tags=["figure:txn_states"]
 lab.state_machine(TXN_ID)
 
 # %% [markdown]
@@ -334,7 +334,7 @@ print(lab11.dump_log(receipts0, ["00000000000000000000.txnindex"]))
 # The producer opens a transaction and writes to `receipts-0`; then a plain producer (`clerk`, no
 # transaction) writes a note after it:
 
-# %%
+# %% tags=["figure:log_open_txn"]
 producer.begin_transaction()
 producer.send(OUTPUT, b"receipt-open", partition=0, timestamp=T0 + 3).result(10)
 with Producer({"bootstrap.servers": cluster.bootstrap_servers, "client.id": "clerk", "linger.ms": 0,
@@ -417,7 +417,7 @@ print("confluent-kafka, default isolation.level:", librdkafka_read(marks["LSO"])
 # Now the producer commits. The marker lands at offset 6, the LSO jumps to the high watermark, and the
 # consumer that was held back gets the open receipt and the note:
 
-# %%
+# %% tags=["figure:log_committed"]
 producer.commit_transaction()
 cluster.wait_until(lambda: txn_state(TXN_ID) == "CompleteCommit", 10, "the markers were not written")
 marks = offsets(OUTPUT, 0, 1)

@@ -82,7 +82,7 @@ pd.DataFrame([{"key": k, "value": v} for k, v in settings.items()])
 # %% [markdown]
 # One broker with these settings, and what arrives on which listener once it has started:
 
-# %%
+# %% tags=["figure:listeners_one_broker"]
 solo = Cluster(brokers=1, overrides=settings).start()
 lab12.listeners_diagram(solo, title="One broker, two listeners")
 
@@ -106,7 +106,7 @@ solo.stop()
 # `User:admin` — the `username` of the BROKER listener's JAAS line for `sasl.mechanism.inter.broker.protocol`
 # (PLAIN). Three brokers, and a topic with three replicas:
 
-# %%
+# %% tags=["figure:listeners_three_brokers"]
 trio = Cluster(brokers=3, overrides=settings).start()
 trio.create_topic("orders", 1, 3, assignment={0: [1, 2, 0]})
 trio.wait_until(lambda: {r.client_id for r in trio.broker(1).channel.request_log.records if r.api_name == "Fetch"}
@@ -256,7 +256,7 @@ rows, authenticator = lab12.hand_fed_login("SCRAM-SHA-256", RFC["user"], RFC["pa
 print("principal:", authenticator.principal)
 pd.DataFrame(rows)
 
-# %%
+# %% tags=["figure:sasl_states"]
 lab12.state_diagram(authenticator.history)
 
 # %% [markdown]

@@ -171,7 +171,7 @@ dashboard.stop()                            # it stops with the cluster; this wa
 # The whole run as a picture: one square per send in the order they were made, the faults as dashed lines, the
 # leader below. (Hover a square for its value and offset.)
 
-# %%
+# %% tags=["figure:unsafe_timeline"]
 run.timeline
 
 # %%
@@ -232,7 +232,7 @@ print("a write now:", strict.write([b"offline-0"], "no leader", message_timeout_
 # keeps the page cache, so its log survived), it leads again with everything it acknowledged, and broker 1
 # fetches the missing records:
 
-# %%
+# %% tags=["figure:safe_timeline"]
 state = strict.restart_old_leader()
 print(f"leader: broker {state['leader']}, epoch {state['leader_epoch']}")
 strict.read()

@@ -148,10 +148,15 @@ evidence("A separate connection to the coordinator", {
 # connection are ApiVersions (what can you speak?), then Metadata (who leads what?). Correlation ids count up
 # from 1 per client; each response carries its request's id back.
 
-# %%
+# %% tags=["figure:kcat_sequence"]
 kcat_first = next(s.connection for s in summaries if s.client == "kcat")
 sequence_diagram(tap, kcat_first, limit=4, client_name="kcat", subtitle="its first connection", count_the_rest=False,
                  title="kcat's first connection, first 4 frames")
+
+# %% tags=["figure:aiokafka_sequence"]
+aiokafka_first = next(s.connection for s in summaries if s.client == "aiokafka")
+sequence_diagram(tap, aiokafka_first, limit=4, client_name="aiokafka", subtitle="its first connection",
+                 count_the_rest=False, title="aiokafka's first connection, first 4 frames")
 
 # %%
 kcat_frames = [f for f in tap.frames if f.connection == kcat_first][:4]

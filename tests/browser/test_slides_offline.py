@@ -26,7 +26,16 @@ OFFLINE_FLAGS = ("--host-resolver-rules=MAP * ~NOTFOUND",)
 LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:", "chrome:")   # chrome: the browser's own new-tab page
 MARKDOWN_DECK = "01_the_wire"
 NOTEBOOK_DECK = "01_the_wire"
+#: the decks that show their lab's own diagrams (slides/img, exported by scripts/export_figures.py)
+FIGURE_DECKS = ("01_the_wire", "05_producing", "08_replication", "09_controller", "10_consumer_groups",
+                "11_transactions", "12_security", "13_breaking_it", "14_real_clients")
 
+#: every picture of a deck (each slide's, shown or not) and whether the browser could draw it
+JS_PICTURES = """
+return [...document.querySelectorAll('.reveal .slides img')].map(i => ({
+    src: i.getAttribute('src'), complete: i.complete, width: i.naturalWidth, height: i.naturalHeight}));
+"""
+JS_FIRST_PICTURE_SLIDE = "return Reveal.getSlides().findIndex(s => s.querySelector('img'));"
 JS_READY = "return typeof Reveal !== 'undefined' && Reveal.isReady && Reveal.isReady();"
 #: where the presentation is and what the audience sees of the current slide (speaker notes are hidden asides)
 JS_STATE = """
@@ -161,3 +170,22 @@ def test_index_links_every_page(built, offline_browser):
     links = offline_browser.js("return [...document.querySelectorAll('a')].map(a => a.getAttribute('href'));")
     assert sorted(links) == sorted(p.name for p in built["pages"][1:])
     assert not [u for u in offline_browser.requested_urls() if not u.startswith(LOCAL_SCHEMES)]
+
+
+def test_decks_show_their_labs_pictures_offline(built, offline_browser):
+    """Each picture of a deck (slides/img, the lab's own) loads from the built folder and has a size: naturalWidth
+    is 0 for a file that is missing or that the browser cannot draw (an SVG without its namespace, say)."""
+    for stem in FIGURE_DECKS:
+        deck = REPO / "slides" / f"{stem}.md"
+        expected = sorted(f"img/{p.name}" for p in build_slides.deck_pictures(deck.read_text(encoding="utf-8"), deck))
+        assert len(expected) >= 2, f"{deck.name} shows {expected}"
+        page = built["out"] / f"{stem}.html"
+        _open(offline_browser, page)
+        pictures = offline_browser.wait(lambda: (lambda ps: ps if ps and all(p["complete"] for p in ps) else None)(
+            offline_browser.js(JS_PICTURES)), 10, f"the pictures of {page.name} to load")
+        assert sorted(p["src"] for p in pictures) == expected
+        assert not [p for p in pictures if p["width"] <= 0 or p["height"] <= 0], f"{page.name}: {pictures}"
+        if stem == "09_controller":
+            offline_browser.js(f"Reveal.slide({offline_browser.js(JS_FIRST_PICTURE_SLIDE)});")
+            _screenshot(offline_browser, "slides-offline-deck-picture")
+        _assert_stayed_local(offline_browser, page)
