@@ -223,7 +223,8 @@ RangeChart(lab02.KAFKA_0_10_CLIENT, kafka_4_0, client_name="a Kafka 0.10.0 Java 
 # common version. `lab02.pick_versions` does the same:
 
 # %%
-print("against the lab broker (3.9):", lab02.pick_versions(lab02.KAFKA_0_10_CLIENT, advertised))
+picked = lab02.pick_versions(lab02.KAFKA_0_10_CLIENT, advertised)
+print("against the lab broker (3.9):", {api_name(k): v for k, v in picked.items()})
 try:
     lab02.pick_versions(lab02.KAFKA_0_10_CLIENT, kafka_4_0)
 except lab02.NoCommonVersion as e:
