@@ -31,7 +31,8 @@ from typing import Any, Optional
 
 from kafkalab.labs import CheckResult, check, is_unanswered
 
-__all__ = ["raw_fetch", "fetch_partitions", "fetch_request_fields", "raw_produce", "fetch_case", "wheel_html",
+__all__ = ["raw_fetch", "fetch_partitions", "fetch_request_fields", "raw_produce", "fetch_case", "high_watermark",
+           "batches_returned", "check_high_watermarks", "check_batches_returned", "wheel_html",
            "bucket_for", "idle_fetches", "check_bucket", "check_idle_fetches", "check_fetch_case"]
 
 
@@ -279,3 +280,76 @@ def fetch_request_fields(topic: str, offsets: dict, *, max_bytes: int, partition
     rows = [{"field": r.path, "bytes": f"{r.start}-{r.end - 1}", "value": r.value}
             for r in annotate_request(frame).rows if r.path.rsplit(".", 1)[-1] in wanted]
     return pd.DataFrame(rows).set_index("field")
+
+
+# -- the rules behind sections 5 and 6 ----------------------------------------------------------------------------------
+def high_watermark(log_end_offsets: dict, isr) -> int:
+    """The leader's high watermark: the smallest log end offset among the in-sync replicas (Kafka's
+    ``Partition.maybeIncrementLeaderHW``; replicas outside the ISR do not count)."""
+    return min(log_end_offsets[b] for b in isr)
+
+
+def batches_returned(partitions: dict, max_bytes: int, partition_max_bytes: int) -> dict:
+    """Whole batches each partition of one Fetch gives back, ``partitions = {partition: [batch sizes from the
+    fetch offset]}`` in request order, as Kafka's ``ReplicaManager.readFromLog`` reads: each partition gets at
+    most ``min(partition_max_bytes, what is left of max_bytes)`` bytes, except that the first partition with
+    data returns at least its first batch (KIP-74); the bytes read come off the budget. Kafka reads a byte range
+    (its last batch may be cut, and such a partial batch counts only for the budget)."""
+    left, min_one, out = max_bytes, True, {}
+    for p, sizes in partitions.items():
+        limit = min(partition_max_bytes, left)
+        if min_one and sizes:
+            limit = max(limit, sizes[0])
+        read = min(sum(sizes), limit)
+        whole, total = 0, 0
+        for size in sizes:
+            if total + size > read:
+                break
+            whole, total = whole + 1, total + size
+        if whole == 0:
+            read = 0            # an incomplete first batch: Kafka answers an empty partition
+        out[p] = whole
+        if read:
+            min_one = False
+        left = max(0, left - read)
+    return out
+
+
+def check_high_watermarks(answer: Any, log_end_offsets: dict, isrs: dict, read_from: int) -> CheckResult:
+    """Exercise: ``{case: (high watermark, records a consumer reads from read_from)}`` for ``isrs = {case:
+    in-sync replicas}``."""
+    from kafkalab.labs import check_parts
+    expected = {}
+    for case, isr in isrs.items():
+        hw = high_watermark(log_end_offsets, isr)
+        expected[case] = (hw, max(0, hw - read_from))
+
+    def diagnose(case, got):
+        if not isinstance(got, (tuple, list)) or len(got) != 2:
+            return "give a pair (high watermark, records read)"
+        if got[0] == max(log_end_offsets[b] for b in isrs[case]):
+            return "that is the leader's LEO; the HW waits for the slowest in-sync replica"
+        if got[0] == min(log_end_offsets.values()):
+            return "only the replicas in the ISR count"
+        if got[0] == expected[case][0]:
+            return "right HW; a consumer reads from its offset up to the HW, not including it"
+        return None
+    return check_parts("Exercise 4 · the high watermark", answer, expected,
+                       label=lambda c: f"{c}: ISR {tuple(isrs[c])}", diagnose=diagnose,
+                       hint="HW = the smallest LEO in the ISR; records = HW - fetch offset")
+
+
+def check_batches_returned(answer: Any, partitions: dict, max_bytes: int, partition_max_bytes: int) -> CheckResult:
+    """Exercise: ``{partition: whole batches returned}`` for one Fetch over ``partitions``."""
+    from kafkalab.labs import check_parts
+    expected = batches_returned(partitions, max_bytes, partition_max_bytes)
+    first_with_data = next((p for p, sizes in partitions.items() if sizes), None)
+
+    def diagnose(p, got):
+        if p == first_with_data and got == 0:
+            return "the first partition with data returns its first batch whatever the caps (KIP-74)"
+        if p != first_with_data and isinstance(got, int) and got > expected[p]:
+            return "the bytes read before this partition came off max_bytes"
+        return None
+    return check_parts("Exercise 5 · what one Fetch returns", answer, expected, label=lambda p: f"partition {p}",
+                       diagnose=diagnose, hint="go through the partitions in request order, with a byte budget")

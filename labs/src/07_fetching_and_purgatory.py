@@ -310,8 +310,8 @@ evidence("An idle consumer loop for one second", {
 
 # %% [markdown]
 # (Our loop opens a new connection per request, which is slow; a real client keeps one connection, so the
-# storm is worse: with a round trip of 0.5 ms, one connection could carry 20,000 empty Fetches in 10 s —
-# Exercise 2 works it out.) With the wait, the rate of an idle consumer
+# storm is worse: with a sub-millisecond round trip, one kept connection carries thousands of empty Fetches a
+# second — Exercise 2 counts them.) With the wait, the rate of an idle consumer
 # is about `1000 / (fetch.max.wait.ms + round trip)` per second per partition leader it fetches from: the
 # purgatory turns a busy loop into a long poll. Followers do the same with `replica.fetch.wait.max.ms`.
 #
@@ -566,6 +566,57 @@ for name, (fetch_offset, hw, available) in SITUATIONS.items():
 
 # %%
 lab07.check_fetch_case(fetch_case, SITUATIONS, SEGMENTS, MIN_BYTES)
+
+# %% [markdown]
+# ### Exercise 4 · The high watermark
+#
+# A partition's replicas have the log end offsets `LEOS` (broker: LEO); broker 0 leads. For each ISR below,
+# what is the leader's high watermark, and how many records does a consumer get reading from offset
+# `READ_FROM`? Give `(high watermark, records)`.
+
+# %%
+LEOS, READ_FROM = {0: 12, 1: 9, 2: 11, 3: 4}, 5
+ISRS = {"a": (0, 1, 2), "b": (0, 2), "c": (0, 2, 3)}
+
+# %% tags=["solution"]
+high_watermarks = {}
+for case, isr in ISRS.items():
+    hw = min(LEOS[b] for b in isr)
+    high_watermarks[case] = (hw, max(0, hw - READ_FROM))
+
+# %%
+lab07.check_high_watermarks(high_watermarks, LEOS, ISRS, READ_FROM)
+
+# %% [markdown]
+# ### Exercise 5 · What one Fetch returns
+#
+# One consumer Fetch names four partitions, in this order, with the sizes in bytes of the batches each has from
+# its fetch offset on (`[]`: nothing new). How many **whole** batches does each partition return, with
+# `max_bytes = MAX_BYTES` and `partition_max_bytes = PARTITION_MAX_BYTES`? (Section 5: partitions are read in
+# request order; what one returns comes off the budget; KIP-74.)
+
+# %%
+PARTITIONS = {3: [], 1: [1500, 200], 0: [300, 300], 2: [300]}
+MAX_BYTES, PARTITION_MAX_BYTES = 2000, 500
+
+# %% tags=["solution"]
+left, first_with_data, returned = MAX_BYTES, True, {}
+for p, sizes in PARTITIONS.items():
+    limit = min(PARTITION_MAX_BYTES, left)
+    if first_with_data and sizes:
+        limit = max(limit, sizes[0])
+    whole = total = 0
+    for size in sizes:
+        if total + size > limit:
+            break
+        whole, total = whole + 1, total + size
+    returned[p] = whole
+    if whole:
+        first_with_data = False
+        left = max(0, left - min(sum(sizes), limit))
+
+# %%
+lab07.check_batches_returned(returned, PARTITIONS, MAX_BYTES, PARTITION_MAX_BYTES)
 
 # %% [markdown]
 # ## Recap

@@ -106,6 +106,10 @@ def test_fetch_partitions_caps_and_the_oversized_first_batch():
         assert (capped[0]["batches"], capped[1]["batches"]) == (1, 0)
         first_big = fetch((1, 0), 400, 400)
         assert first_big[1]["batches"] == 1 and first_big[1]["bytes"] > 400 and first_big[0]["bytes"] == 0
+        # The rule the exercise teaches agrees with the broker.
+        small, big = full[0]["bytes"] // 2, full[1]["bytes"] // 2
+        assert lab07.batches_returned({0: [small] * 2, 1: [big] * 2}, 1 << 20, 400) == {0: 1, 1: 0}
+        assert lab07.batches_returned({1: [big] * 2, 0: [small] * 2}, 400, 400) == {1: 1, 0: 0}
         assert c.run(lab07.raw_produce(b0, "wide", 0, [b"x"], acks=2)) == "INVALID_REQUIRED_ACKS"
 
 
@@ -117,3 +121,29 @@ def test_fetch_request_fields_show_the_caps_where_they_sit_in_the_frame():
     assert table.loc["body.topics[0].partitions[1].partition_max_bytes", "value"] == 300
     start, end = (int(x) for x in table.loc["body.max_bytes", "bytes"].split("-"))
     assert end - start + 1 == 4                                                        # an int32
+
+
+@pytest.mark.parametrize("partitions,max_bytes,partition_max,want", [
+    ({3: [], 1: [1500, 200], 0: [300, 300], 2: [300]}, 2000, 500, {3: 0, 1: 1, 0: 1, 2: 0}),
+    ({0: [300, 300], 1: [1500]}, 2000, 500, {0: 1, 1: 0}),        # KIP-74 only for the first with data
+    ({0: [100] * 5, 1: [100] * 5}, 300, 1000, {0: 3, 1: 0}),      # max_bytes spent by the first partition
+    ({0: [100] * 5, 1: [100] * 5}, 350, 1000, {0: 3, 1: 0}),      # Kafka's read of 350 bytes: 3 whole, 50 cut
+    ({0: [100], 1: [100] * 5}, 350, 1000, {0: 1, 1: 2})])
+def test_batches_returned_follows_read_from_log(partitions, max_bytes, partition_max, want):
+    assert lab07.batches_returned(partitions, max_bytes, partition_max) == want
+
+
+def test_check_high_watermarks():
+    leos, isrs = {0: 12, 1: 9, 2: 11, 3: 4}, {"a": (0, 1, 2), "b": (0, 2)}
+    assert lab07.high_watermark(leos, (0, 2)) == 11
+    assert lab07.check_high_watermarks({"a": (9, 4), "b": [11, 6]}, leos, isrs, 5).passed
+    wrong = lab07.check_high_watermarks({"a": (12, 7), "b": (11, 7)}, leos, isrs, 5)
+    assert not wrong.passed and "slowest" in wrong.parts[0].note and "not including" in wrong.parts[1].note
+    assert "ISR count" in lab07.check_high_watermarks({"a": (4, 0), "b": (11, 6)}, leos, isrs, 5).parts[0].note
+
+
+def test_check_batches_returned():
+    parts = {3: [], 1: [1500, 200], 0: [300, 300], 2: [300]}
+    assert lab07.check_batches_returned({3: 0, 1: 1, 0: 1, 2: 0}, parts, 2000, 500).passed
+    wrong = lab07.check_batches_returned({3: 0, 1: 0, 0: 1, 2: 1}, parts, 2000, 500)
+    assert not wrong.passed and "KIP-74" in wrong.parts[1].note and "came off" in wrong.parts[3].note
