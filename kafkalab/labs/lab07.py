@@ -285,7 +285,8 @@ def fetch_request_fields(topic: str, offsets: dict, *, max_bytes: int, partition
 # -- the rules behind sections 5 and 6 ----------------------------------------------------------------------------------
 def high_watermark(log_end_offsets: dict, isr) -> int:
     """The leader's high watermark: the smallest log end offset among the in-sync replicas (Kafka's
-    ``Partition.maybeIncrementLeaderHW``; replicas outside the ISR do not count)."""
+    ``Partition.maybeIncrementLeaderHW``, in the simple case: the ISR has at least ``min.insync.replicas``, no
+    replica outside it caught up lately, and the HW was never higher)."""
     return min(log_end_offsets[b] for b in isr)
 
 

@@ -451,7 +451,10 @@ evidence("The high watermark waited for the lagging in-sync follower", {
 
 # %% [markdown]
 # Had broker 2 stayed away for `replica.lag.time.max.ms`, the leader would have dropped it from the ISR and the
-# HW would have moved without it — section 1's case C.2. The HW never waits for a replica *outside* the ISR.
+# HW would have moved without it — section 1's case C.2. Two fine points of Kafka's
+# `Partition.maybeIncrementLeaderHW`: a replica outside the ISR holds the HW back only while it has caught up
+# recently and is about to rejoin; and the HW does not move at all while the ISR is smaller than
+# `min.insync.replicas`.
 #
 # ## 7 · What a Produce is checked for before its records
 #
@@ -572,7 +575,8 @@ lab07.check_fetch_case(fetch_case, SITUATIONS, SEGMENTS, MIN_BYTES)
 #
 # A partition's replicas have the log end offsets `LEOS` (broker: LEO); broker 0 leads. For each ISR below,
 # what is the leader's high watermark, and how many records does a consumer get reading from offset
-# `READ_FROM`? Give `(high watermark, records)`.
+# `READ_FROM`? Give `(high watermark, records)`. (`min.insync.replicas` is 1, and no replica outside the ISR
+# has caught up lately.)
 
 # %%
 LEOS, READ_FROM = {0: 12, 1: 9, 2: 11, 3: 4}, 5
