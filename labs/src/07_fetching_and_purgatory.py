@@ -11,7 +11,9 @@
 # per partition — and sets a timeout on a **timing wheel**. When a follower's fetch moves the high watermark, or
 # a producer appends, the broker looks at the requests watching that partition and answers the ones that can
 # now complete. This lab watches both purgatories on a running cluster, ticks a timing wheel by hand, and
-# shows what happens to an idle consumer when there is no waiting room.
+# shows what happens to an idle consumer when there is no waiting room. Then three things every Fetch and
+# Produce meets: the byte caps of a Fetch over many partitions, a high watermark held back by a lagging
+# follower, and the checks a Produce passes before its records are read.
 #
 # **By the end of this lab you can**
 #
