@@ -9,9 +9,13 @@ lab watches both on a live cluster (metrics, ``completed_by``) and drives a
 holds what it needs:
 
 * :func:`raw_fetch` -- one Fetch request, as a consumer (``replica_id=-1``) would send it, with its round trip
-  time and what came back;
+  time and what came back; :func:`fetch_partitions` -- one Fetch naming several partitions, with its two byte
+  caps (``max_bytes``, ``partition_max_bytes``), and what each partition got back; :func:`fetch_request_fields`
+  -- where those caps and partitions sit in the request's frame;
+* :func:`raw_produce` -- one Produce request with any ``acks`` (a producer refuses ``acks=2`` before sending);
 * :func:`wheel_html` -- the timer's wheels as a grid, one row per level, one cell per bucket (slot range and
   task count), the current slot marked;
+* :func:`fetch_case` -- which of Kafka's ``DelayedFetch`` cases (F, G) completes a parked fetch, or none;
 * :func:`bucket_for` -- where a task with a given expiration lands (level, slot), as Kafka's ``TimingWheel.add``
   decides; :func:`idle_fetches` -- how many Fetch requests an idle consumer sends in a time window;
 * the checks ``check_*``, which compute the expected answer from the learner's data.
@@ -25,10 +29,11 @@ import html
 import time
 from typing import Any, Optional
 
-from kafkalab.labs import CheckResult, check, check_equal, is_unanswered
+from kafkalab.labs import CheckResult, check, is_unanswered
 
-__all__ = ["raw_fetch", "wheel_html", "bucket_for", "idle_fetches", "check_bucket", "check_idle_fetches",
-           "check_fetch_case"]
+__all__ = ["raw_fetch", "fetch_partitions", "fetch_request_fields", "raw_produce", "fetch_case", "high_watermark",
+           "batches_returned", "check_high_watermarks", "check_batches_returned", "wheel_html",
+           "bucket_for", "idle_fetches", "check_bucket", "check_idle_fetches", "check_fetch_case"]
 
 
 # -- a consumer's Fetch, by hand ----------------------------------------------------------------------------------------
@@ -62,6 +67,68 @@ async def raw_fetch(broker, topic: str, offset: int, *, max_wait_ms: int, min_by
     records = [r for b in decode_batches(part.records or b"") for r in b.records]
     return {"error_code": part.error_code, "records": len(records), "high_watermark": part.high_watermark,
             "took_s": took}
+
+
+def multi_fetch_body(topic: str, offsets: dict, *, max_bytes: int, partition_max_bytes: int, max_wait_ms: int = 0,
+                     min_bytes: int = 1):
+    """A consumer's Fetch v11 for ``{partition: fetch offset}`` of ``topic``, partitions in that order."""
+    from kafkalab.protocol import ApiKey, request_class
+    Fetch = request_class(ApiKey.FETCH)
+    partitions = tuple(Fetch.FetchPartition(partition=p, current_leader_epoch=-1, fetch_offset=o, log_start_offset=-1,
+                                            partition_max_bytes=partition_max_bytes) for p, o in offsets.items())
+    return Fetch(replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes, isolation_level=0,
+                 session_id=0, session_epoch=-1, rack_id="", forgotten_topics_data=(),
+                 topics=(Fetch.FetchTopic(topic=topic, partitions=partitions),))
+
+
+async def fetch_partitions(broker, topic: str, offsets: dict, *, max_bytes: int, partition_max_bytes: int,
+                           client_id: str = "lab07-consumer") -> list[dict]:
+    """Send one Fetch v11 for several partitions and return one row per partition of the answer: the bytes of
+    its ``records`` field, whole batches and records in them, their offsets, and the high watermark."""
+    from kafkalab.network.inter_broker_client import InterBrokerConnection
+    from kafkalab.protocol import ApiKey
+    from kafkalab.records import decode_batches
+    ep = broker.bound_endpoints[0]
+    conn = InterBrokerConnection(ep.host, ep.port, client_id=client_id)
+    try:
+        response = await conn.send(ApiKey.FETCH, 11, multi_fetch_body(
+            topic, offsets, max_bytes=max_bytes, partition_max_bytes=partition_max_bytes))
+    finally:
+        conn.close()
+    rows = []
+    for part in response.responses[0].partitions:
+        data = bytes(part.records or b"")
+        batches = list(decode_batches(data))
+        offsets_read = [b.base_offset + r.offset_delta for b in batches for r in b.records]
+        rows.append({"partition": part.partition_index, "error": _error_name(part.error_code),
+                     "bytes": len(data), "batches": len(batches), "records": len(offsets_read),
+                     "offsets": f"{offsets_read[0]}..{offsets_read[-1]}" if offsets_read else "-",
+                     "high watermark": part.high_watermark})
+    return rows
+
+
+async def raw_produce(broker, topic: str, partition: int, values, *, acks: int, client_id: str = "lab07") -> str:
+    """Send one Produce v8 with ``acks`` (any int16, checked by nobody but the broker) and return the
+    partition's error name (``NONE`` when the records were appended)."""
+    from kafkalab.network.inter_broker_client import InterBrokerConnection
+    from kafkalab.protocol import ApiKey, request_class
+    from kafkalab.records import build_batch
+    Produce = request_class(ApiKey.PRODUCE)
+    body = Produce(transactional_id=None, acks=acks, timeout_ms=5000, topic_data=(Produce.TopicProduceData(
+        name=topic, partition_data=(Produce.PartitionProduceData(
+            index=partition, records=build_batch([(None, v) for v in values])),)),))
+    ep = broker.bound_endpoints[0]
+    conn = InterBrokerConnection(ep.host, ep.port, client_id=client_id)
+    try:
+        response = await conn.send(ApiKey.PRODUCE, 8, body)
+    finally:
+        conn.close()
+    return _error_name(response.responses[0].partition_responses[0].error_code)
+
+
+def _error_name(code: int) -> str:
+    from kafkalab.protocol import ErrorCode
+    return ErrorCode(code).name
 
 
 # -- the timing wheel ---------------------------------------------------------------------------------------------------
@@ -159,22 +226,131 @@ def check_idle_fetches(answer: Any, window_ms: int, round_trip_ms: float, waits:
                        hint="each request takes max_wait_ms + round trip; count how many fit in the window")
 
 
-def check_fetch_case(answer: Any, fetch_offset: int, high_watermark: int, available_bytes: int,
-                     min_bytes: int) -> CheckResult:
-    """Exercise: does a parked consumer Fetch complete now? ``"G"`` (enough bytes), ``"F"`` (offset past the
-    end: the log was truncated) or ``"wait"``."""
-    if fetch_offset > high_watermark:
-        expected = "F"
-    elif available_bytes >= min_bytes:
-        expected = "G"
-    else:
-        expected = "wait"
+def fetch_case(fetch_offset: int, end_offset: int, available_bytes: int, min_bytes: int, segments) -> str:
+    """What Kafka's ``DelayedFetch.tryComplete`` decides for a parked fetch on one partition: ``"F"`` when the
+    fetch offset is past the end it may read to (a truncated leader) or, below it, on an older segment (the
+    reader fell behind, or the log just rolled); ``"G"`` when the bytes between them reach ``min_bytes``; else
+    ``"wait"``. ``segments``: the base offsets of the log's segments."""
+    def segment_of(offset: int) -> int:
+        return max(base for base in segments if base <= offset)
+    if fetch_offset > end_offset:
+        return "F"
+    if fetch_offset < end_offset:
+        if segment_of(fetch_offset) < segment_of(end_offset):
+            return "F"
+        if available_bytes >= min_bytes:
+            return "G"
+    return "wait"
 
-    def diagnose(a):
-        if a == "G" and available_bytes < min_bytes:
+
+def check_fetch_case(answer: Any, situations: dict, segments, min_bytes: int) -> CheckResult:
+    """Exercise: ``{situation: "F" | "G" | "wait"}`` for ``situations = {name: (fetch offset, HW, bytes)}``."""
+    from kafkalab.labs import check_parts
+    expected = {name: fetch_case(f, hw, avail, min_bytes, segments) for name, (f, hw, avail) in situations.items()}
+
+    def diagnose(name, got):
+        f, hw, avail = situations[name]
+        want = expected[name]
+        if got == "G" and want == "wait" and f < hw:
             return "there is data, but fewer bytes than min_bytes"
-        if a == "wait" and fetch_offset > high_watermark:
-            return "a fetch offset beyond the end means the log was truncated under the consumer"
+        if got == "G" and want == "F":
+            return "look at the offsets before the bytes: which segment holds each?"
+        if got == "wait" and want == "F" and f > hw:
+            return "a fetch offset beyond the end means the log was truncated under the reader"
+        if got == "wait" and want == "F":
+            return "the HW is on a newer segment than the fetch offset: case F completes at once"
         return None
-    return check_equal("Exercise 3 · does the fetch complete?", answer, expected, diagnose=diagnose,
-                       hint="compare the offset with the HW, then the bytes with min_bytes")
+    return check_parts("Exercise 3 · does the fetch complete?", answer, expected, label=lambda n: f"situation {n}",
+                       diagnose=diagnose, hint="offsets first (past the end, or on different segments: F), "
+                                               "then the bytes against min_bytes (G)")
+
+
+def fetch_request_fields(topic: str, offsets: dict, *, max_bytes: int, partition_max_bytes: int):
+    """The byte caps and partition fields of the Fetch v11 that :func:`fetch_partitions` sends, as they sit in
+    its frame (a DataFrame: field path, byte range, value)."""
+    import pandas as pd
+
+    from kafkalab.protocol import ApiKey, Request, annotate_request, encode_request
+    from kafkalab.protocol.headers import RequestHeader
+    header = RequestHeader(request_api_key=ApiKey.FETCH, request_api_version=11, correlation_id=1,
+                           client_id="lab07-consumer")
+    frame = encode_request(Request(header, multi_fetch_body(topic, offsets, max_bytes=max_bytes,
+                                                            partition_max_bytes=partition_max_bytes)))
+    wanted = ("max_bytes", "topic", "partition", "fetch_offset", "partition_max_bytes")
+    rows = [{"field": r.path, "bytes": f"{r.start}-{r.end - 1}", "value": r.value}
+            for r in annotate_request(frame).rows if r.path.rsplit(".", 1)[-1] in wanted]
+    return pd.DataFrame(rows).set_index("field")
+
+
+# -- the rules behind sections 5 and 6 ----------------------------------------------------------------------------------
+def high_watermark(log_end_offsets: dict, isr) -> int:
+    """The leader's high watermark: the smallest log end offset among the in-sync replicas (Kafka's
+    ``Partition.maybeIncrementLeaderHW``, in the simple case: the ISR has at least ``min.insync.replicas``, no
+    replica outside it caught up lately, and the HW was never higher)."""
+    return min(log_end_offsets[b] for b in isr)
+
+
+def batches_returned(partitions: dict, max_bytes: int, partition_max_bytes: int) -> dict:
+    """Whole batches each partition of one Fetch gives back, ``partitions = {partition: [batch sizes from the
+    fetch offset]}`` in request order, as Kafka's ``ReplicaManager.readFromLog`` reads: each partition gets at
+    most ``min(partition_max_bytes, what is left of max_bytes)`` bytes, except that the first partition with
+    data returns at least its first batch (KIP-74); the bytes read come off the budget. Kafka reads a byte range
+    (its last batch may be cut, and such a partial batch counts only for the budget)."""
+    left, min_one, out = max_bytes, True, {}
+    for p, sizes in partitions.items():
+        limit = min(partition_max_bytes, left)
+        if min_one and sizes:
+            limit = max(limit, sizes[0])
+        read = min(sum(sizes), limit)
+        whole, total = 0, 0
+        for size in sizes:
+            if total + size > read:
+                break
+            whole, total = whole + 1, total + size
+        if whole == 0:
+            read = 0            # an incomplete first batch: Kafka answers an empty partition
+        out[p] = whole
+        if read:
+            min_one = False
+        left = max(0, left - read)
+    return out
+
+
+def check_high_watermarks(answer: Any, log_end_offsets: dict, isrs: dict, read_from: int) -> CheckResult:
+    """Exercise: ``{case: (high watermark, records a consumer reads from read_from)}`` for ``isrs = {case:
+    in-sync replicas}``."""
+    from kafkalab.labs import check_parts
+    expected = {}
+    for case, isr in isrs.items():
+        hw = high_watermark(log_end_offsets, isr)
+        expected[case] = (hw, max(0, hw - read_from))
+
+    def diagnose(case, got):
+        if not isinstance(got, (tuple, list)) or len(got) != 2:
+            return "give a pair (high watermark, records read)"
+        if got[0] == max(log_end_offsets[b] for b in isrs[case]):
+            return "that is the leader's LEO; the HW waits for the slowest in-sync replica"
+        if got[0] == min(log_end_offsets.values()):
+            return "only the replicas in the ISR count"
+        if got[0] == expected[case][0]:
+            return "right HW; a consumer reads from its offset up to the HW, not including it"
+        return None
+    return check_parts("Exercise 4 · the high watermark", answer, expected,
+                       label=lambda c: f"{c}: ISR {tuple(isrs[c])}", diagnose=diagnose,
+                       hint="HW = the smallest LEO in the ISR; records = HW - fetch offset")
+
+
+def check_batches_returned(answer: Any, partitions: dict, max_bytes: int, partition_max_bytes: int) -> CheckResult:
+    """Exercise: ``{partition: whole batches returned}`` for one Fetch over ``partitions``."""
+    from kafkalab.labs import check_parts
+    expected = batches_returned(partitions, max_bytes, partition_max_bytes)
+    first_with_data = next((p for p, sizes in partitions.items() if sizes), None)
+
+    def diagnose(p, got):
+        if p == first_with_data and got == 0:
+            return "the first partition with data returns its first batch whatever the caps (KIP-74)"
+        if p != first_with_data and isinstance(got, int) and got > expected[p]:
+            return "the bytes read before this partition came off max_bytes"
+        return None
+    return check_parts("Exercise 5 · what one Fetch returns", answer, expected, label=lambda p: f"partition {p}",
+                       diagnose=diagnose, hint="go through the partitions in request order, with a byte budget")

@@ -11,24 +11,30 @@
 # per partition — and sets a timeout on a **timing wheel**. When a follower's fetch moves the high watermark, or
 # a producer appends, the broker looks at the requests watching that partition and answers the ones that can
 # now complete. This lab watches both purgatories on a running cluster, ticks a timing wheel by hand, and
-# shows what happens to an idle consumer when there is no waiting room.
+# shows what happens to an idle consumer when there is no waiting room. Then three things every Fetch and
+# Produce meets: the byte caps of a Fetch over many partitions, a high watermark held back by a lagging
+# follower, and the checks a Produce passes before its records are read.
 #
 # **By the end of this lab you can**
 #
 # 1. follow an `acks=all` Produce into the produce purgatory and out of it (metrics, the completion case);
 # 2. explain `fetch.min.bytes` and `fetch.max.wait.ms`, and watch a Fetch wait and then complete on new data;
 # 3. read a hierarchical timing wheel: levels, buckets, and how timeouts cascade down as the clock moves;
-# 4. estimate the Fetch rate of an idle consumer with and without a wait, and say why Kafka parks fetches.
+# 4. estimate the Fetch rate of an idle consumer with and without a wait, and say why Kafka parks fetches;
+# 5. read one Fetch over several partitions, and predict what its two byte caps cut (and what they cannot);
+# 6. show a leader's high watermark held back by a lagging in-sync follower, and what consumers read meanwhile;
+# 7. name the checks a Produce meets before its records are looked at: authorization, then `acks`.
 
 # %% [markdown]
 # ### Where this lab sits
 #
 # | course concept | what you will see | section |
 # |---|---|---|
+# | **C9** one Fetch reads many partitions | a Fetch naming three partitions, and its answer partition by partition | 5 |
 # | **C39** Produce and Fetch, from producers, consumers and followers | both requests parked; a consumer Fetch by hand | 1, 2 |
-# | **C42** acks=all waits in purgatory until the in-sync replicas have the records | a DelayedProduce: metrics before, during and after, `completed_by`, a timeout | 1 |
-# | **C43** Fetch names partitions and offsets, caps bytes, waits for `min_bytes` up to a maximum | a Fetch parked until a record arrives; one that expires | 2, 4 |
-# | **C44** consumers read below the high watermark | a parked consumer Fetch wakes when the HW moves, not when the leader appends | 2 |
+# | **C42** acks=all waits in purgatory until the in-sync replicas have the records; a Produce is checked first | a DelayedProduce: metrics before, during and after, `completed_by`, a timeout; TOPIC_AUTHORIZATION_FAILED, INVALID_REQUIRED_ACKS | 1, 7 |
+# | **C43** Fetch names partitions and offsets, caps bytes, waits for `min_bytes` up to a maximum | a Fetch parked until a record arrives; one that expires; `max_bytes` and `partition_max_bytes` cutting an answer, the oversized first batch (KIP-74) | 2, 4, 5 |
+# | **C44** consumers read below the high watermark | a parked consumer Fetch wakes when the HW moves; a lagging follower holds the HW below the leader's LEO | 2, 6 |
 #
 # | what you look at | kafkalab module | Kafka source (apache/kafka) |
 # |---|---|---|
@@ -36,6 +42,9 @@
 # | the waiting Produce and Fetch | `kafkalab/purgatory/delayed_produce.py`, `delayed_fetch.py` | `DelayedProduce.scala`, `DelayedFetch.scala` |
 # | the timing wheel | `kafkalab/purgatory/timing_wheel.py`, `timer.py` | `server-common/.../util/timer/TimingWheel.java`, `SystemTimer.java` |
 # | where the broker uses them | `kafkalab/server/replica_manager.py` | `core/src/main/scala/kafka/server/ReplicaManager.scala` |
+# | the byte caps of a Fetch (KIP-74) | `kafkalab/server/replica_manager.py`, `kafkalab/storage/segment.py` | `ReplicaManager.readFromLog`, `storage/.../log/LogSegment.java` |
+# | a Produce's first checks | `kafkalab/server/apis/produce.py` | `KafkaApis.handleProduceRequest`, `ReplicaManager.appendRecords` |
+# | a follower cut off from its leader | `kafkalab/cluster/faults.py` | — (Jepsen's nemeses) |
 # | raw fetches, the wheel grid, checks | `kafkalab/labs/lab07.py` | — |
 
 # %%
@@ -210,7 +219,9 @@ evidence("The Fetch waited for data, not for its timeout", {
 # partition a consumer's Fetch wakes when the followers' fetches move the HW, not at the leader's append. (A
 # follower's Fetch reads to the LEO, so it wakes at the append.) The other ways out: the broker stopped leading
 # (A), lost the replica (B), does not know the partition (C), its log dir failed (D), the leader epoch is fenced
-# (E), the offset is no longer on the active segment (F), the follower's log diverged (H) — or the timeout.
+# (E), the fetch offset and that end are not on the same segment (F: the fetch offset is past the end — a
+# truncated leader — or on an older segment than the end — the reader fell behind, or the log just rolled), the
+# follower's log diverged (H) — or the timeout.
 # With no producer, the same Fetch with `max_wait_ms=400` expires:
 
 # %%
@@ -301,12 +312,193 @@ evidence("An idle consumer loop for one second", {
 
 # %% [markdown]
 # (Our loop opens a new connection per request, which is slow; a real client keeps one connection, so the
-# storm is worse. Against a broker that ignores `max_wait_ms`, confluent-kafka has been measured sending about
-# 316,000 Fetch requests in 10 s — and getting nothing back.) With the wait, the rate of an idle consumer
+# storm is worse: with a sub-millisecond round trip, one kept connection carries thousands of empty Fetches a
+# second — Exercise 2 counts them.) With the wait, the rate of an idle consumer
 # is about `1000 / (fetch.max.wait.ms + round trip)` per second per partition leader it fetches from: the
 # purgatory turns a busy loop into a long poll. Followers do the same with `replica.fetch.wait.max.ms`.
 #
-# ## 5 · Exercises
+# ## 5 · One Fetch, many partitions
+#
+# The rest of the lab runs on a fresh cluster of three brokers (the first one has two dead brokers). Two of
+# its settings matter later: `replica.lag.time.max.ms` is 30 s, so a follower that stops fetching stays in the
+# ISR for the whole of section 6; and the ACL authorizer is on, with `allow.everyone.if.no.acl.found=true`, so
+# that only a resource with an ACL is restricted (section 7). On broker 0, a topic `wide` with three
+# partitions: partitions 0 and 2 get three batches of two small records, partition 1 three batches of two
+# 3,000-byte records.
+
+# %%
+cluster.stop()
+lagging = Cluster(brokers=3, overrides={
+    "replica.lag.time.max.ms": 30_000, "replica.fetch.wait.max.ms": 200, "replica.fetch.backoff.ms": 100,
+    "auto.create.topics.enable": False, "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+    "allow.everyone.if.no.acl.found": True}).start()
+admin = lagging.broker(lagging.controller_id).admin
+lagging.call(admin.create_topic, "wide", -1, -1, {0: [0], 1: [0], 2: [0]}, {})
+lagging.call(admin.create_topic, "slow", -1, -1, {0: [0, 1, 2]}, {})
+lagging.call(admin.create_topic, "secret", -1, -1, {0: [0]}, {})
+lagging.wait_until(lambda: all(b.metadata_cache.partition_count(t) >= 1 for b in lagging.brokers.values()
+                               for t in ("wide", "slow", "secret")))
+b0 = lagging.broker(0)
+for p in (0, 1, 2):
+    for _ in range(3):
+        lagging.run(lab07.raw_produce(b0, "wide", p, [b"x" * (3000 if p == 1 else 100)] * 2, acks=1))
+
+
+def fetch_wide(order, max_bytes, partition_max_bytes):
+    return pd.DataFrame(lagging.run(lab07.fetch_partitions(b0, "wide", {p: 0 for p in order}, max_bytes=max_bytes,
+                                                           partition_max_bytes=partition_max_bytes))
+                        ).set_index("partition")
+
+
+# %% [markdown]
+# A consumer sends **one** Fetch to each broker that leads some of its partitions, naming every such partition
+# with its own fetch offset. The request carries two byte caps: **`max_bytes`** for the whole answer (consumer
+# config `fetch.max.bytes`, default 52,428,800) and, per partition, **`partition_max_bytes`**
+# (`max.partition.fetch.bytes`, default 1,048,576). With both large, the answer holds every partition's
+# batches, each partition with its own high watermark and error code. First the request's caps and
+# partitions, where they sit in its frame:
+
+# %%
+lab07.fetch_request_fields("wide", {0: 0, 1: 0, 2: 0}, max_bytes=52_428_800, partition_max_bytes=1_048_576)
+
+# %%
+full = fetch_wide((0, 1, 2), 52_428_800, 1_048_576)
+full
+
+# %% [markdown]
+# Now cap each partition at 600 bytes. Partitions 0 and 2 get two of their three batches (each about 280
+# bytes); partition 1 gets **nothing**: its first batch (about 6 KB) does not fit, and it is not the first
+# partition that returned data:
+
+# %%
+per_partition = fetch_wide((0, 1, 2), 52_428_800, 600)
+per_partition
+
+# %% [markdown]
+# And cap the whole answer at 600 bytes, with partition 1 named first. Since Fetch v3 (KIP-74) neither cap is
+# absolute: the **first batch of the first partition that has data** comes back whole even when it is larger
+# than both caps — otherwise one big batch would block the consumer for ever. The budget then is spent, and the
+# partitions after it get nothing this time (the consumer asks for them again in its next Fetch):
+
+# %%
+kip74 = fetch_wide((1, 0, 2), 600, 600)
+kip74
+
+# %%
+evidence("One Fetch, three partitions, two byte caps", {
+    "uncapped: every partition answered with all its batches": list(full["batches"]) == [3, 3, 3],
+    "partition_max_bytes=600: partitions 0 and 2 got 2 batches each, partition 1 none":
+        list(per_partition["batches"]) == [2, 0, 2],
+    "max_bytes=600, partition 1 first: its 6 KB batch came back whole, larger than the cap":
+        kip74.loc[1, "batches"] == 1 and kip74.loc[1, "bytes"] > 600,
+    "... and the partitions after it got nothing": list(kip74.loc[[0, 2], "bytes"]) == [0, 0]})
+
+# %% [markdown]
+# The `bytes` column is the size of each partition's `records` field. kafkalab's broker stops at the last whole
+# batch that fits; Kafka's slices the segment file at the byte limit, so its answer may end in a *partial*
+# batch, which the consumer drops and fetches again next time. Either way a consumer sees whole batches only.
+#
+# ## 6 · A lagging follower holds the high watermark back
+#
+# Section 2 read `quiet-0`, a partition with one replica: there the high watermark moves with every append,
+# HW = LEO. On a replicated partition the leader may only move the HW to the **smallest LEO of the in-sync
+# replicas**. `slow-0` has replicas 0 (leader), 1 and 2. Write two records with `acks=all`, then cut the link
+# between broker 0 and broker 2 (the cluster's fault tools: broker 2's fetches no longer arrive) and write three
+# more with `acks=1`:
+
+# %%
+def log_ends():
+    state = lagging.partition_state("slow", 0)
+    return pd.DataFrame([{"broker": b, "role": "leader" if b == state["leader"] else "follower",
+                          "in ISR": b in state["isr"], "log end offset": log["log_end_offset"],
+                          "high watermark": log["high_watermark"] if b == state["leader"] else "-"}
+                         for b, log in sorted(state["logs"].items())]
+                        ).set_index("broker")
+
+
+def consumer_read():
+    return lagging.run(lab07.raw_fetch(b0, "slow", 0, max_wait_ms=0))["records"]
+
+
+lagging.wait_until(lambda: len(lagging.partition_state("slow", 0)["isr"]) == 3, 10)
+print("acks=all:", lagging.run(lab07.raw_produce(b0, "slow", 0, [b"s-0", b"s-1"], acks=-1)))
+lagging.partition(0, 2)
+print("acks=1:", lagging.run(lab07.raw_produce(b0, "slow", 0, [b"s-2", b"s-3", b"s-4"], acks=1)))
+lagging.wait_until(lambda: lagging.partition_state("slow", 0)["logs"][1]["log_end_offset"] == 5, 10)
+cut = log_ends()
+read_while_cut = consumer_read()
+cut
+
+# %% [markdown]
+# (Only the leader's HW counts; a follower learns it from the leader's fetch answers, one fetch late.)
+# The leader and broker 1 have all five records; broker 2 has two and is still in the ISR (it has 30 s before
+# the leader gives up on it). So the HW stays at 2, and a consumer reading `slow-0` from offset 0 gets **2**
+# records, not 5. Heal the link: broker 2 fetches, catches up, and the HW jumps to the LEO:
+
+# %%
+lagging.heal()
+lagging.wait_until(lambda: lagging.partition_state("slow", 0)["logs"][0]["high_watermark"] == 5, 10)
+healed = log_ends()
+read_after_heal = consumer_read()
+healed
+
+# %%
+evidence("The high watermark waited for the lagging in-sync follower", {
+    "link cut: leader LEO 5, HW 2 (broker 2, in the ISR, has 2)":
+        (cut.loc[0, "log end offset"], cut.loc[0, "high watermark"], cut.loc[2, "log end offset"],
+         bool(cut.loc[2, "in ISR"])) == (5, 2, 2, True),
+    "a consumer then read 2 records from offset 0": read_while_cut == 2,
+    "healed: HW = LEO = 5, and the consumer reads all 5":
+        (healed.loc[0, "high watermark"], healed.loc[0, "log end offset"], read_after_heal) == (5, 5, 5)})
+
+# %% [markdown]
+# Had broker 2 stayed away for `replica.lag.time.max.ms`, the leader would have dropped it from the ISR and the
+# HW would have moved without it — section 1's case C.2. Two fine points of Kafka's
+# `Partition.maybeIncrementLeaderHW`: a replica outside the ISR holds the HW back only while it has caught up
+# recently and is about to rejoin; and the HW does not move at all while the ISR is smaller than
+# `min.insync.replicas`.
+#
+# ## 7 · What a Produce is checked for before its records
+#
+# Section 1's Produce waited for replicas; some never get that far. For each topic the broker first asks the
+# authorizer whether the principal may **WRITE** to it (Kafka's `KafkaApis.handleProduceRequest`: otherwise
+# TOPIC_AUTHORIZATION_FAILED, 29); only then does `ReplicaManager.appendRecords` check `acks`: 0, 1 or -1 (all),
+# anything else is INVALID_REQUIRED_ACKS (21) for every partition. A real producer never sends `acks=2` —
+# kafkalab's, like Java's, refuses it in its configuration:
+
+# %%
+try:
+    Producer({"bootstrap.servers": lagging.bootstrap_servers, "acks": 2})
+except Exception as e:
+    print(type(e).__name__ + ":", e)
+
+# %% [markdown]
+# So we send Produce requests by hand, to `secret-0`: first with no ACL on the topic (the authorizer allows
+# everyone), then after a DENY WRITE for `User:ANONYMOUS` — the principal of every client on a `PLAINTEXT`
+# listener (lab 12):
+
+# %%
+from kafkalab.security.acl import (AccessControlEntry, AclBinding, AclOperation, AclPermissionType,  # noqa: E402
+                                   ResourcePattern, ResourceType)
+
+checks = {"no ACL, acks=1": lagging.run(lab07.raw_produce(b0, "secret", 0, [b"s"], acks=1)),
+          "no ACL, acks=2": lagging.run(lab07.raw_produce(b0, "secret", 0, [b"s"], acks=2))}
+lagging.call(b0.authorizer.create_acls, [AclBinding(ResourcePattern(ResourceType.TOPIC, "secret"), AccessControlEntry(
+    "User:ANONYMOUS", "*", AclOperation.WRITE, AclPermissionType.DENY))])
+checks.update({"DENY WRITE, acks=1": lagging.run(lab07.raw_produce(b0, "secret", 0, [b"s"], acks=1)),
+               "DENY WRITE, acks=2": lagging.run(lab07.raw_produce(b0, "secret", 0, [b"s"], acks=2))})
+evidence("A Produce is authorized first, then its acks are checked", {
+    "no ACL: acks=1 appended, acks=2 refused with INVALID_REQUIRED_ACKS":
+        (checks["no ACL, acks=1"], checks["no ACL, acks=2"]) == ("NONE", "INVALID_REQUIRED_ACKS"),
+    "DENY WRITE: TOPIC_AUTHORIZATION_FAILED, whatever the acks":
+        checks["DENY WRITE, acks=1"] == checks["DENY WRITE, acks=2"] == "TOPIC_AUTHORIZATION_FAILED"})
+pd.Series(checks, name="error code")
+
+# %%
+lagging.stop()
+
+# %% [markdown]
+# ## 8 · Exercises
 #
 # Each exercise has a task, an answer cell and a check cell: replace the `...`, run, then run the check.
 # *Instructors:* the answer cells hold the solutions (tagged `solution`).
@@ -352,18 +544,85 @@ lab07.check_idle_fetches(fetches, WINDOW_MS, RTT_MS, WAITS)
 # %% [markdown]
 # ### Exercise 3 · Does the fetch complete?
 #
-# A consumer Fetch is parked at offset `FETCH_OFFSET` with `min_bytes = MIN_BYTES`. A follower fetch has just
-# moved the HW to `HW`; between the fetch offset and the HW there are `AVAILABLE` bytes. Does the DelayedFetch
-# complete now — `"G"`, `"F"` — or `"wait"`?
+# A consumer Fetch on one partition is parked with `min_bytes = MIN_BYTES`. The partition's segments start at
+# the offsets `SEGMENTS`. Something has just happened — a follower fetch moved the HW, a segment rolled, the
+# leader was truncated — and the purgatory checks the fetch again. For each situation `(fetch offset, HW, bytes
+# between them)`, does the DelayedFetch complete now, by case `"F"` or `"G"` (section 2), or `"wait"`? Kafka's
+# `DelayedFetch.tryComplete` looks at the offsets first, the bytes after.
 
 # %%
-FETCH_OFFSET, HW, AVAILABLE, MIN_BYTES = 120, 123, 180, 1024
+SEGMENTS, MIN_BYTES = (0, 100, 200), 1024
+SITUATIONS = {"a": (120, 123, 180), "b": (120, 123, 2000), "c": (130, 123, 0), "d": (195, 205, 300),
+              "e": (123, 123, 0)}
 
 # %% tags=["solution"]
-fetch_case = "wait" if FETCH_OFFSET <= HW and AVAILABLE < MIN_BYTES else ("F" if FETCH_OFFSET > HW else "G")
+def segment_of(offset):
+    return max(base for base in SEGMENTS if base <= offset)
+
+
+fetch_case = {}
+for name, (fetch_offset, hw, available) in SITUATIONS.items():
+    if fetch_offset > hw or (fetch_offset < hw and segment_of(fetch_offset) < segment_of(hw)):
+        fetch_case[name] = "F"
+    elif fetch_offset < hw and available >= MIN_BYTES:
+        fetch_case[name] = "G"
+    else:
+        fetch_case[name] = "wait"
 
 # %%
-lab07.check_fetch_case(fetch_case, FETCH_OFFSET, HW, AVAILABLE, MIN_BYTES)
+lab07.check_fetch_case(fetch_case, SITUATIONS, SEGMENTS, MIN_BYTES)
+
+# %% [markdown]
+# ### Exercise 4 · The high watermark
+#
+# A partition's replicas have the log end offsets `LEOS` (broker: LEO); broker 0 leads. For each ISR below,
+# what is the leader's high watermark, and how many records does a consumer get reading from offset
+# `READ_FROM`? Give `(high watermark, records)`. (`min.insync.replicas` is 1, and no replica outside the ISR
+# has caught up lately.)
+
+# %%
+LEOS, READ_FROM = {0: 12, 1: 9, 2: 11, 3: 4}, 5
+ISRS = {"a": (0, 1, 2), "b": (0, 2), "c": (0, 2, 3)}
+
+# %% tags=["solution"]
+high_watermarks = {}
+for case, isr in ISRS.items():
+    hw = min(LEOS[b] for b in isr)
+    high_watermarks[case] = (hw, max(0, hw - READ_FROM))
+
+# %%
+lab07.check_high_watermarks(high_watermarks, LEOS, ISRS, READ_FROM)
+
+# %% [markdown]
+# ### Exercise 5 · What one Fetch returns
+#
+# One consumer Fetch names four partitions, in this order, with the sizes in bytes of the batches each has from
+# its fetch offset on (`[]`: nothing new). How many **whole** batches does each partition return, with
+# `max_bytes = MAX_BYTES` and `partition_max_bytes = PARTITION_MAX_BYTES`? (Section 5: partitions are read in
+# request order; what one returns comes off the budget; KIP-74.)
+
+# %%
+PARTITIONS = {3: [], 1: [1500, 200], 0: [300, 300], 2: [300]}
+MAX_BYTES, PARTITION_MAX_BYTES = 2000, 500
+
+# %% tags=["solution"]
+left, first_with_data, returned = MAX_BYTES, True, {}
+for p, sizes in PARTITIONS.items():
+    limit = min(PARTITION_MAX_BYTES, left)
+    if first_with_data and sizes:
+        limit = max(limit, sizes[0])
+    whole = total = 0
+    for size in sizes:
+        if total + size > limit:
+            break
+        whole, total = whole + 1, total + size
+    returned[p] = whole
+    if whole:
+        first_with_data = False
+        left = max(0, left - min(sum(sizes), limit))
+
+# %%
+lab07.check_batches_returned(returned, PARTITIONS, MAX_BYTES, PARTITION_MAX_BYTES)
 
 # %% [markdown]
 # ## Recap
@@ -375,8 +634,9 @@ lab07.check_fetch_case(fetch_case, FETCH_OFFSET, HW, AVAILABLE, MIN_BYTES)
 #   `max_wait_ms`.
 # * The timing wheel: O(1) insert and cancel; coarse buckets cascade into finer ones as time passes.
 # * Without the wait, an idle consumer turns into a request storm.
+# * One Fetch reads many partitions; `max.partition.fetch.bytes` caps each, `fetch.max.bytes` the whole answer,
+#   and neither stops the first batch of the first partition with data (KIP-74).
+# * The HW is the smallest LEO of the in-sync replicas: a lagging follower holds back what consumers can read.
+# * A Produce is authorized (TOPIC_AUTHORIZATION_FAILED) before its `acks` are checked (INVALID_REQUIRED_ACKS).
 #
 # Next: lab 08, where the followers whose fetches move the HW are the subject.
-
-# %%
-cluster.stop()
