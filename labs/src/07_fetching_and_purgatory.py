@@ -174,6 +174,9 @@ cluster.kill(1, expire_session=False)
 print("1 record, acks=1:", produce("orders", [b"o-6"], acks=1))
 expires_before = purgatory_metrics("Produce")["ExpiresPerSec"]
 print("acks=all, request.timeout.ms=300:", produce("orders", [b"o-7"], **{"request.timeout.ms": 300}))
+# the client gives up after 300 ms and the broker's timer fires after 300 ms: wait until the broker has counted it
+cluster.wait_until(lambda: purgatory_metrics("Produce")["ExpiresPerSec"] > expires_before, 5,
+                   "the parked Produce did not expire")
 evidence("The parked acks=all Produce expired", {
     "the produce purgatory's ExpiresPerSec went up by one":
         purgatory_metrics("Produce")["ExpiresPerSec"] == expires_before + 1})
