@@ -12,7 +12,11 @@ offsets per partition, ``[start, end)``, chosen on the driver, read by executors
 * *restart*: a query restarted on the same checkpoint starts where the last committed batch ended
   (:func:`checkpoint_offsets` reads ``offsets/<batch>`` the way Spark wrote it);
 * *event time*: windows are computed from the ``event_time`` field inside each value, not from when a record
-  arrived, so :func:`window_totals` can compute the right answer from the dataset in plain Python.
+  arrived, so :func:`window_totals` can compute the right answer from the dataset in plain Python;
+* *late events*: a windowed aggregation drops a row whose **window** has ended at or before the watermark (the
+  watermark predicate of Spark's ``WatermarkSupport`` compares a window column's ``end``), not every row whose
+  own time is behind it; :func:`dropped_by_watermark` applies that rule, and :func:`watermark_table` reads
+  Spark's ``numRowsDroppedByWatermark`` from the query progress.
 
 This module holds the lab's data helpers and the checks (pure Python: importing it does not start Spark).
 Mirrors, on the Spark side, ``KafkaMicroBatchStream`` (batch planning) and ``KafkaSourceOffset`` (the offsets
@@ -33,9 +37,14 @@ from kafkalab.viz.textfit import SVG_FONT_FAMILY, text_width
 
 __all__ = ["EVENT_SCHEMA", "TOPIC", "load_events", "window_start", "window_totals", "plan_batches",
            "checkpoint_offsets", "batch_offsets_table", "check_batch_plan", "check_window_revenue",
-           "check_restart_offsets", "batch_slices_svg"]
+           "check_restart_offsets", "batch_slices_svg", "LATE_TOPIC", "click_value", "window_end",
+           "dropped_by_watermark", "watermark_table", "check_late_events"]
 
 TOPIC = "clicks"
+#: The small topic of section 4's late-event demonstration (kept apart so ``clicks`` stays the dataset).
+LATE_TOPIC = "late-clicks"
+#: The day of the dataset's events, for the demonstration's hand-made clicks.
+EVENT_DAY = "2026-03-14"
 #: The value's JSON schema for ``from_json`` (Spark DDL); event_time parses as a timestamp.
 EVENT_SCHEMA = ("event_id string, event_time timestamp, user_id string, session_id string, event_type string, "
                 "page string, product_id string, category string, price double, quantity int, country string, "
@@ -81,6 +90,28 @@ def window_totals(events: Sequence[Mapping], minutes: int, event_type: str, valu
     return {w: (round(v, 2) if value != "count" else v) for w, v in sorted(totals.items())}
 
 
+def click_value(event_id: str, clock_time: str, event_type: str = "page_view", day: str = EVENT_DAY) -> bytes:
+    """A hand-made click as a record value (JSON, the dataset's fields that matter here) at ``clock_time``
+    (``"HH:MM:SS"``) on ``day``: ``click_value("late-1", "19:05:00")``."""
+    return json.dumps({"event_id": event_id, "event_time": f"{day}T{clock_time}.000Z", "user_id": "u-demo",
+                       "event_type": event_type, "page": "/"}).encode()
+
+
+def window_end(event_time: str, minutes: int) -> _dt.datetime:
+    """The end (exclusive) of the tumbling ``minutes``-minute window holding ``event_time``."""
+    t = _parse(event_time)
+    start = t.replace(minute=t.minute - t.minute % minutes, second=0, microsecond=0)
+    return start + _dt.timedelta(minutes=minutes)
+
+
+def dropped_by_watermark(event_times: Sequence[str], watermark: str, minutes: int) -> list[str]:
+    """The event times of ``event_times`` that a windowed aggregation drops when they arrive with ``watermark``
+    in force: those whose window ends at or before the watermark (the window is closed), in the given order.
+    A row behind the watermark whose window is still open is kept."""
+    mark = _parse(watermark)
+    return [t for t in event_times if window_end(t, minutes) <= mark]
+
+
 def plan_batches(start: Mapping[str, int], end: Mapping[str, int], max_offsets: int) -> list[dict]:
     """The micro-batches of an ``availableNow`` run from ``start`` to ``end`` (``{partition: offset}``, partitions as
     str as in Spark's offsets JSON) with ``maxOffsetsPerTrigger=max_offsets``: a list of ``{partition: records}``."""
@@ -123,6 +154,16 @@ def batch_offsets_table(progress: Sequence[Mapping], topic: str = TOPIC) -> list
             row[f"end p{part}"] = off
         rows.append(row)
     return rows
+
+
+def watermark_table(progress: Sequence[Mapping]) -> list[dict]:
+    """One row per micro-batch of ``query.recentProgress``: batch id, rows read, the watermark the batch ran with
+    (``eventTime.watermark``, as ``HH:MM:SS``) and the rows its stateful operators dropped as late
+    (``numRowsDroppedByWatermark``)."""
+    return [{"batch": p["batchId"], "rows read": p["numInputRows"],
+             "watermark": p.get("eventTime", {}).get("watermark", "")[11:19],
+             "dropped by watermark": sum(o.get("numRowsDroppedByWatermark", 0) for o in p.get("stateOperators", []))}
+            for p in progress]
 
 
 def await_query(query, rows: int, *, timeout_s: float, description: str = "query", poll_s: float = 0.5) -> bool:
@@ -190,8 +231,8 @@ def check_window_revenue(answer: Any, events: Sequence[Mapping], minutes: int) -
 
 
 def check_restart_offsets(answer: Any, checkpoint_dir, topic: str = TOPIC) -> CheckResult:
-    """Exercise 3: where the restarted query's first new micro-batch starts, ``{partition: offset}``."""
-    title = "Exercise 3 · where does the restarted query start?"
+    """Exercise 4: where the restarted query's first new micro-batch starts, ``{partition: offset}``."""
+    title = "Exercise 4 · where does the restarted query start?"
     if is_unanswered(answer):
         return CheckResult(title, "todo", "not answered yet: replace the ... in the answer cell")
     want = {int(p): o for p, o in checkpoint_offsets(checkpoint_dir)[topic].items()}
@@ -206,6 +247,28 @@ def check_restart_offsets(answer: Any, checkpoint_dir, topic: str = TOPIC) -> Ch
     return check(title, False, f"{got} is not right",
                  hint="read the last file in <checkpoint>/offsets: its third line holds the end offsets of the last "
                  "planned batch")
+
+
+def check_late_events(answer: Any, arrivals: Mapping[str, str], watermark: str, minutes: int) -> CheckResult:
+    """Exercise 3: which of ``arrivals`` (``{event_id: event_time}``) the windowed query drops, given the
+    ``watermark`` in force and ``minutes``-minute windows: a set (or list) of event ids."""
+    title = "Exercise 3 · late, or dropped?"
+    if is_unanswered(answer):
+        return CheckResult(title, "todo", "not answered yet: replace the ... in the answer cell")
+    if isinstance(answer, (str, bytes)) or not isinstance(answer, (set, frozenset, list, tuple)):
+        return check(title, False, "give a set of event ids, e.g. {\"x-1\"} (an empty set() when none is dropped)")
+    closed = set(dropped_by_watermark(list(arrivals.values()), watermark, minutes))
+    want = {i for i, t in arrivals.items() if t in closed}
+    got = {str(i) for i in answer}
+    if got == want:
+        return check(title, True, f"dropped: {sorted(want)}; kept: {sorted(set(arrivals) - want)}")
+    behind = {i for i, t in arrivals.items() if _parse(t) < _parse(watermark)}
+    if got == behind:
+        hint = ("behind the watermark is not enough: Spark drops a row only when its window has already ended "
+                "(window end <= watermark); a window still open takes the row")
+    else:
+        hint = "for each event, find its window's end and compare it with the watermark: end <= watermark is dropped"
+    return check(title, False, f"{sorted(got)} is not right", hint=hint)
 
 
 # -- the picture ------------------------------------------------------------------------------------------------------

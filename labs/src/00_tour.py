@@ -21,7 +21,7 @@
 # 4. re-read a partition from any offset, and say what retention removes;
 # 5. find each partition's leader and followers, kill a broker, and watch the cluster carry on;
 # 6. read the broker and client metrics that show all this;
-# 7. name five things Kafka is used for, and find the lab that answers your next question.
+# 7. name six things Kafka is used for, see three of them work, and find the lab that answers your next question.
 
 # %% [markdown]
 # ### Where this lab sits
@@ -35,7 +35,7 @@
 # | **C19** records stay after being read; retention deletes old data | a second read; retention by size | 4-5 |
 # | **C22** partitions spread over brokers, leaders and followers | the placement picture; a broker killed | 6-7 |
 # | **C36** client and broker metrics | Produce requests per broker; the client's own count | 7 |
-# | **C20** uses of Kafka | five small examples | 8 |
+# | **C20** uses of Kafka | six small examples; three proved: many readers, a state rebuilt by replay, a stream processor | 8 |
 
 # %%
 import logging
@@ -48,8 +48,8 @@ from confluent_kafka import TopicPartition as LibrdkafkaTopicPartition
 
 from kafkalab import Cluster
 from kafkalab.cluster import BrokerLog
-from kafkalab.clients import Admin, Consumer, NewTopic, Producer, TopicPartition
-from kafkalab.labs import lab00
+from kafkalab.clients import Admin, Consumer, NewTopic, OffsetSpec, Producer, TopicPartition
+from kafkalab.labs import evidence, lab00
 from kafkalab.viz import ClusterControls, ClusterDashboard
 
 pd.set_option("display.max_colwidth", 80)
@@ -76,6 +76,13 @@ def read_all(topic, partitions, *, start=None, client_id="tour-reader"):
                 return sorted(records, key=lambda r: (r.partition, r.offset))
             records += reader.poll(2.0)
         raise RuntimeError(f"could not read {topic} to its end: is the cluster running? (run the cells from section 1)")
+
+
+def admin_end_offsets(topic, partitions=range(3)):
+    """The log end offset of each partition, as the brokers report it (ListOffsets, through the admin client)."""
+    specs = {TopicPartition(topic, p): OffsetSpec.LATEST for p in partitions}
+    return {tp.partition: info.offset for tp, info in admin.list_offsets(specs).items()}
+
 
 # %% [markdown]
 # ## 1 · A cluster of three brokers
@@ -353,7 +360,7 @@ print("its other requests (the set-up: ApiVersions, Metadata, InitProducerId):",
 # %% [markdown]
 # ## 8 · What Kafka is used for
 #
-# One cluster, one idea — a log that many producers append to and many consumers read — and five common uses.
+# One cluster, one idea — a log that many producers append to and many consumers read — and six common uses.
 # Each example below is a few lines on our cluster.
 #
 # **Messaging.** Decouple the service that takes an order from the one that ships it: the shop writes, the
@@ -362,7 +369,23 @@ print("its other requests (the set-up: ApiVersions, Metadata, InitProducerId):",
 # %%
 for order in [b"ship #1001", b"ship #1002", b"ship #1003"]:
     producer.send("shipments", order, key=b"shop", timestamp=T0).result(10)
-[r.value.decode() for r in read_all("shipments", range(3), client_id="warehouse")]
+warehouse = [r.value.decode() for r in read_all("shipments", range(3), client_id="warehouse")]
+warehouse
+
+# %% [markdown]
+# The shop did not wait for anyone: its sends were acknowledged by the cluster before any warehouse ran. A
+# second warehouse that starts only now still gets every order, in order, and reading took nothing away from
+# the first:
+
+# %%
+second_warehouse = [r.value.decode() for r in read_all("shipments", range(3), client_id="warehouse-2")]
+evidence("One stream of messages, any number of readers", {
+    "the second warehouse, started later, read all three orders in the shop's order":
+        second_warehouse == ["ship #1001", "ship #1002", "ship #1003"],
+    "both warehouses read the same orders": second_warehouse == warehouse,
+    "the orders are still in the topic after being read":
+        sum(admin_end_offsets("shipments").values()) == 3,
+})
 
 # %% [markdown]
 # **Activity tracking.** Every click of every user, as it happens; analytics read it later (the original use
@@ -397,21 +420,93 @@ for i, (service, line) in enumerate([("auth", "INFO login alice"), ("shop", "ERR
  if r.value.startswith(b"ERROR")]
 
 # %% [markdown]
-# **Commit log.** A system writes every change to Kafka first; its state can be rebuilt at any time by
+# **Commit log, event sourcing.** A system writes every change to Kafka first; its state can be rebuilt at any time by
 # replaying the log — a replica, a cache, a search index. Account balances, rebuilt from the start:
 
 # %%
 changes = [("acct-1", 100), ("acct-2", 50), ("acct-1", 80), ("acct-3", 10), ("acct-2", 65)]
 for i, (account, balance) in enumerate(changes):
     producer.send("balances", str(balance).encode(), key=account.encode(), partition=0, timestamp=T0 + i).result(10)
-state = {}
-for r in read_all("balances", [0], client_id="rebuild"):
-    state[r.key.decode()] = int(r.value)
+
+
+def rebuild_balances(client_id):
+    """A cache that starts empty and replays the whole log: the last balance of each account wins."""
+    state = {}
+    for r in read_all("balances", [0], client_id=client_id):
+        state[r.key.decode()] = int(r.value)
+    return state
+
+
+state = rebuild_balances("rebuild")
 state
 
 # %% [markdown]
-# (Such a topic usually has `cleanup.policy=compact`, so Kafka keeps the last value of each key forever: lab 06.
-# Lab 15 builds a whole streaming pipeline on Spark.)
+# The cache crashes and loses its memory; a brand-new copy replays the same log and gets the same state. A
+# change written after the crash is simply the next record:
+
+# %%
+producer.send("balances", b"30", key=b"acct-3", partition=0, timestamp=T0 + 5).result(10)
+after_crash = rebuild_balances("rebuild-after-crash")
+print("rebuilt after the crash:", after_crash)
+evidence("State rebuilt by replaying the log", {
+    "the replayed state holds the last balance of each account": state == {"acct-1": 80, "acct-2": 65, "acct-3": 10},
+    "a new copy after the crash has every balance, with the later change applied":
+        after_crash == {**state, "acct-3": 30},
+    "the log kept every change, the old balances too": sum(admin_end_offsets("balances").values()) == 6,
+})
+
+# %% [markdown]
+# **Stream processing.** A program reads one topic and writes another, record by record, and keeps its place
+# with a committed offset (lab 10). This one counts page views per user and writes each new count to the topic
+# `page-view-counts`, keyed by user. Kafka Streams and Spark (lab 15) are this idea grown up.
+
+# %%
+view_counts = {}                                        # the processor's state (Kafka Streams keeps it in a topic)
+
+
+def count_page_views():
+    """One pass of the processor: the page views not yet processed, each turned into a new count. Returns how
+    many it processed."""
+    processed = 0
+    with Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "view-counter",
+                   "auto.offset.reset": "earliest", "enable.auto.commit": False}) as source:
+        tps = [TopicPartition("page-views", p) for p in range(3)]
+        source.assign(tps)
+        end = source.end_offsets(tps)
+        for _ in range(30):
+            if all(source.position(tp) >= end[tp] for tp in tps):
+                break
+            for r in source.poll(2.0):
+                user = r.key.decode()
+                view_counts[user] = view_counts.get(user, 0) + 1
+                producer.send("page-view-counts", str(view_counts[user]).encode(), key=r.key,
+                              timestamp=r.timestamp).result(10)
+                processed += 1
+        source.commit()                                 # where the next pass starts
+    return processed
+
+
+first_pass = count_page_views()
+latest_counts = {r.key.decode(): int(r.value) for r in read_all("page-view-counts", range(3), client_id="report")}
+print("processed:", first_pass, "| latest count per user in page-view-counts:", latest_counts)
+
+# %% [markdown]
+# Bob clicks once more. The next pass starts at the committed offsets, so it processes only the new click, and
+# the output topic gets Bob's new count:
+
+# %%
+producer.send("page-views", b"/tea/green", key=b"bob", timestamp=T0 + 2000).result(10)
+second_pass = count_page_views()
+latest_counts = {r.key.decode(): int(r.value) for r in read_all("page-view-counts", range(3), client_id="report")}
+evidence("A stream processor: a topic in, a topic out", {
+    "the first pass turned the 6 page views so far (sections 2 and 8) into 6 counts": first_pass == 6,
+    "the second pass processed only the new click (it resumed at its committed offset)": second_pass == 1,
+    "the output topic holds the latest count of each user: alice 4, bob 3": latest_counts == {"alice": 4, "bob": 3},
+})
+
+# %% [markdown]
+# (A topic like `balances` or `page-view-counts` usually has `cleanup.policy=compact`, so Kafka keeps the last
+# value of each key forever: lab 06. Lab 15 builds a whole streaming pipeline on Spark.)
 #
 # The cluster keeps running until the last cell of this notebook, so the dashboard and the controls stay live
 # while you work on the exercises.
@@ -491,7 +586,7 @@ lab00.check_leaders_after(new_leaders, ASSIGNMENT, LEADERS, DEAD)
 # * **Each partition has a leader** that takes reads and writes, and followers that copy it. When a broker dies,
 #   the controller makes another in-sync replica the leader, and clients follow.
 # * **Metrics** count it all: requests, bytes, per broker and per client.
-# * **Uses**: messaging, activity tracking, metrics, log aggregation, a commit log.
+# * **Uses**: messaging, activity tracking, metrics, log aggregation, a commit log, stream processing.
 #
 # Every box of this tour is opened by one lab. Which lab answers which question:
 

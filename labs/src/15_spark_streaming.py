@@ -22,7 +22,8 @@
 # 2. read a topic with Spark, as a batch and as a stream, with the Kafka source's options and columns;
 # 3. predict every micro-batch of a `maxOffsetsPerTrigger` query from the end offsets, and match Spark's offsets
 #    against the broker's;
-# 4. aggregate by event-time windows with a watermark, and say which late events it drops;
+# 4. aggregate by event-time windows with a watermark, and say which late events it drops (and see Spark
+#    count one it dropped);
 # 5. write results to files and to a Kafka topic;
 # 6. show that a job survives a broker failure and a restart with every record counted exactly once.
 
@@ -57,12 +58,12 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from IPython.display import SVG
+from IPython.display import SVG, display
 
 from kafkalab import Cluster
 from kafkalab.cluster import BrokerLog
-from kafkalab.clients import Admin, Consumer, OffsetSpec, TopicPartition
-from kafkalab.labs import lab15
+from kafkalab.clients import Admin, Consumer, OffsetSpec, Producer, TopicPartition
+from kafkalab.labs import evidence, lab15
 from kafkalab.tools.replay import replay
 from kafkalab.viz import progress
 
@@ -293,7 +294,7 @@ compare.astype(int)
 # They agree. The late events of the first 10,000 (`data/README.md` lists them: 3-10 minutes behind) all
 # arrived while their window was still open. A micro-batch of 1,000 records spans 5-8 minutes of event time,
 # and the watermark moves only between batches, so a late event usually lands in the same batch as its
-# neighbours. Had one arrived after its window closed, Spark would have dropped it and counted it above. A
+# neighbours. Below, one arrives after its window closed, and Spark drops it. A
 # longer delay keeps windows open longer, so fewer events are dropped, but results come out later and Spark holds
 # more state. A shorter delay, or smaller batches, drops more. The same trade-off appears in every stream
 # processor.
@@ -313,7 +314,82 @@ print(len(records), "records in click-stats;", len(spark_windows), "rows in the 
 sorted(json.loads(r.value)["window"] + " " + json.loads(r.value)["event_type"] for r in records)[:5]
 
 # %% [markdown]
-# ## 5 · Exercises 1 and 2
+# ### A late event, dropped
+#
+# None of the dataset's late events was late enough to be dropped, so here is one that is, on a small topic of
+# its own (`late-clicks`, one partition). The same query shape as above (page views per 10-minute window,
+# watermark 2 minutes, append mode) reads it, and `foreachBatch` keeps every window Spark writes out in the list
+# `written`. First five clicks on time, 19:00:30 to 19:25:
+
+# %%
+cluster.create_topic(lab15.LATE_TOPIC, partitions=1, replication_factor=3, config={"min.insync.replicas": 2})
+late_producer = Producer({"bootstrap.servers": BOOTSTRAP, "acks": "all"})
+
+
+def send_clicks(clicks):
+    for event_id, clock in clicks:
+        late_producer.send(lab15.LATE_TOPIC, lab15.click_value(event_id, clock), key=b"u-demo")
+    late_producer.flush(10)
+
+
+written = []
+
+
+def keep_windows(df, batch_id):
+    written.extend((batch_id, r["window"], r["events"]) for r in df.collect())
+
+
+def late_windows_run():
+    """One availableNow run of the windowed query on its checkpoint: it continues where the last run ended."""
+    src = (spark.readStream.format("kafkalab").option("kafka.bootstrap.servers", BOOTSTRAP)
+           .option("subscribe", lab15.LATE_TOPIC).option("startingOffsets", "earliest").load())
+    counts = (src.select(F.from_json(F.col("value").cast("string"), lab15.EVENT_SCHEMA).alias("e")).select("e.*")
+              .withWatermark("event_time", "2 minutes")
+              .groupBy(F.window("event_time", "10 minutes").alias("w")).agg(F.count("*").alias("events"))
+              .select(F.date_format("w.start", "HH:mm").alias("window"), "events"))
+    run = (counts.writeStream.outputMode("append").foreachBatch(keep_windows)
+           .option("checkpointLocation", str(work / "ckpt-late")).trigger(availableNow=True).start())
+    run.awaitTermination(120)
+    run.stop()
+    return run.recentProgress
+
+
+send_clicks([("a", "19:00:30"), ("b", "19:03:00"), ("c", "19:07:00"), ("d", "19:12:00"), ("e", "19:25:00")])
+first_run = late_windows_run()
+display(pd.DataFrame(lab15.watermark_table(first_run)).set_index("batch"))
+written
+
+# %% [markdown]
+# Batch 0 read the five clicks with no watermark yet. Afterwards the watermark became 19:25 - 2 min = 19:23, and
+# Spark ran one more batch without data (batch 1) to apply it: the windows 19:00 and 19:10 end before 19:23,
+# so they are final and were written, 19:00 with three clicks. 19:20 stays open.
+#
+# Now a click from 19:05 arrives (a phone that was offline), together with one on time at 19:24. The query is
+# started again on its checkpoint, so it resumes with the watermark it stored, 19:23:
+
+# %%
+send_clicks([("late-1", "19:05:00"), ("f", "19:24:00")])
+second_run = late_windows_run()
+display(pd.DataFrame(lab15.watermark_table(second_run)).set_index("batch"))
+late_read = second_run[0]
+late_watermark = late_read["eventTime"]["watermark"]
+evidence("A late event is dropped by the watermark", {
+    "batch 2 read both new records from Kafka (the late one is in the topic)": late_read["numInputRows"] == 2,
+    "the late click (19:05) belongs to the window 19:00-19:10, which ended before the watermark (19:23)":
+        lab15.dropped_by_watermark(["2026-03-14T19:05:00.000Z"], late_watermark, 10) != [],
+    "Spark counted one row in numRowsDroppedByWatermark":
+        lab15.watermark_table(second_run)[0]["dropped by watermark"] == 1,
+    "the window 19:00 was written once, with 3 clicks: the late one is not in it":
+        [(w, n) for _, w, n in written if w == "19:00"] == [("19:00", 3)],
+})
+
+# %% [markdown]
+# The record is safe in Kafka: the log keeps it, and any other reader sees it. Only this query's result ignores
+# it, because the window it belongs to was already written out in append mode and cannot change. The click at
+# 19:24 was kept: its window, 19:20-19:30, is still open.
+
+# %% [markdown]
+# ## 5 · Exercises 1 to 3
 #
 # Write your answer in the answer cell (replace the `...`), run it, then run the check: ✓ means right; ✗ comes
 # with a hint. The checks compute the right answer from the data in the task.
@@ -367,6 +443,44 @@ revenue_answer = {r["window"]: r["revenue"] for r in revenue_rows}
 lab15.check_window_revenue(revenue_answer, first_part, 10)
 
 # %% [markdown]
+# ### Exercise 3 · Late, or dropped?
+#
+# The late-click query of section 4 stands at the watermark `WATERMARK`, with 10-minute windows. The clicks of
+# `ARRIVALS` come next, all three in one micro-batch. Which of them does Spark drop? Give a set of their event
+# ids (`set()` if none). Careful: two of them are older than the watermark.
+
+# %%
+WATERMARK = late_watermark
+ARRIVALS = {"g": "2026-03-14T19:22:00.000Z", "h": "2026-03-14T19:19:59.000Z", "i": "2026-03-14T19:23:30.000Z"}
+WATERMARK
+
+# %% tags=["solution"]
+import datetime as dt
+
+
+def window_end_of(t):
+    t = dt.datetime.fromisoformat(t.replace("Z", "+00:00"))
+    return t.replace(minute=t.minute - t.minute % 10, second=0) + dt.timedelta(minutes=10)
+
+
+late_answer = {i for i, t in ARRIVALS.items()
+               if window_end_of(t) <= dt.datetime.fromisoformat(WATERMARK.replace("Z", "+00:00"))}
+
+# %%
+lab15.check_late_events(late_answer, ARRIVALS, WATERMARK, 10)
+
+# %% [markdown]
+# Now let Spark answer. The three clicks go in, and a fourth at 19:40 moves the watermark on to 19:38, so the
+# window 19:20 closes and is written:
+
+# %%
+send_clicks([(i, t[11:19]) for i, t in ARRIVALS.items()] + [("j", "19:40:00")])
+third_run = late_windows_run()
+display(pd.DataFrame(lab15.watermark_table(third_run)).set_index("batch"))
+late_producer.close()
+[(w, n) for _, w, n in written]
+
+# %% [markdown]
 # ## 6 · A pipeline that survives a broker failure and a restart
 #
 # The last query is a small pipeline: it reads every click and appends `(event_id, partition, offset)` to
@@ -400,7 +514,7 @@ lab15.await_query(q, FIRST_PART, timeout_s=180, description="pipeline, first run
 print("rows written:", spark.read.parquet(str(OUT)).count())
 
 # %% [markdown]
-# ### Exercise 3 · Where does the restarted query start?
+# ### Exercise 4 · Where does the restarted query start?
 #
 # The query is about to be started again on the same checkpoint. Its `startingOffsets` still says `earliest`.
 # Which offsets will its first new micro-batch start from? Give `{partition: offset}`. (The checkpoint is at
@@ -479,7 +593,8 @@ print("ISR of partition 0:", sorted(cluster.partition_state(lab15.TOPIC, 0)["isr
 # * `maxOffsetsPerTrigger` shares a cap across partitions by backlog, and `trigger(availableNow=True)`
 #   drains what exists in capped batches and stops.
 # * Event-time windows and a watermark turn an unordered stream into final results, at the price of dropping
-#   events that arrive after their window closed.
+#   events that arrive after their window closed. Spark counts them (`numRowsDroppedByWatermark`), and a row
+#   behind the watermark whose window is still open is kept.
 # * Exactly-once results come from three parts working together: replicated acknowledged writes in Kafka,
 #   idempotent producers, and a sink that commits its output together with the offsets it read.
 #

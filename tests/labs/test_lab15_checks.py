@@ -96,3 +96,34 @@ def test_await_query_gives_up_at_its_timeout_and_still_stops_the_query():
     q = FakeQuery([10], ends=False)
     assert lab15.await_query(q, 1000, timeout_s=0.2, poll_s=0.01) is False
     assert q.stopped
+
+
+def test_dropped_by_watermark_compares_the_window_end_not_the_event_time():
+    # watermark 19:23, 10-minute windows: 19:10-19:20 has closed, 19:20-19:30 is open
+    times = ["2026-03-14T19:22:00.000Z", "2026-03-14T19:19:59.000Z", "2026-03-14T19:20:00.000Z",
+             "2026-03-14T19:05:00.000Z"]
+    assert lab15.dropped_by_watermark(times, "2026-03-14T19:23:00.000Z", 10) == [times[1], times[3]]
+    # a window ending exactly at the watermark is closed
+    assert lab15.dropped_by_watermark(["2026-03-14T19:15:00.000Z"], "2026-03-14T19:20:00.000Z", 10) == [
+        "2026-03-14T19:15:00.000Z"]
+
+
+def test_check_late_events_wants_the_closed_windows_only():
+    arrivals = {"x-1": "2026-03-14T19:22:00.000Z", "x-2": "2026-03-14T19:19:59.000Z",
+                "x-3": "2026-03-14T19:23:30.000Z"}
+    mark = "2026-03-14T19:23:00.000Z"
+    assert lab15.check_late_events({"x-2"}, arrivals, mark, 10).passed
+    assert lab15.check_late_events(..., arrivals, mark, 10).status == "todo"
+    behind = lab15.check_late_events({"x-1", "x-2"}, arrivals, mark, 10)
+    assert not behind.passed and "window" in behind.hint
+    assert not lab15.check_late_events(set(), arrivals, mark, 10).passed
+    assert not lab15.check_late_events("x-2", arrivals, mark, 10).passed
+
+
+def test_click_value_and_the_watermark_table():
+    value = json.loads(lab15.click_value("late-1", "19:05:00"))
+    assert value["event_time"] == "2026-03-14T19:05:00.000Z" and value["event_type"] == "page_view"
+    progress = [{"batchId": 2, "numInputRows": 2, "eventTime": {"watermark": "2026-03-14T19:23:00.000Z"},
+                 "stateOperators": [{"numRowsDroppedByWatermark": 1}]}]
+    assert lab15.watermark_table(progress) == [{"batch": 2, "rows read": 2, "watermark": "19:23:00",
+                                                "dropped by watermark": 1}]

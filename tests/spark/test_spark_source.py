@@ -303,3 +303,41 @@ def test_a_broker_killed_mid_query_loses_nothing(spark, tmp_path):
         again = Run(spark, boot, tmp_path / "cp", subscribe=topic,
                     maxOffsetsPerTrigger=20).start().wait(180)
         assert sorted(int(r["value"]) for r in again.rows) == list(range(n, n + 30))
+
+
+# -- event time (lab 15) -----------------------------------------------------------------------------------------
+def test_the_watermark_drops_rows_of_closed_windows_only_as_lab15_predicts(spark, cluster, tmp_path):
+    from pyspark.sql import functions as F
+
+    from kafkalab.labs import lab15
+    topic = new_topic(cluster, partitions=1)
+    windows: list = []
+
+    def run():
+        src = (spark.readStream.format("kafkalab").option("kafka.bootstrap.servers", cluster.bootstrap_servers)
+               .option("subscribe", topic).option("startingOffsets", "earliest").load())
+        counts = (src.select(F.from_json(F.col("value").cast("string"), lab15.EVENT_SCHEMA).alias("e")).select("e.*")
+                  .withWatermark("event_time", "2 minutes")
+                  .groupBy(F.window("event_time", "10 minutes").alias("w")).agg(F.count("*").alias("n"))
+                  .select(F.date_format("w.start", "HH:mm").alias("window"), "n"))
+        q = (counts.writeStream.outputMode("append")
+             .foreachBatch(lambda df, _: windows.extend((r["window"], r["n"]) for r in df.collect()))
+             .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
+        try:
+            assert q.awaitTermination(120), "the availableNow query did not finish"
+            return lab15.watermark_table(q.recentProgress)
+        finally:
+            q.stop()
+
+    produce(cluster.bootstrap_servers, topic, [lab15.click_value(i, t) for i, t in
+                                               [("a", "19:00:30"), ("b", "19:07:00"), ("c", "19:25:00")]])
+    assert run()[-1]["watermark"] == "19:23:00"
+    assert windows == [("19:00", 2)]
+    # behind the watermark: 19:05 (window ended 19:10) and 19:22 (window 19:20-19:30 still open)
+    late = {"late": "2026-03-14T19:05:00.000Z", "kept": "2026-03-14T19:22:00.000Z"}
+    assert lab15.dropped_by_watermark(list(late.values()), "2026-03-14T19:23:00.000Z", 10) == [late["late"]]
+    produce(cluster.bootstrap_servers, topic, [lab15.click_value(i, t[11:19]) for i, t in late.items()]
+            + [lab15.click_value("d", "19:40:00")])
+    second = run()
+    assert (second[0]["rows read"], second[0]["dropped by watermark"]) == (3, 1)
+    assert windows == [("19:00", 2), ("19:20", 2)]        # 19:00 unchanged; 19:20 holds 19:22 and 19:25
