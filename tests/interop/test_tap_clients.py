@@ -178,12 +178,14 @@ def test_tshark_decodes_the_pcap(cluster, tap, topic, tmp_path):
     kafka_python_produce(tap.bootstrap_servers, topic, records, api_version=(2, 0, 0))
     kafka_python_consume(tap.bootstrap_servers, topic, [0, 1, 2], len(records), api_version=(2, 0, 0))
     path = tmp_path / "tap.pcap"
-    tap.write_pcap(path)
+    frames = list(tap.frames)    # one snapshot: a closing client may still add a frame after the file is written
+    write_pcap(path, frames, list(tap.connections), list(tap.events), tap.started_at)
     rows = _tshark(path, [p for _, p in tap.broker_ports.values()])
     assert rows and not [r for r in rows if r[1] or r[3]], rows[:5]
     seen = sorted(int(cid) for r in rows for cid in r[0].split(",") if cid)
-    assert seen == sorted(f.correlation_id for f in tap.frames)
-    assert [f.frame for f in read_pcap(path)] == [f.forwarded or f.frame for f in tap.frames]
+    assert seen == sorted(f.correlation_id for f in frames)
+    in_time_order = sorted(frames, key=lambda f: (f.time, f.index))      # the order write_pcap lays them out
+    assert [f.frame for f in read_pcap(path)] == [f.forwarded or f.frame for f in in_time_order]
 
 
 def test_tshark_frames_the_pcap_of_a_recent_client(cluster, tap, topic, tmp_path):
