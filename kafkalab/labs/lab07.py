@@ -13,6 +13,8 @@ holds what it needs:
   caps (``max_bytes``, ``partition_max_bytes``), and what each partition got back; :func:`fetch_request_fields`
   -- where those caps and partitions sit in the request's frame;
 * :func:`raw_produce` -- one Produce request with any ``acks`` (a producer refuses ``acks=2`` before sending);
+* :func:`log_ends_svg` -- each replica's log as a row of offsets, shaded below the leader's high watermark, one
+  panel per moment (section 6's lagging follower);
 * :func:`wheel_html` -- the timer's wheels as a grid, one row per level, one cell per bucket (slot range and
   task count), the current slot marked;
 * :func:`fetch_case` -- which of Kafka's ``DelayedFetch`` cases (F, G) completes a parked fetch, or none;
@@ -30,9 +32,10 @@ import time
 from typing import Any, Optional
 
 from kafkalab.labs import CheckResult, check, is_unanswered
+from kafkalab.viz.textfit import SVG_FONT_FAMILY, text_width
 
 __all__ = ["raw_fetch", "fetch_partitions", "fetch_request_fields", "raw_produce", "fetch_case", "high_watermark",
-           "batches_returned", "check_high_watermarks", "check_batches_returned", "wheel_html",
+           "batches_returned", "check_high_watermarks", "check_batches_returned", "log_ends_svg", "wheel_html",
            "bucket_for", "idle_fetches", "check_bucket", "check_idle_fetches", "check_fetch_case"]
 
 
@@ -280,6 +283,51 @@ def fetch_request_fields(topic: str, offsets: dict, *, max_bytes: int, partition
     rows = [{"field": r.path, "bytes": f"{r.start}-{r.end - 1}", "value": r.value}
             for r in annotate_request(frame).rows if r.path.rsplit(".", 1)[-1] in wanted]
     return pd.DataFrame(rows).set_index("field")
+
+
+# -- section 6's picture ---------------------------------------------------------------------------------------------------
+def log_ends_svg(steps, *, title: str = "") -> str:
+    """``steps = [(label, {broker: {"role", "in ISR", "log end offset", "high watermark"}}), ...]`` (a
+    ``log_ends()`` table as ``to_dict("index")``) as an SVG: per step one row of offsets per replica, dark below
+    the leader's high watermark (what a consumer may read), pale above it (written, not committed), and the HW as
+    a line across the replicas."""
+    e = html.escape
+    size, cell, row_h, gap = 12, 24, 26, 18
+    names = {b: f"broker {b} · {r['role']}" + ("" if r["in ISR"] else " (out of ISR)")
+             for _, rows in steps for b, r in rows.items()}
+    left = 10 + max(text_width(n, size) for n in names.values()) + 12
+    top_leo = max(int(r["log end offset"]) for _, rows in steps for r in rows.values())
+    width = left + top_leo * cell + 12 + text_width(f"LEO {top_leo}", size) + 10
+    legend = ("dark: below the high watermark, a consumer reads it · pale: written, not yet committed")
+    width = max(width, 10 + text_width(legend, size) + 10, 10 + text_width(title, 14, bold=True) + 10)
+    parts, y = [], 10
+    if title:
+        parts.append(f'<text x="10" y="{y + 14}" font-size="14" font-weight="bold">{e(title)}</text>')
+        y += 24
+    for label, rows in steps:
+        hw = next(int(r["high watermark"]) for r in rows.values() if r["role"] == "leader")
+        parts.append(f'<text x="10" y="{y + 14}" font-weight="bold">{e(label)}</text>')
+        line_x, line_top = left + hw * cell, y + 22
+        parts.append(f'<text x="{line_x + 4}" y="{y + 34}" fill="#c92a2a">high watermark {hw}</text>')
+        y += 42
+        for b, r in sorted(rows.items()):
+            leo = int(r["log end offset"])
+            parts.append(f'<text x="10" y="{y + 17}">{e(names[b])}</text>')
+            for offset in range(leo):
+                committed = offset < hw
+                parts.append(f'<rect x="{left + offset * cell}" y="{y}" width="{cell - 2}" height="{row_h - 4}" '
+                             f'fill="{"#1c7ed6" if committed else "#d0ebff"}" stroke="#1c7ed6"/>'
+                             f'<text x="{left + offset * cell + (cell - 2) / 2}" y="{y + 16}" text-anchor="middle" '
+                             f'fill="{"#fff" if committed else "#1c7ed6"}">{offset}</text>')
+            parts.append(f'<text x="{left + leo * cell + 8}" y="{y + 17}" fill="#495057">LEO {leo}</text>')
+            y += row_h
+        parts.append(f'<line x1="{line_x - 1}" y1="{line_top}" x2="{line_x - 1}" y2="{y}" stroke="#c92a2a" '
+                     f'stroke-width="2" stroke-dasharray="4 3"/>')
+        y += gap
+    parts.append(f'<text x="10" y="{y + 4}" fill="#666">{e(legend)}</text>')
+    height = y + 14
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{int(width + 0.999)}" height="{height}" '
+            f'font-family="{SVG_FONT_FAMILY}" font-size="{size}">' + "".join(parts) + "</svg>")
 
 
 # -- the rules behind sections 5 and 6 ----------------------------------------------------------------------------------

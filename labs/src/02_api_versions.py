@@ -359,8 +359,11 @@ def exchange_diagram(client, count=3):
     return diagram
 
 
-HTML('<div style="display:flex;flex-wrap:wrap;gap:18px">'
-     + exchange_diagram("kafka-python")._repr_html_() + exchange_diagram("confluent-kafka")._repr_html_() + "</div>")
+# %% tags=["figure:kafka_python_fallback"]
+exchange_diagram("kafka-python")
+
+# %% tags=["figure:librdkafka_fallback"]
+exchange_diagram("confluent-kafka")
 
 # %% [markdown]
 # ## 5 · Why clients step down

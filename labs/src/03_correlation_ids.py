@@ -115,7 +115,7 @@ pd.DataFrame([{"connection": c.number, "broker": c.broker,
 # (librdkafka sometimes repeats its first Metadata request; the table names each API once and counts only
 # the Produce requests.)
 
-# %%
+# %% tags=["figure:connections"]
 lab03.connections_diagram(connections, "confluent-kafka producer", brokers=range(3), leaders=leaders)
 
 # %% [markdown]
@@ -259,7 +259,7 @@ pd.DataFrame([{"request": f"{r.client_id[-1]} · {names[(r.client_id[-1], r.corr
 #
 # The same story as a sequence diagram. The grey bars show what the broker is busy with on each connection:
 
-# %%
+# %% tags=["figure:muted_connection"]
 seq = SequenceDiagram([("A", "connection A", "client_id conn-A"), ("broker", "broker 0", "one network thread, many connections"),
                        ("B", "connection B", "client_id conn-B")])
 colour = API_COLOURS
@@ -298,7 +298,7 @@ lab03.wait_for_connections(small, {0: 0})
 records = [r for r in small.broker(0).channel.request_log.records if r.client_id == CLIENT_ID]
 print(f"{len(records)} requests on {len({r.connection_id for r in records})} connections")
 
-# %%
+# %% tags=["figure:producer_conversation"]
 numbers = {}
 for r in records:
     numbers.setdefault(r.connection_id, len(numbers))
@@ -340,7 +340,7 @@ conversation
 #   is parked in a **purgatory** so that its I/O thread can move on; it completes later;
 # * the response goes back to the network thread, which writes it and unmutes the connection.
 
-# %%
+# %% tags=["figure:request_path"]
 lab03.request_path_diagram(num_io_threads=cluster.broker(0).config["num.io.threads"],
                            queued_max_requests=cluster.broker(0).config["queued.max.requests"])
 

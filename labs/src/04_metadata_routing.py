@@ -239,7 +239,7 @@ pd.DataFrame(lab04.routing_table(view, TOPIC)).set_index("partition")
 # the leader of their partition and sends *one* Produce per broker. Nothing is proxied: a broker that
 # receives a record for a partition it does not lead refuses it. The picture:
 
-# %%
+# %% tags=["figure:view_before"]
 lab04.cluster_diagram(view, TOPIC, title="The producer's view: before")
 
 # %% [markdown]
@@ -337,7 +337,7 @@ pd.DataFrame(lab04.trace_rows(producer.trace.events)).set_index("step")
 #    (ApiVersions first, as always) and retries the batch (`retries`, bounded by `delivery.timeout.ms`). The
 #    application saw none of this, only a successful send.
 
-# %%
+# %% tags=["figure:view_after"]
 lab04.cluster_diagram(producer.metadata, TOPIC, title="The producer's view: after")
 
 # %% [markdown]

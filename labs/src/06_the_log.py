@@ -171,7 +171,7 @@ pd.DataFrame([{"segment": s.name, "bytes": s.log_bytes, "batches": len(s.batches
 # The picture: one bar per segment, one block per batch (its base offset on it), and under each bar the
 # entries of that segment's offset index, `offset→position`, with an arrow to the byte they point at.
 
-# %%
+# %% tags=["figure:segments"]
 lab06.SegmentMap(segs, segment_bytes=1024, title=f"{PARTITION.name}: {len(segs)} segments")
 
 # %%
@@ -203,7 +203,7 @@ for n in range(len(raw) // 8):
 # %%
 pd.DataFrame(lab06.lookup_walk(PARTITION, 47)).set_index("step")
 
-# %%
+# %% tags=["figure:offset_lookup"]
 lab06.SegmentMap(segs, segment_bytes=1024, highlight=47, title="looking up offset 47")
 
 # %% [markdown]

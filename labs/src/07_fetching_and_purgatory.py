@@ -61,7 +61,7 @@ from kafkalab.common.time import MockTime
 from kafkalab.labs import evidence, lab07
 from kafkalab.protocol import ApiException, ErrorCode
 from kafkalab.purgatory import FunctionTask, SystemTimer, TopicPartitionOperationKey
-from kafkalab.viz import LiveRequestLog
+from kafkalab.viz import LiveRequestLog, SequenceDiagram
 
 broker_log = BrokerLog().install()          # the brokers' warnings: kept in a list, not on stderr
 loop_log = BrokerLog("asyncio").install()  # ... and those of the cluster's event loop (tasks of killed brokers)
@@ -207,7 +207,8 @@ cluster.wait_until(lambda: len(fetch_purgatory.watched_operations(key)) == 1, 5)
 parked = fetch_purgatory.watched_operations(key)[0]
 print("parked:", parked)
 time.sleep(0.3)
-print("produce:", produce("quiet", [b"wake up"], acks=1))
+woke_it = produce("quiet", [b"wake up"], acks=1)
+print("produce:", woke_it)
 fetcher.join()
 answer = box["answer"]
 print(f"answered with {answer['records']} record(s), high_watermark {answer['high_watermark']}, "
@@ -215,6 +216,23 @@ print(f"answered with {answer['records']} record(s), high_watermark {answer['hig
 evidence("The Fetch waited for data, not for its timeout", {
     "it waited at least 0.3 s (until the record came)": answer["took_s"] >= 0.3,
     "far less than max_wait_ms (under 5 s of the 10)": answer["took_s"] < 5})
+
+# %% [markdown]
+# The same, drawn: the Fetch waits in the purgatory until the Produce's append gives it `min_bytes`.
+
+# %% tags=["figure:parked_fetch"]
+fetch_story = SequenceDiagram([("consumer", "consumer", "replica_id -1, min_bytes 1"),
+                               ("broker", "broker 0", "leader of quiet-0"),
+                               ("producer", "producer", "acks=1")],
+                              title="A Fetch parked in the purgatory, woken by a Produce")
+asked = fetch_story.message("consumer", "broker", "Fetch quiet-0 @0 · max_wait_ms 10000", colour="#1c7ed6")
+fetch_story.note("parked: a DelayedFetch watching quiet-0")
+fetch_story.message("producer", "broker", "Produce quiet-0 · 1 record", colour="#2f9e44")
+fetch_story.message("broker", "producer", f"offset {woke_it[0]}", colour="#2f9e44", dashed=True)
+answered = fetch_story.message("broker", "consumer", f"{answer['records']} record, HW {answer['high_watermark']} "
+                               f"· case {parked.completed_by}", colour="#1c7ed6", dashed=True)
+fetch_story.span("broker", asked, answered, colour="#fff3bf")
+fetch_story
 
 # %% [markdown]
 # Case **G** of Kafka's `DelayedFetch`: the bytes available between the fetch offset and the end the consumer
@@ -444,6 +462,11 @@ lagging.wait_until(lambda: lagging.partition_state("slow", 0)["logs"][0]["high_w
 healed = log_ends()
 read_after_heal = consumer_read()
 healed
+
+# %% tags=["figure:lagging_follower"]
+HTML(lab07.log_ends_svg([("link 0–2 cut, then 3 records with acks=1", cut.to_dict("index")),
+                         ("link healed: broker 2 fetched and caught up", healed.to_dict("index"))],
+                        title="slow-0: the high watermark waits for the lagging in-sync follower"))
 
 # %%
 evidence("The high watermark waited for the lagging in-sync follower", {

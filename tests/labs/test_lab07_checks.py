@@ -147,3 +147,23 @@ def test_check_batches_returned():
     assert lab07.check_batches_returned({3: 0, 1: 1, 0: 1, 2: 0}, parts, 2000, 500).passed
     wrong = lab07.check_batches_returned({3: 0, 1: 0, 0: 1, 2: 1}, parts, 2000, 500)
     assert not wrong.passed and "KIP-74" in wrong.parts[1].note and "came off" in wrong.parts[3].note
+
+
+def _replicas(leos, hw, isr=(0, 1, 2)):
+    return {b: {"role": "leader" if b == 0 else "follower", "in ISR": b in isr, "log end offset": leo,
+                "high watermark": hw if b == 0 else "-"} for b, leo in enumerate(leos)}
+
+
+def test_log_ends_svg_shades_below_the_leaders_high_watermark_and_fits_its_text():
+    import re
+
+    from kafkalab.viz.textfit import check_svg
+    svg = lab07.log_ends_svg([("cut", _replicas([5, 5, 2], 2)), ("healed", _replicas([5, 5, 5], 5, isr=(0, 1)))],
+                             title="slow-0")
+    assert check_svg(svg) == []
+    assert svg.count('fill="#1c7ed6" stroke') == 2 * 3 + 5 * 3      # dark: offsets below the HW, per replica
+    assert svg.count('fill="#d0ebff" stroke') == 3 + 3               # pale: written above the HW (brokers 0 and 1)
+    assert re.findall(r">high watermark (\d+)<", svg) == ["2", "5"]
+    assert ">broker 2 · follower (out of ISR)<" in svg and svg.count(">LEO 5<") == 5
+    assert svg == lab07.log_ends_svg([("cut", _replicas([5, 5, 2], 2)), ("healed", _replicas([5, 5, 5], 5, (0, 1)))],
+                                     title="slow-0")
