@@ -53,7 +53,7 @@ def test_scram_inter_broker_once_the_admin_user_exists(mechanism):
     from kafkalab.clients import ScramCredentialInfo, UserScramCredentialUpsertion
 
     overrides = sasl_plaintext_overrides({"alice": "alice-secret"}, inter_broker_mechanism=mechanism)
-    with Cluster(brokers=1, overrides=overrides) as c:
+    with Cluster(brokers=1, overrides=overrides, wait_for_metadata=False) as c:   # the controller cannot log in yet
         with Admin(_client(c)) as admin:
             assert admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
                 "admin", ScramCredentialInfo(mechanism, 4096), "admin-secret")]) == {"admin": None}
