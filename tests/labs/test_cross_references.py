@@ -78,66 +78,84 @@ def title(lab: str) -> str:
 
 
 def _texts():
-    """(file, its own lab or None, text) for every place that refers to labs."""
+    """(file, its own lab or None, text, its first line's index) for every place that refers to labs."""
     for lab, path in LAB_SOURCES.items():
-        yield path, lab, path.read_text(encoding="utf-8")
+        yield path, lab, path.read_text(encoding="utf-8"), 0
     for lab, path in DECKS.items():
-        yield path, lab, path.read_text(encoding="utf-8")
+        yield path, lab, path.read_text(encoding="utf-8"), 0
     for path in sorted((ROOT / "kafkalab" / "labs").rglob("*.py")):
         m = re.search(r"lab(\d\d)", str(path.relative_to(ROOT / "kafkalab" / "labs")))
-        yield path, m.group(1) if m else None, path.read_text(encoding="utf-8")
+        yield path, m.group(1) if m else None, path.read_text(encoding="utf-8"), 0
     for path in (ROOT / "labs" / "README.md", ROOT / "slides" / "README.md"):
-        yield path, None, path.read_text(encoding="utf-8")
+        yield path, None, path.read_text(encoding="utf-8"), 0
     # docs/INSTRUCTOR.md: a row of the timings table belongs to its lab ("| 04 Metadata and routing | ... §7 ...")
-    for line in (ROOT / "docs" / "INSTRUCTOR.md").read_text(encoding="utf-8").splitlines():
+    for i, line in enumerate((ROOT / "docs" / "INSTRUCTOR.md").read_text(encoding="utf-8").splitlines()):
         m = re.match(r"\| (\d\d) ", line)
-        yield ROOT / "docs" / "INSTRUCTOR.md", m.group(1) if m else None, line
+        yield ROOT / "docs" / "INSTRUCTOR.md", m.group(1) if m else None, line, i
 
 
-def _where(path: Path, text: str, pos: int) -> str:
+def _where(path: Path, text: str, pos: int, first_line: int = 0) -> str:
     line = text.count("\n", 0, pos)
     name = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name
-    return f"{name}:{line + 1}: {text.splitlines()[line].strip()[:120] if text else ''}"
+    return f"{name}:{first_line + line + 1}: {text.splitlines()[line].strip()[:120] if text else ''}"
+
+
+def _labs_named(own, text):
+    for m in LAB_REF.finditer(text):
+        for n in sorted(numbers(m.group(1))):
+            if f"{n:02d}" not in LAB_SOURCES:
+                yield m.start(), f"there is no lab {n:02d}"
+
+
+def _explicit_section(m):
+    return (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
+
+
+def _sections_named(own, text):
+    explicit_spans = []
+    for m in EXPLICIT_SECTION.finditer(text):
+        lab, nums = _explicit_section(m)
+        explicit_spans.append(m.span())
+        for n in sorted(numbers(nums) - sections(lab)) if lab in LAB_SOURCES else ():
+            yield m.start(), f"lab {lab} has no section {n}"
+    if own not in LAB_SOURCES:
+        return
+    for m in BARE_SECTION.finditer(text):
+        if not any(a <= m.start() < b for a, b in explicit_spans):
+            for n in sorted(numbers(m.group(1)) - sections(own)):
+                yield m.start(), f"lab {own} has no section {n}"
+
+
+def _exercises_named(own, text):
+    for m in EXERCISE_OF_LAB.finditer(text):
+        for n in sorted(numbers(m.group(1)) - exercises(m.group(2))) if m.group(2) in LAB_SOURCES else ():
+            yield m.start(), f"lab {m.group(2)} has no exercise {n}"
+    for m in EXERCISE_REF.finditer(text) if own in LAB_SOURCES else ():
+        for n in sorted(numbers(m.group(1)) - exercises(own)):
+            yield m.start(), f"lab {own} has no exercise {n}"
+
+
+def _next_and_titles(own, text):
+    for m in NEXT_LAB.finditer(text) if own in LAB_SOURCES else ():
+        if int(m.group(1)) != int(own) + 1:
+            yield m.start(), f"the lab after {own} is {int(own) + 1:02d}"
+    for m in TITLED_LAB.finditer(text):
+        if m.group(1) in LAB_SOURCES and not _same_title(m.group(2), title(m.group(1))):
+            yield m.start(), f"lab {m.group(1)} is {title(m.group(1))!r}"
+
+
+def _concept_ids(own, text):
+    for m in CONCEPT.finditer(text):
+        if int(m.group(1)) not in CONCEPTS:
+            yield m.start(), "the course's concepts are C1-C45"
+
+
+CHECKS = (_labs_named, _sections_named, _exercises_named, _next_and_titles, _concept_ids)
 
 
 def _problems():
-    problems = []
-    for path, own, text in _texts():
-        for m in LAB_REF.finditer(text):
-            for n in numbers(m.group(1)):
-                if f"{n:02d}" not in LAB_SOURCES:
-                    problems.append(f"{_where(path, text, m.start())} -- there is no lab {n:02d}")
-        explicit_spans = []
-        for m in EXPLICIT_SECTION.finditer(text):
-            lab, nums = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
-            explicit_spans.append(m.span())
-            if lab not in LAB_SOURCES:
-                continue
-            for n in numbers(nums) - sections(lab):
-                problems.append(f"{_where(path, text, m.start())} -- lab {lab} has no section {n}")
-        for m in BARE_SECTION.finditer(text):
-            if own is None or own not in LAB_SOURCES or any(a <= m.start() < b for a, b in explicit_spans):
-                continue
-            for n in numbers(m.group(1)) - sections(own):
-                problems.append(f"{_where(path, text, m.start())} -- lab {own} has no section {n}")
-        for m in EXERCISE_OF_LAB.finditer(text):
-            if m.group(2) in LAB_SOURCES:
-                for n in numbers(m.group(1)) - exercises(m.group(2)):
-                    problems.append(f"{_where(path, text, m.start())} -- lab {m.group(2)} has no exercise {n}")
-        if own in LAB_SOURCES:
-            for m in EXERCISE_REF.finditer(text):
-                for n in numbers(m.group(1)) - exercises(own):
-                    problems.append(f"{_where(path, text, m.start())} -- lab {own} has no exercise {n}")
-            for m in NEXT_LAB.finditer(text):
-                if int(m.group(1)) != int(own) + 1:
-                    problems.append(f"{_where(path, text, m.start())} -- the lab after {own} is {int(own) + 1:02d}")
-        for m in TITLED_LAB.finditer(text):
-            if m.group(1) in LAB_SOURCES and not _same_title(m.group(2), title(m.group(1))):
-                problems.append(f"{_where(path, text, m.start())} -- lab {m.group(1)} is {title(m.group(1))!r}")
-        for m in CONCEPT.finditer(text):
-            if int(m.group(1)) not in CONCEPTS:
-                problems.append(f"{_where(path, text, m.start())} -- the course's concepts are C1-C45")
-    return problems
+    return [f"{_where(path, text, pos, first_line)} -- {problem}"
+            for path, own, text, first_line in _texts() for check in CHECKS for pos, problem in check(own, text)]
 
 
 def _same_title(named: str, actual: str) -> bool:
@@ -173,8 +191,7 @@ def test_a_singular_keyword_takes_one_number():
     ("section 4 of lab 01", ("01", {4})),
 ])
 def test_explicit_section_references_are_recognised(text, found):
-    m = EXPLICIT_SECTION.search(text)
-    lab, nums = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
+    lab, nums = _explicit_section(EXPLICIT_SECTION.search(text))
     assert (lab, numbers(nums)) == found
 
 
@@ -212,6 +229,20 @@ def test_every_notebook_labs_readme_names_exists():
     named = set(re.findall(r"`(\d\d_\w+)\.ipynb`", (ROOT / "labs" / "README.md").read_text(encoding="utf-8")))
     assert named == {p.stem for p in LAB_SOURCES.values()}
     assert all((ROOT / "labs" / f"{stem}.ipynb").exists() for stem in named)
+
+
+@pytest.mark.parametrize("lab", sorted(LAB_SOURCES))
+def test_the_section_column_of_where_this_lab_sits_names_the_labs_sections(lab):
+    """The "Where this lab sits" table says in which sections each concept is shown."""
+    source = LAB_SOURCES[lab].read_text(encoding="utf-8")
+    table = re.search(r"^# \| course concept \|.*\| section \|\n(?:# \|.*\n)+", source, re.M)
+    assert table, f"{LAB_SOURCES[lab].name} has no 'Where this lab sits' table with a section column"
+    wrong = {}
+    for row in table.group(0).splitlines()[2:]:
+        cell = row.rstrip(" |").rsplit("|", 1)[-1].strip()
+        if cell != "all" and numbers(cell) - sections(lab):
+            wrong[row[:60]] = sorted(numbers(cell) - sections(lab))
+    assert wrong == {}
 
 
 def test_the_two_readmes_give_each_lab_the_same_concepts():
