@@ -245,6 +245,18 @@ def test_the_section_column_of_where_this_lab_sits_names_the_labs_sections(lab):
     assert wrong == {}
 
 
+def test_the_instructors_timings_are_the_decks():
+    """docs/INSTRUCTOR.md's class time of a lab is the one its deck's notes give ("About 65 minutes with ...")."""
+    differ = {}
+    for line in (ROOT / "docs" / "INSTRUCTOR.md").read_text(encoding="utf-8").splitlines():
+        m = re.match(r"\| (\d\d) [^|]+\| ([^|]*\d+ min[^|]*)\|", line)
+        if m:
+            deck = re.search(r"(?:About|Budget: about) (\d+) minutes", DECKS[m.group(1)].read_text(encoding="utf-8"))
+            if not deck or int(deck.group(1)) not in {int(n) for n in re.findall(r"\d+", m.group(2))}:
+                differ[m.group(1)] = (m.group(2).strip(), deck and deck.group(0))
+    assert differ == {}
+
+
 def test_the_two_readmes_give_each_lab_the_same_concepts():
     labs = _readme_rows(ROOT / "labs" / "README.md")
     decks = _readme_rows(ROOT / "slides" / "README.md")
