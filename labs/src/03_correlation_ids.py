@@ -318,7 +318,7 @@ conversation
 #
 # * **Bootstrap** (connection 0): ApiVersions, then Metadata, which names the brokers and the partition leaders.
 # * **The leader** (connection 1, the same broker reached by its id): ApiVersions again (a new connection always
-#   starts with it), then InitProducerId (the idempotent producer gets its producer id, lab 11), a Metadata
+#   starts with it), then InitProducerId (the idempotent producer gets its producer id, lab 05 §7), a Metadata
 #   refresh for the topic, and one Produce per record.
 # * **Correlation ids count per connection**, from 1. They only have to be unique among the requests in flight
 #   on that connection.

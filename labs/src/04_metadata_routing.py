@@ -27,11 +27,11 @@
 #
 # | course concept | what you will see | section |
 # |---|---|---|
-# | **C6** the client bootstraps, asks any broker for metadata, refreshes it periodically | one address in, three brokers out; a refresh every `metadata.max.age.ms` on the wire | 1, 2, 5 |
-# | **C41** any broker answers; clients cache and refresh (`metadata.max.age.ms`) | the same answer from every broker; the producer's cache | 2, 4, 5 |
+# | **C6** the client bootstraps, asks any broker for metadata, refreshes it periodically | one address in, three brokers out; a refresh every `metadata.max.age.ms` on the wire | 1, 2, 6 |
+# | **C41** any broker answers; clients cache and refresh (`metadata.max.age.ms`) | the same answer from every broker; the producer's cache | 2, 5 |
 # | **C23** topics created by tools or automatically on a metadata request | `allow_auto_topic_creation`; `auto.create.topics.enable` | 3 |
 # | **C35** the admin client | CreateTopics, DescribeCluster, Describe/IncrementalAlterConfigs, CreatePartitions, DeleteRecords, ListGroups | 3, 4 |
-# | **C40** Produce must go to the leader, otherwise NOT_LEADER_OR_FOLLOWER | a stale cache after a failover | 5 |
+# | **C40** Produce must go to the leader, otherwise NOT_LEADER_OR_FOLLOWER | a stale cache after a failover | 7 |
 #
 # | what you look at | kafkalab module | Kafka source (apache/kafka) |
 # |---|---|---|

@@ -133,8 +133,9 @@ diff
 # Two fields differ, both in the first 21 bytes: the **base offset** (the producer sends 0, the leader writes
 # the offset it assigned: 3) and the **partition leader epoch** (the producer sends -1, the leader writes its
 # epoch: 0). Everything else — the CRC, the timestamps, the producer fields and every record byte — is what the
-# client sent. The CRC-32C covers the bytes from offset 21 on (lab 01), which is exactly why the broker may
-# patch those two fields without recomputing it, and why a consumer can still verify the batch:
+# client sent. The CRC-32C covers the bytes from offset 21 on, `attributes` onwards (lab 01 §6 took such a batch
+# apart), which is exactly why the broker may patch those two fields without recomputing it, and why a consumer
+# can still verify the batch:
 
 # %%
 print(repr(diff))

@@ -28,9 +28,11 @@
 # | course concept | what you will see | section |
 # |---|---|---|
 # | **C2** a client keeps one persistent connection per broker it needs | each client's connections, per broker, and what travelled on each | 2 |
-# | **C21** producers batch records per partition | records per batch and batches per request, client by client | 4 |
-# | **C36** a client is a state machine over many connections | the same job as five different request sequences | 2, 3 |
-# | **C45** clients and brokers agree on versions per API | the version matrix: five clients, five choices | 3 |
+# | **C5** each client takes, per API, the highest version both sides speak | the version matrix: five clients, five choices | 3 |
+# | **C45** dozens of request types besides Produce, Fetch and Metadata | the APIs each client used, and those only some needed | 3 |
+# | **C28** producers batch records per partition | records per batch and batches per request, client by client | 4 |
+# | **C36** client metrics: request rate, bytes in and out | each client's own metrics next to the tap's counts | 5 |
+# | **C21** the ecosystem: the Java client, librdkafka, frameworks, Streams, Connect | the client families, and what is built on them | 7 |
 #
 # | what you use | kafkalab module | what it mirrors |
 # |---|---|---|
@@ -332,11 +334,12 @@ lab14.check_predicted_requests(ex3_requests, ex3_partitions, ex3_leaders)
 # * A tap must rewrite broker addresses in Metadata, FindCoordinator and DescribeCluster, or a client leaves it
 #   after bootstrap; everything else passes byte for byte.
 # * One connection per broker a client needs — per client object: a producer, a consumer and an admin client
-#   each have their own; some consumers keep a separate one for the group coordinator (C2, C36).
+#   each have their own; some consumers keep a separate one for the group coordinator (C2).
 # * Five clients, one broker, five sets of versions: each takes the highest version both sides speak, from its
-#   own list (C45).
+#   own list (C5); and each needed its own set of the dozens of APIs (C45).
 # * One batch per partition everywhere; librdkafka sends a request per partition, the others a request per
-#   leader (C21).
-# * A client's own metrics count what went over the wire: compare them with a capture when in doubt.
+#   leader (C28).
+# * A client's own metrics count what went over the wire: compare them with a capture when in doubt (C36).
+# * The clients come in families, and Kafka Streams and Connect are built on the Java client (C21).
 # * Next: Kafka's command-line tools, `kafkalab topics`, `console-producer`, `consumer-groups`, run through the
 #   same tap show the same protocol from a shell.
