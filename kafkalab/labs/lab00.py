@@ -61,14 +61,14 @@ COURSE_MAP = [
     ("05_producing", "What happens between send() and the acknowledgement?", "C9, C25, C26, C28, C30, C39"),
     ("06_the_log", "What is on disk, and how do retention and compaction work?", "C18, C19, C24, C27, C31"),
     ("07_fetching_and_purgatory", "Why does a consumer not see a record at once, and how does it wait?",
-     "C39, C42-C44"),
+     "C9, C39, C42-C44"),
     ("08_replication", "How do followers copy the leader, and what does acks=all wait for?", "C22, C29, C42, C44"),
     ("09_controller", "Who decides the leaders, and how do brokers learn about it?", "C7, C11, C13, C15, C16"),
     ("10_consumer_groups", "How do consumers share partitions and remember where they are?", "C31-C33"),
     ("11_transactions", "How can a write to several partitions be all or nothing?", "C30, C33, C34"),
     ("12_security", "Who may connect, and what may they do?", "C10, C12-C14"),
     ("13_breaking_it", "Which settings lose acknowledged records when brokers fail?", "C29, C42, C44"),
-    ("14_real_clients", "What do real clients do differently?", "C2, C21, C45"),
+    ("14_real_clients", "What do real clients do differently?", "C2, C21, C36, C45"),
     ("15_spark_streaming", "What does a streaming pipeline on Kafka look like?", "C20, C31"),
 ]
 

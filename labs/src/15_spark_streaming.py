@@ -11,7 +11,7 @@
 # event-time windows and writes the results to files and back to Kafka. Then we attack it: a broker dies while
 # the job runs, and the job is stopped and restarted. It must not lose or double-count a single click.
 #
-# Spark reads Kafka the same way the consumers of labs 06 and 10 do: Fetch requests for offset ranges. But it
+# Spark reads Kafka the same way the consumers of labs 07 and 10 do: Fetch requests for offset ranges. But it
 # never joins a consumer group and never commits an offset to Kafka. It *assigns* itself every partition and
 # *seeks* to offsets it chose, and it keeps its progress in its own **checkpoint**. Knowing this is what lets
 # you reason about a streaming job when it misbehaves.

@@ -276,3 +276,12 @@ def test_the_lab_and_its_deck_name_the_concepts_the_readme_gives_it(lab):
     assert line, f"{DECKS[lab].name} has no 'Course concepts' line"
     in_deck = {int(c) for c in CONCEPT.findall(line.group(1))}
     assert (sorted(concepts - in_table), sorted(concepts - in_deck)) == ([], [])
+
+
+def test_lab_00s_course_map_gives_each_lab_the_concepts_labs_readme_gives_it():
+    from kafkalab.labs.lab00 import COURSE_MAP
+    readme = _readme_rows(ROOT / "labs" / "README.md")
+    course_map = {row[0][:2]: {n for part in row[2].split(",") for n in numbers(part.replace("C", ""))}
+                  for row in COURSE_MAP}
+    assert {lab: course_map[lab] for lab in readme if lab in course_map} == \
+        {lab: ids for lab, ids in readme.items() if lab in course_map}
