@@ -31,6 +31,7 @@ from typing import Callable, Mapping, Optional, Protocol
 from kafkalab.common.memory_pool import MemoryPool
 from kafkalab.network.endpoint import EndPoint
 from kafkalab.network.request_channel import ANONYMOUS
+from kafkalab.network.response_send import ResponseSendStats, SendCounters
 from kafkalab.protocol import FrameReader, InvalidReceiveError
 from kafkalab.security.sasl_server import SaslServerAuthenticator
 
@@ -48,6 +49,7 @@ class ChannelHost(Protocol):
     paused: bool
     authenticators: Mapping[str, Callable[[], SaslServerAuthenticator]]
     ssl_factories: Mapping
+    send_stats: ResponseSendStats
 
     def spawn_processor(self, ep: EndPoint, conn: "KafkaChannel") -> None: ...
 
@@ -83,6 +85,8 @@ class KafkaChannel(asyncio.BufferedProtocol):
         self.last_activity = monotonic()   # bytes received; the idle clock (connections.max.idle.ms) restarts
         self.principal: str = ANONYMOUS     # who the peer is: a client certificate's name, a SASL user
         self.tls = False                    # a TLS transport: never sendfile past it
+        #: this listener's count of bytes written from memory (``write``) and sent with sendfile
+        self.send_counters: SendCounters = server.send_stats.listener(ep.listener_name)
         factory = server.authenticators.get(ep.listener_name)
         self.authenticator: Optional[SaslServerAuthenticator] = factory() if factory is not None else None
         if self.authenticator is not None:   # frames before the login are capped by sasl.server.max.receive.size
@@ -218,6 +222,8 @@ class KafkaChannel(asyncio.BufferedProtocol):
         return self.transport.get_extra_info(name, default)
 
     def write(self, data) -> None:
+        """Bytes from the process's memory to the transport (counted as copied: ``send_counters``)."""
+        self.send_counters.copied(len(data))
         self.transport.write(data)
 
     async def drain(self) -> None:

@@ -21,6 +21,14 @@ Then the pieces go out in order:
   :data:`TLS_COPY_CHUNK` chunks and written through the transport, which encrypts it (Kafka's
   ``SslTransportLayer.transferFrom`` copies too).
 
+Counting the paths: every connection's writes are counted per listener (:class:`SendCounters`, gathered per
+broker by :class:`ResponseSendStats`, shown in ``broker.metrics()``): bytes and sends that went out with
+``sendfile`` (the process never held them), bytes and writes copied from the process's memory into the socket
+(or the TLS layer), and of the latter, the bytes of file regions that were read into the process instead of
+sent with ``sendfile`` (on TLS, every region). **Kafka has no such metric**: its
+``BytesOutPerSec`` counts a topic's record bytes whichever way they went; these counters are kafkalab's own, to
+make zero-copy visible.
+
 Worked example: a Fetch of three partitions answers 200 bytes of fields, a 1 MiB slice of
 ``00000000000000000000.log`` at position 4096, 300 bytes of fields, a 2 KiB slice of another log, 40 bytes. The
 pieces are [size, 200 B, FileRegion(1 MiB), 300 B, FileRegion(2 KiB), 40 B]: the first 200 bytes (plus the size)
@@ -38,8 +46,8 @@ import struct
 
 from kafkalab.protocol import RESPONSE_HEADER, codec, response_header_version, response_schema
 
-__all__ = ["FileRegion", "RecordsSlices", "SENDFILE_THRESHOLD", "TLS_COPY_CHUNK", "send_response",
-           "write_pieces", "send_file_region"]
+__all__ = ["FileRegion", "RecordsSlices", "ResponseSendStats", "SENDFILE_THRESHOLD", "SendCounters",
+           "TLS_COPY_CHUNK", "send_response", "write_pieces", "send_file_region"]
 
 #: Record data at least this large is written with sendfile; smaller pieces are copied (cheaper syscalls).
 SENDFILE_THRESHOLD = 64 * 1024
@@ -69,6 +77,62 @@ class FileRegion:
 
     def __repr__(self) -> str:
         return f"FileRegion({os.path.basename(str(self.path))}, position={self.position}, size={self.size})"
+
+
+class SendCounters:
+    """How one listener's responses left the process, per path (kafkalab's own counters: Kafka has none).
+
+    * ``sendfile_bytes`` / ``sendfile_sends``: log file bytes sent with ``sendfile`` -- page cache to socket, never
+      in the process -- and how many file regions went that way (one region may take several system calls);
+    * ``copied_bytes`` / ``copied_sends``: bytes written from the process's memory to the transport (every size
+      prefix, header and field; small log slices, which the Fetch handler reads as bytes; on TLS all record data,
+      which the TLS layer encrypts) and how many writes;
+    * ``file_bytes_copied``: of ``copied_bytes``, the bytes of file regions (large log slices) that the socket
+      server read into the process instead of sending them with ``sendfile``: on TLS, all of them.
+    """
+
+    __slots__ = ("sendfile_bytes", "sendfile_sends", "copied_bytes", "copied_sends", "file_bytes_copied")
+
+    def __init__(self):
+        self.sendfile_bytes = self.sendfile_sends = self.copied_bytes = self.copied_sends = 0
+        self.file_bytes_copied = 0
+
+    def copied(self, size: int) -> None:
+        self.copied_bytes += size
+        self.copied_sends += 1
+
+    def sent_with_sendfile(self, size: int) -> None:
+        self.sendfile_bytes += size
+        self.sendfile_sends += 1
+
+    def read_from_file(self, size: int) -> None:
+        self.file_bytes_copied += size
+
+    def as_metrics(self, tags: str = "") -> dict:
+        return {f"sendfile-bytes-total{tags}": self.sendfile_bytes, f"sendfile-sends-total{tags}": self.sendfile_sends,
+                f"copied-bytes-total{tags}": self.copied_bytes, f"copied-sends-total{tags}": self.copied_sends,
+                f"copied-file-bytes-total{tags}": self.file_bytes_copied}
+
+
+class ResponseSendStats:
+    """One broker's :class:`SendCounters`, one per listener. :meth:`metrics` gives the broker's totals
+    (``sendfile-bytes-total``, ``sendfile-sends-total``, ``copied-bytes-total``, ``copied-sends-total``,
+    ``copied-file-bytes-total``) and the same per listener (``sendfile-bytes-total,listener=PLAINTEXT``)."""
+
+    def __init__(self):
+        self.by_listener: dict[str, SendCounters] = {}
+
+    def listener(self, name: str) -> SendCounters:
+        return self.by_listener.setdefault(name, SendCounters())
+
+    def metrics(self) -> dict:
+        total = SendCounters()
+        out: dict = {}
+        for name, counters in sorted(self.by_listener.items()):
+            out.update(counters.as_metrics(f",listener={name}"))
+            for field in SendCounters.__slots__:
+                setattr(total, field, getattr(total, field) + getattr(counters, field))
+        return {**total.as_metrics(), **out}
 
 
 class RecordsSlices:
@@ -125,6 +189,7 @@ async def write_pieces(writer, pieces: list, sendfile) -> None:
                 await sendfile(writer, part)
             elif isinstance(part, FileRegion):
                 buffered.append(part.read())
+                writer.send_counters.read_from_file(part.size)
             else:
                 buffered.append(part)
     if buffered:
@@ -137,7 +202,11 @@ async def send_file_region(writer, region: FileRegion) -> None:
     written earlier can be overtaken) ``os.sendfile`` goes straight to the socket for as much as it takes;
     whatever it did not take goes through the event loop's ``sendfile``, which waits until the socket can take
     more. A response of a thousand partitions is a thousand of these: the direct call saves the loop's per-call
-    set-up (pausing reads, waiters) when the socket keeps up. On TLS: :func:`_copy_through_tls`."""
+    set-up (pausing reads, waiters) when the socket keeps up. On TLS: :func:`_copy_through_tls`.
+
+    The region counts in ``writer.send_counters`` as sent with sendfile: on a socket transport the loop's
+    ``sendfile`` calls ``os.sendfile`` too (its copying fallback is for transports that cannot, such as TLS,
+    which never get here)."""
     fd = os.open(region.path, os.O_RDONLY)
     try:
         position, remaining = region.position, region.size
@@ -151,6 +220,7 @@ async def send_file_region(writer, region: FileRegion) -> None:
         if remaining:
             with os.fdopen(fd, "rb", closefd=False) as f:
                 await asyncio.get_running_loop().sendfile(transport, f, position, remaining, fallback=True)
+        writer.send_counters.sent_with_sendfile(region.size)
     finally:
         os.close(fd)
 
@@ -163,6 +233,7 @@ async def _copy_through_tls(writer, fd: int, position: int, count: int) -> None:
         chunk = os.pread(fd, min(count, TLS_COPY_CHUNK), position)
         if not chunk:
             raise ConnectionAbortedError(f"log file ended {count} bytes early while sending a fetch response")
+        writer.send_counters.read_from_file(len(chunk))
         writer.write(chunk)
         position, count = position + len(chunk), count - len(chunk)
         await writer.drain()

@@ -28,7 +28,8 @@ per connection, reading from its :class:`~kafkalab.network.kafka_channel.KafkaCh
 4. writes the response (:mod:`kafkalab.network.response_send`). Record batches read from a log file go out with ``sendfile`` (zero-copy: the bytes
    go from the page cache to the socket without passing through Python) when they are large enough -- except
    on TLS connections, where the bytes must be encrypted on their way: there they are read and written
-   through the TLS layer in chunks, as Kafka's ``SslTransportLayer.transferFrom`` copies them.
+   through the TLS layer in chunks, as Kafka's ``SslTransportLayer.transferFrom`` copies them. What went which
+   way is counted per listener (``sendfile-bytes-total``, ``copied-bytes-total``, ... in :meth:`metrics`).
 
 Listeners whose security protocol is SSL or SASL_SSL get an ``ssl.SSLContext`` (one
 :class:`~kafkalab.security.ssl_factory.SslFactory` per listener, from its ``ssl.*`` settings): asyncio runs the
@@ -76,7 +77,7 @@ from kafkalab.network.endpoint import EndPoint
 from kafkalab.network.kafka_channel import KafkaChannel
 from kafkalab.network.request_channel import (CloseConnectionResponse, NetworkRequest, NoOpResponse,
                                               RequestChannel, RequestContext, SendResponse)
-from kafkalab.network.response_send import FileRegion, send_file_region, send_response
+from kafkalab.network.response_send import FileRegion, ResponseSendStats, send_file_region, send_response
 from kafkalab.protocol import (ApiKey, DecodeError, ErrorCode, InvalidReceiveError,
                                UnsupportedVersionError, api_name, decode_request, response_class)
 from kafkalab.security.sasl_server import Outcome, SaslServerAuthenticator
@@ -126,6 +127,8 @@ class SocketServer:
         self.failed_authentication_delay_ms = failed_authentication_delay_ms
         #: Kafka's selector/socket-server metrics of logins, by their names
         self.authentication_metrics: collections.Counter = collections.Counter()
+        #: bytes and sends per path (sendfile / copied) per listener: kafkalab's own counters, Kafka has none
+        self.send_stats = ResponseSendStats()
         missing = [ep.listener_name for ep in endpoints if ep.security_protocol.startswith("SASL_")
                    and ep.listener_name not in self.authenticators]
         if missing:  # never serve a SASL listener without authentication
@@ -234,12 +237,15 @@ class SocketServer:
 
     def metrics(self) -> dict:
         """Kafka's SocketServer gauges ``MemoryPoolAvailable`` and ``MemoryPoolUsed``, and ``connection-count``
-        per listener."""
+        per listener; and kafkalab's own counters of how responses left the process (Kafka has no metric for
+        this): ``sendfile-bytes-total``, ``sendfile-sends-total``, ``copied-bytes-total``, ``copied-sends-total``,
+        ``copied-file-bytes-total``, for the broker and per ``listener`` (:class:`ResponseSendStats`)."""
         pool = self.memory_pool
         result = {"MemoryPoolAvailable": pool.available_memory(),
                   "MemoryPoolUsed": pool.size() - pool.available_memory()}
         for name, count in self.connection_quotas.listener_counts.items():
             result[f"connection-count,listener={name}"] = count
+        result.update(self.send_stats.metrics())
         return result
 
     def spawn_processor(self, ep: EndPoint, conn: KafkaChannel) -> None:

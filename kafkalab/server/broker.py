@@ -380,7 +380,11 @@ class KafkaServer:
         ``IncrementalFetchSessionEvictionsPerSec`` (a count; ``kafka.server:type=FetchSessionCache``); the socket
         server's ``MemoryPoolAvailable``, ``MemoryPoolUsed``, ``connection-count,listener=<listener>``,
         ``successful-authentication-total``, ``failed-authentication-total``,
-        ``successful-reauthentication-total`` and ``expired-connections-killed-count``; the conversion meters
+        ``successful-reauthentication-total`` and ``expired-connections-killed-count``; kafkalab's own counters of
+        zero-copy (Kafka has no metric for it): ``sendfile-bytes-total``/``sendfile-sends-total`` (log bytes sent
+        with sendfile, never in the process), ``copied-bytes-total``/``copied-sends-total`` (written from memory)
+        and ``copied-file-bytes-total`` (log slices read into memory instead of sendfile'd: all of them on TLS), also
+        ``,listener=<listener>``; the conversion meters
         ``ProduceMessageConversionsPerSec`` and ``FetchMessageConversionsPerSec`` (counts, also ``,topic=<t>``)."""
         out = self.replica_manager.metrics() if self.replica_manager is not None else {}
         out.update(self.broker_topic_stats.metrics())

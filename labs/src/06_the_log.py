@@ -22,14 +22,15 @@
 # 6. re-read a partition from any offset, and find the offset for a point in time;
 # 7. explain retention by time and by size, compaction and tombstones, and crash recovery;
 # 8. say when recovery checks a segment and when a corrupted one is served as it is;
-# 9. read a v0/v1 message set byte by byte and say what a Kafka 3 broker does with one (and for old consumers).
+# 9. read a v0/v1 message set byte by byte and say what a Kafka 3 broker does with one (and for old consumers);
+# 10. show a Fetch's records going out with `sendfile` (zero-copy) in the clear, and copied through TLS.
 
 # %% [markdown]
 # ### Where this lab sits
 #
 # | course concept | what you will see | section |
 # |---|---|---|
-# | **C18** the broker stores records as received, without transforming them | client bytes vs `.log` bytes: only `base_offset` and `partition_leader_epoch` differ, the CRC still holds | 2 |
+# | **C18** the broker stores records as received, without transforming them, and serves them with zero-copy | client bytes vs `.log` bytes: only `base_offset` and `partition_leader_epoch` differ, the CRC still holds; one Fetch's bytes sent with `sendfile` vs copied through TLS | 2, 12 |
 # | **C24** a partition is an append-only array: append at the end, read from any offset | segments, offsets, the index lookup | 3-5 |
 # | **C19** records stay after being read; retention by time and size deletes old data | read twice from offset 10; `retention.ms`, `retention.bytes` with a mock clock | 6, 8 |
 # | **C31** (seek, timestamp → offset) | `assign` + `seek`, `offsets_for_times`, ListOffsets earliest / latest / max timestamp | 6 |
@@ -44,10 +45,12 @@
 # | recovery | `kafkalab/storage/log_loader.py` | `storage/.../internals/log/LogLoader.java` |
 # | the dump tool | `kafkalab/tools/dump_log.py` | `core/src/main/scala/kafka/tools/DumpLogSegments.scala` |
 # | message formats v0/v1, conversion | `kafkalab/records/legacy.py`, `conversion.py`, `storage/legacy_validator.py` | `clients/.../record/LegacyRecord.java`, `RecordsUtil.java`, `LogValidator.java` |
-# | reading the files, pictures, checks | `kafkalab/labs/lab06.py` | — |
+# | zero-copy: `sendfile`, and TLS copies | `kafkalab/network/response_send.py` | `FileRecords.writeTo`, `PlaintextTransportLayer` / `SslTransportLayer.transferFrom` |
+# | reading the files, pictures, checks | `kafkalab/labs/lab06/` (`files.py`, `zero_copy.py`) | — |
 
 # %%
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -541,7 +544,68 @@ evidence("The broker converts old formats both ways", {
 # Produce v0-2 and Fetch v0-3 altogether (KIP-896).
 
 # %% [markdown]
-# ## 12 · Exercises
+# ## 12 · Zero-copy: `sendfile`, and why TLS copies
+#
+# Section 2 showed that the broker keeps a batch as the client sent it. That is what lets it *serve* the batch
+# without looking at it: the answer to a Fetch is a few dozen bytes of fields around a slice of a `.log` file,
+# and the broker asks the kernel to send that slice from the page cache straight to the socket (`sendfile`; in
+# Kafka `FileRecords.writeTo` → `PlaintextTransportLayer.transferFrom` → Java's `FileChannel.transferTo`). The
+# bytes never enter the broker process: no read into a buffer, no copy back into the kernel. Over TLS that is
+# impossible: the bytes must be encrypted on their way, and encryption happens in the process, so Kafka's
+# `SslTransportLayer.transferFrom` reads the file in 32 KiB chunks and writes them through the TLS engine.
+# kafkalab does the same (in 256 KiB chunks).
+#
+# Kafka has no metric that tells the two paths apart. kafkalab's broker counts them per listener, in
+# `broker.metrics()`: `sendfile-bytes-total` and `sendfile-sends-total` (file slices sent with `sendfile`),
+# `copied-bytes-total` and `copied-sends-total` (bytes written from the process's memory) and, of those,
+# `copied-file-bytes-total` (log slices read into the process because they could not be sent with `sendfile`).
+#
+# A fresh broker with two listeners for clients, `PLAINTEXT` and `SSL` (its own connections use a third,
+# `REPLICATION`, so that nothing else is counted on the two we measure), gets 8 batches of random, incompressible
+# bytes, about 4 MiB. Then one Fetch on each listener reads the whole segment.
+
+# %%
+zc_dir = BASE / "zero-copy"
+zc_overrides, zc_ca_file = lab06.two_listener_overrides(zc_dir / "tls")
+zc_cluster = Cluster(brokers=1, log_dirs=str(zc_dir / "cluster"), overrides=zc_overrides).start()
+zc_cluster.create_topic("big-records", partitions=1)
+zc_broker = zc_cluster.broker(0)
+rnd = random.Random(6)
+big_batches = [build_batch([(b"photo-%d" % i, rnd.randbytes(512 * 1024), [], lab06.T0 + i)]) for i in range(8)]
+lab06.produce_batches(lab06.listener_address(zc_broker, "PLAINTEXT"), "big-records", big_batches)
+zc_segment = zc_dir / "cluster" / "broker-0" / "big-records-0" / "00000000000000000000.log"
+print(f"{zc_segment.name}: {zc_segment.stat().st_size:,} bytes")
+
+# %%
+clear = lab06.measure_fetch(zc_broker, "PLAINTEXT", "big-records")
+tls = lab06.measure_fetch(zc_broker, "SSL", "big-records", ca_file=zc_ca_file)
+zc_cluster.stop()
+pd.DataFrame([lab06.zero_copy_row(m) for m in (clear, tls)]).set_index("listener").T
+
+# %%
+evidence("One Fetch: zero-copy in the clear, every byte copied under TLS", {
+    "both answers carry the whole segment, byte for byte":
+        clear["records"] == tls["records"] == zc_segment.read_bytes(),
+    "PLAINTEXT: the records went out with sendfile, in one send":
+        clear["sendfile-bytes-total"] == clear["records bytes"] and clear["sendfile-sends-total"] == 1,
+    "PLAINTEXT: the broker copied only the size, header and fields (under 1 KiB)":
+        clear["copied-bytes-total"] == clear["response bytes"] - clear["records bytes"] < 1024,
+    "PLAINTEXT: not one byte of the log entered the broker process": clear["copied-file-bytes-total"] == 0,
+    "SSL: nothing went out with sendfile": tls["sendfile-bytes-total"] == 0 and tls["sendfile-sends-total"] == 0,
+    "SSL: the whole response was copied, the records read from the log first":
+        tls["copied-bytes-total"] == tls["response bytes"] and tls["copied-file-bytes-total"] == tls["records bytes"],
+})
+
+# %% [markdown]
+# The same 4 MiB answer costs the PLAINTEXT listener two small writes (the bytes before and after the records)
+# and one `sendfile`; on the SSL listener every byte is read from the file, copied, encrypted and written, in
+# chunks. That is why TLS costs a Kafka broker CPU beyond the encryption itself, and why a broker that serves
+# many consumers of the same data in the clear can move hundreds of megabytes per second while barely touching
+# them. Two other things stop zero-copy: down-conversion for old clients (section 11: the bytes are rebuilt in
+# memory), and, in kafkalab, slices under 64 KiB, for which one read is cheaper than a system call of their own.
+
+# %% [markdown]
+# ## 13 · Exercises
 #
 # Each exercise has a task, an answer cell and a check cell. Write your answer in the answer cell (replace the
 # `...`), run it, then run the check: ✓ means right; ✗ comes with a hint. The checks compute the right answer
@@ -723,7 +787,7 @@ cluster.stop()
 # clean-shutdown marker) and lets replication or recovery do the rest.
 
 # %% [markdown]
-# ## 13 · Recap
+# ## 14 · Recap
 #
 # * **A partition is a directory** `<log.dirs>/<topic>-<partition>` of segments; each segment is a `.log`, an
 #   `.index` and a `.timeindex`, named after its first offset (20 digits). Around them: `partition.metadata`
@@ -745,6 +809,9 @@ cluster.stop()
 # * **Message formats v0 and v1** (before 0.11): a message set, each message with its own offset, size and CRC-32;
 #   compression through a wrapper message. A Kafka 3 broker stores v2 only: it converts what Produce v0-2 send
 #   and what Fetch v0-3 receive, at a cost it counts (`*MessageConversionsPerSec`).
+# * **Zero-copy (C18).** In the clear a Fetch's log slice goes from the page cache to the socket with `sendfile`,
+#   never through the broker process; over TLS it is read and copied through the encryption (Kafka's
+#   `SslTransportLayer`), as the broker's `sendfile-bytes-total` / `copied-file-bytes-total` counters show.
 #
 # **Next:** lab 07, *Fetching, the high watermark and purgatory*: the bytes go the other way, from the `.log`
 # to the consumer.

@@ -66,3 +66,64 @@ def fetch_everything_frame() -> bytes:
                      Fetch.FetchPartition(partition=p, fetch_offset=0, partition_max_bytes=1 << 20)
                      for p in range(PARTITIONS))),), forgotten_topics_data=(), rack_id="")
     return request_frame(body, 12, correlation_id=9)
+
+
+# -- the counters of what went which way (kafkalab's own: Kafka has no metric for it) ----------------------------
+COUNTERS = ("sendfile-bytes-total", "sendfile-sends-total", "copied-bytes-total", "copied-sends-total",
+            "copied-file-bytes-total")
+
+
+def test_send_counters_show_a_large_slice_sent_with_sendfile_and_a_small_one_copied():
+    rnd = random.Random(11)
+    big = build_batch([(b"big", rnd.randbytes(300_000), [], 1_700_000_000_000)])      # far above the threshold
+    small = build_batch([(b"small", b"v" * 100, [], 1_700_000_000_000)])
+    with Cluster(brokers=1) as c:
+        c.create_topic("counted", 2)
+        broker = c.broker(0)
+        listener = broker.bound_endpoints[0].listener_name
+        with Conn(broker.bound_endpoints[0].port, timeout=20) as conn:
+            for p, batch in enumerate((big, small)):
+                answer = conn.call(Produce(transactional_id=None, acks=1, timeout_ms=5000, topic_data=(
+                    Produce.TopicProduceData(name="counted", partition_data=(
+                        Produce.PartitionProduceData(index=p, records=batch),)),)), 9)
+                assert answer.responses[0].partition_responses[0].error_code == 0
+            large_fetch = counted_fetch(broker, listener, conn, "counted", 0)
+            small_fetch = counted_fetch(broker, listener, conn, "counted", 1)
+        totals = broker.metrics()
+    records, response_size, delta = large_fetch
+    assert len(records) == len(big)                              # stored as sent (two fields patched)
+    assert delta["sendfile-bytes-total"] == len(big) and delta["sendfile-sends-total"] == 1
+    assert delta["copied-file-bytes-total"] == 0                # the records never entered the process
+    assert response_size - len(big) <= delta["copied-bytes-total"] < len(big)   # the header and fields only
+    records, response_size, delta = small_fetch
+    assert len(records) == len(small)
+    assert delta["sendfile-bytes-total"] == 0 and delta["sendfile-sends-total"] == 0
+    assert delta["copied-bytes-total"] >= response_size         # read by the handler, copied with the rest
+    for name in COUNTERS:                                       # the broker's total sums its listeners
+        assert totals[name] == sum(v for k, v in totals.items() if k.startswith(f"{name},listener="))
+    assert totals["sendfile-bytes-total"] >= len(big)
+
+
+def counted_fetch(broker, listener, conn, topic, partition):
+    """One Fetch on ``conn``; returns its records, the response size (prefix included) and what the listener's
+    counters added once the whole response is counted (a sendfile counts when done, maybe after the client
+    read the last byte)."""
+    def counters():
+        metrics = broker.metrics()
+        return {name: metrics.get(f"{name},listener={listener}", 0) for name in COUNTERS}
+    before = counters()
+    body = Fetch(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=8 << 20, isolation_level=0, session_id=0,
+                 session_epoch=-1, topics=(Fetch.FetchTopic(topic=topic, partitions=(Fetch.FetchPartition(
+                     partition=partition, fetch_offset=0, partition_max_bytes=1 << 20),)),),
+                 forgotten_topics_data=(), rack_id="")
+    conn.send(request_frame(body, 12, correlation_id=21))
+    frame = conn.recv_frame()
+    deadline = time.monotonic() + 5
+    while True:
+        delta = {name: value - before[name] for name, value in counters().items()}
+        if delta["sendfile-bytes-total"] + delta["copied-bytes-total"] >= 4 + len(frame) or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
+    partition_data = decode_response(frame, ApiKey.FETCH, 12).body.responses[0].partitions[0]
+    assert partition_data.error_code == 0
+    return bytes(partition_data.records), 4 + len(frame), delta

@@ -25,6 +25,7 @@ from ._pki import make_pki
 Metadata = request_class(ApiKey.METADATA)
 FindCoordinator = request_class(ApiKey.FIND_COORDINATOR)
 DescribeCluster = request_class(ApiKey.DESCRIBE_CLUSTER)
+Fetch = request_class(ApiKey.FETCH)
 
 
 @pytest.fixture(scope="module")
@@ -180,6 +181,48 @@ def test_large_records_are_copied_through_tls_never_sendfiled_past_it(cluster, p
             if len(got) >= len(values):
                 break
     assert got == values and direct
+
+
+def test_the_send_counters_show_tls_copied_everything_and_plaintext_used_sendfile(cluster, pki):
+    """One Fetch of the same large slice on each listener: over SSL no byte went by sendfile and every byte of
+    the slice was read into the process (``copied-file-bytes-total``); over PLAINTEXT the slice went by sendfile."""
+    value = bytes(range(256)) * 1200                        # 300 KiB: one slice above SENDFILE_THRESHOLD
+    cluster.create_topic("counted-over-ssl", 1)
+    tls = ssl_configs(cluster, pki)
+    with Producer({**tls, "linger.ms": 5}) as p:
+        p.send("counted-over-ssl", value, partition=0).result(15)
+    broker = cluster.broker(0)
+    fetch = Fetch(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=8 << 20, isolation_level=0, session_id=0,
+                  session_epoch=-1, topics=(Fetch.FetchTopic(topic="counted-over-ssl", partitions=(
+                      Fetch.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20),)),),
+                  forgotten_topics_data=(), rack_id="")
+    seen = {}
+    for listener in ("SSL", "PLAINTEXT"):
+        before = send_counters(broker, listener)
+        with connect(cluster, pki, listener) as sock:
+            records = call(sock, fetch, 12, ApiKey.FETCH).responses[0].partitions[0].records
+        deadline = time.monotonic() + 5
+        while True:     # a sendfile counts once done, maybe after the client read the last byte
+            delta = {k: v - before[k] for k, v in send_counters(broker, listener).items()}
+            if delta["sendfile-bytes-total"] + delta["copied-file-bytes-total"] >= len(records) \
+                    or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
+        seen[listener] = (len(records), delta)
+    size, tls_delta = seen["SSL"]
+    assert size > 64 * 1024
+    assert tls_delta["sendfile-bytes-total"] == 0 and tls_delta["sendfile-sends-total"] == 0
+    assert tls_delta["copied-file-bytes-total"] == size and tls_delta["copied-bytes-total"] > size
+    size, clear_delta = seen["PLAINTEXT"]
+    assert clear_delta["sendfile-bytes-total"] == size and clear_delta["sendfile-sends-total"] == 1
+    assert clear_delta["copied-file-bytes-total"] == 0
+
+
+def send_counters(broker, listener: str) -> dict:
+    metrics = broker.metrics()
+    return {name: metrics.get(f"{name},listener={listener}", 0)
+            for name in ("sendfile-bytes-total", "sendfile-sends-total", "copied-bytes-total",
+                         "copied-file-bytes-total")}
 
 
 # -- start-up checks -----------------------------------------------------------------------------------------------
