@@ -13,7 +13,7 @@ This module keeps the notebook short and its stored outputs stable:
 * fixed settings (:data:`T0`, :data:`OVERRIDES`, :data:`ORDERS_ASSIGNMENT`, client ids) so that every run
   prints the same bytes;
 * :class:`PlacementPicture` -- which broker holds which replica, leaders and followers, read from the
-  controller's view (``Cluster.partition_state``); a killed broker is drawn crossed out (deterministic HTML);
+  controller's view (``Cluster.partition_state``); a killed broker is drawn crossed out (deterministic SVG);
 * :class:`OffsetStrip` -- one partition as an array of offsets, segments marked, the offsets retention deleted
   greyed out and the log start / end offsets labelled (deterministic SVG);
 * :func:`partition_logs`, :func:`segments`, :func:`produce_requests` -- small readers of broker state;
@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from kafkalab.labs import CheckResult, check_equal, check_parts, is_unanswered
+from kafkalab.viz.textfit import SVG_FONT_FAMILY, text_width, wrap_text
 
 __all__ = ["T0", "OVERRIDES", "ORDERS_ASSIGNMENT", "COURSE_MAP", "PlacementPicture", "OffsetStrip", "replicas_settled",
            "partition_logs", "segments", "produce_requests", "produce_requests_since", "course_map", "reread", "log_start_after_retention",
@@ -172,34 +173,57 @@ class PlacementPicture:
         return out
 
     def _repr_html_(self) -> str:
-        look = {"leader": ("#2b8a3e", "#ebfbee", "solid", "leader"),
-                "follower": ("#868e96", "#f8f9fa", "solid", "follower"),
-                "out of sync": ("#adb5bd", "#ffffff", "dashed", "not in ISR")}
-        cards = []
-        for b, replicas in self.roles().items():
-            dead = b in self.dead
-            head = f"broker {b}" + (" · controller" if b == self.controller and not dead else "") + \
-                (" · killed" if dead else "")
-            chips = []
-            for name, role in replicas:
-                colour, fill, line, word = look[role]
-                if dead:
-                    colour, fill, line, word = "#e03131", "#fff5f5", "dashed", "offline"
-                chips.append(f'<div style="border:1.5px {line} {colour};background:{fill};border-radius:5px;'
-                             f'padding:3px 8px;margin:4px 0;display:flex;justify-content:space-between;gap:10px">'
-                             f'<span style="font:12.5px {_MONO}">{_e(name)}</span>'
-                             f'<span style="font:12px {_SANS};color:{colour}">{_e(word)}</span></div>')
+        """The picture as one ``<svg>`` in a scrolling ``<div>``: the same drawing the lab's deck shows
+        (``figure:`` tags, scripts/export_figures.py)."""
+        return f'<div style="overflow-x:auto">{self.svg()}</div>'
+
+    def svg(self) -> str:
+        """Deterministic SVG text: a box per broker, a row per replica it stores, a key below."""
+        look = {"leader": ("#2b8a3e", "#ebfbee", "", "leader"),
+                "follower": ("#868e96", "#f8f9fa", "", "follower"),
+                "out of sync": ("#adb5bd", "#ffffff", ' stroke-dasharray="4 3"', "not in ISR")}
+        dead_look = ("#e03131", "#fff5f5", ' stroke-dasharray="4 3"', "offline")
+        roles = self.roles()
+        heads = {b: f"broker {b}" + (" · controller" if b == self.controller and b not in self.dead else "")
+                 + (" · killed" if b in self.dead else "") for b in roles}
+        name_w = max([text_width(n, 12.5, mono=True) for rs in roles.values() for n, _ in rs] + [0])
+        word_w = max(text_width(w[3], 12) for w in (*look.values(), dead_look))
+        card_w = max(190, name_w + word_w + 40, *(text_width(h, 13, bold=True) + 24 for h in heads.values()))
+        rows = max([len(rs) for rs in roles.values()] + [0])
+        margin, gap, chip_h, chip_gap = 8, 14, 22, 6
+        top = margin + (24 if self.title else 0)
+        card_h = 34 + rows * (chip_h + chip_gap) + 4
+        width = 2 * margin + len(roles) * card_w + max(len(roles) - 1, 0) * gap
+        key = wrap_text("Each box is a broker; each row a replica it stores. Leader: producers and consumers talk "
+                        "to this one; follower: copies the leader by fetching from it.", width - 2 * margin, 12)
+        height = top + card_h + 10 + len(key) * 16 + margin
+        out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+               f'font-family="{SVG_FONT_FAMILY}" fill="#212529">']
+        if self.title:
+            out.append(f'<text x="{margin}" y="{margin + 13}" font-size="13" font-weight="bold">{_e(self.title)}'
+                       f'</text>')
+        for i, (b, replicas) in enumerate(roles.items()):
+            x, dead = margin + i * (card_w + gap), b in self.dead
             border = "#e03131" if dead else "#495057"
-            cards.append(f'<div style="border:2px solid {border};border-radius:8px;padding:8px 10px;min-width:190px;'
-                         f'background:{"#fff5f5" if dead else "#ffffff"}">'
-                         f'<div style="font:bold 13px {_SANS};color:{border};margin-bottom:4px'
-                         f'{";text-decoration:line-through" if dead else ""}">{_e(head)}</div>{"".join(chips)}</div>')
-        title = f'<div style="font:bold 13px {_SANS};margin-bottom:6px">{_e(self.title)}</div>' if self.title else ""
-        key = (f'<div style="font:12px {_SANS};color:#495057;margin-top:6px">Each box is a broker; each row a '
-               f'replica it stores. <b style="color:#2b8a3e">leader</b>: producers and consumers talk to this one; '
-               f'follower: copies the leader by fetching from it.</div>')
-        return (f'<div style="color:#212529">{title}<div style="display:flex;gap:14px;flex-wrap:wrap">'
-                f'{"".join(cards)}</div>{key}</div>')
+            out.append(f'<rect x="{x}" y="{top}" width="{card_w}" height="{card_h}" rx="8" '
+                       f'fill="{"#fff5f5" if dead else "#ffffff"}" stroke="{border}" stroke-width="2"/>')
+            strike = ' text-decoration="line-through"' if dead else ""
+            out.append(f'<text x="{x + 10}" y="{top + 20}" font-size="13" font-weight="bold" fill="{border}"'
+                       f'{strike}>{_e(heads[b])}</text>')
+            for row, (name, role) in enumerate(replicas):
+                colour, fill, dash, word = dead_look if dead else look[role]
+                y = top + 30 + row * (chip_h + chip_gap)
+                out.append(f'<rect x="{x + 8}" y="{y}" width="{card_w - 16}" height="{chip_h}" rx="5" '
+                           f'fill="{fill}" stroke="{colour}" stroke-width="1.5"{dash}/>')
+                out.append(f'<text x="{x + 16}" y="{y + 15}" font-size="12.5" font-family="{_MONO}">{_e(name)}'
+                           f'</text>')
+                out.append(f'<text x="{x + card_w - 16}" y="{y + 15}" font-size="12" text-anchor="end" '
+                           f'fill="{colour}">{_e(word)}</text>')
+        for i, line in enumerate(key):
+            out.append(f'<text x="{margin}" y="{top + card_h + 22 + i * 16}" font-size="12" fill="#495057">'
+                       f'{_e(line)}</text>')
+        out.append("</svg>")
+        return "".join(out)
 
     def __repr__(self) -> str:
         return "\n".join(f"broker {b}: " + ", ".join(f"{n} {r}" for n, r in rs) for b, rs in self.roles().items())

@@ -38,7 +38,7 @@ from kafkalab.viz.textfit import SVG_FONT_FAMILY, text_width
 __all__ = ["EVENT_SCHEMA", "TOPIC", "load_events", "window_start", "window_totals", "plan_batches",
            "checkpoint_offsets", "batch_offsets_table", "check_batch_plan", "check_window_revenue",
            "check_restart_offsets", "batch_slices_svg", "LATE_TOPIC", "click_value", "window_end",
-           "dropped_by_watermark", "watermark_table", "check_late_events"]
+           "dropped_by_watermark", "watermark_table", "check_late_events", "late_event_svg"]
 
 TOPIC = "clicks"
 #: The small topic of section 4's late-event demonstration (kept apart so ``clicks`` stays the dataset).
@@ -322,3 +322,78 @@ def batch_slices_svg(batches: Sequence[Mapping], start: Optional[Mapping] = None
                    f'fill="{_COLOURS[i % len(_COLOURS)]}"/><text x="{lx + 14}" y="{legend_y + ly}">{name}</text>')
     out.append("</svg>")
     return "".join(out)
+
+
+def late_event_svg(first: Sequence[tuple[str, str]], second: Sequence[tuple[str, str]], watermark: str,
+                   written: Sequence[tuple[int, str, int]], minutes: int = 10, day: str = EVENT_DAY,
+                   width: int = 640) -> str:
+    """Section 4's late event on an event-time axis: the ``minutes``-minute windows (closed ones with what the
+    query wrote for them, ``written`` as ``(batch, "HH:MM", count)``), the watermark the second run started with
+    (``watermark``, Spark's ISO text), and the clicks of each run as ``(event_id, "HH:MM:SS")`` -- those of the
+    second run whose window had ended at the watermark (:func:`dropped_by_watermark`) in red. Deterministic SVG."""
+    def at(clock: str) -> str:
+        return f"{day}T{clock}.000Z"
+
+    times = [at(c) for _, c in (*first, *second)]
+    begin = _parse(at(window_start(min(times), minutes) + ":00"))
+    end = max(window_end(t, minutes) for t in times)
+    mark = _parse(watermark)
+    dropped = set(dropped_by_watermark([at(c) for _, c in second], watermark, minutes))
+    rows = (("first run", first, set()), ("second run", second, dropped))
+    size = 12
+    left = 8 + max(text_width(label, size, bold=True) for label, _, _ in rows) + 14
+    span = (end - begin).total_seconds() or 1.0
+    scale = (width - left - 24) / span
+
+    def x(t: _dt.datetime) -> float:
+        return left + (t - begin).total_seconds() * scale
+
+    counts = {w: n for _, w, n in written}
+    top, row_h = 40, 44
+    bottom = top + len(rows) * row_h
+    height = bottom + 66
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'font-family="{SVG_FONT_FAMILY}" font-size="{size}" fill="#212529">']
+    w = begin
+    while w < end:
+        w_end = w + _dt.timedelta(minutes=minutes)
+        closed = w_end <= mark
+        name = w.strftime("%H:%M")
+        state = f"written: {counts[name]}" if name in counts else ("closed" if closed else "open")
+        out.append(f'<rect x="{x(w):.1f}" y="{top - 36}" width="{x(w_end) - x(w):.1f}" height="{bottom - top + 36}" '
+                   f'fill="{"#f1f3f5" if closed else "#e7f5ff"}" stroke="#ffffff" stroke-width="2"/>')
+        middle = (x(w) + x(w_end)) / 2
+        out.append(f'<text x="{middle:.1f}" y="{top - 22}" text-anchor="middle" font-weight="bold">'
+                   f'{name}-{w_end.strftime("%H:%M")}</text>')
+        out.append(f'<text x="{middle:.1f}" y="{top - 8}" text-anchor="middle" '
+                   f'fill="{"#495057" if closed else "#1971c2"}">{_esc(state)}</text>')
+        out.append(f'<text x="{x(w):.1f}" y="{bottom + 14}" text-anchor="middle" fill="#495057">{name}</text>')
+        w = w_end
+    out.append(f'<text x="{x(end):.1f}" y="{bottom + 14}" text-anchor="end" fill="#495057">'
+               f'{end.strftime("%H:%M")}</text>')
+    for i, (label, clicks, red) in enumerate(rows):
+        y = top + i * row_h
+        out.append(f'<text x="8" y="{y + 30}" font-weight="bold">{label}</text>')
+        for event_id, clock in clicks:
+            t = at(clock)
+            gone = t in red
+            colour = "#e03131" if gone else "#2b8a3e"
+            cx = x(_parse(t))
+            out.append(f'<circle cx="{cx:.1f}" cy="{y + 26}" r="6" fill="{colour}"><title>{_esc(event_id)} at '
+                       f'{clock}</title></circle>')
+            tag = f"{event_id}: dropped" if gone else event_id
+            out.append(f'<text x="{cx:.1f}" y="{y + 14}" text-anchor="middle" fill="{colour}">{_esc(tag)}</text>')
+    mx = x(mark)
+    label = f"watermark {mark.strftime('%H:%M')}"
+    lx = min(max(mx, left + text_width(label, size) / 2), width - 4 - text_width(label, size) / 2)
+    out.append(f'<line x1="{mx:.1f}" y1="{top - 4}" x2="{mx:.1f}" y2="{bottom + 20}" stroke="#e8590c" '
+               f'stroke-width="2" stroke-dasharray="5 3"/>')
+    out.append(f'<text x="{lx:.1f}" y="{bottom + 34}" text-anchor="middle" fill="#e8590c">{label}</text>')
+    out.append(f'<text x="8" y="{bottom + 56}" fill="#495057">green: read and counted · red: dropped, its window '
+               f'had ended at the watermark</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _esc(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -222,7 +222,7 @@ pd.DataFrame([{"offset": r.offset, "key": r.key.decode(), "value": r.value.decod
 # log lines to its one partition, then run the retention check each broker runs every
 # `log.retention.check.interval.ms` (five minutes):
 
-# %%
+# %% tags=["figure:retention"]
 admin.create_topics([NewTopic("app-logs", replicas_assignments={0: [1, 2, 0]},
                               config={"segment.bytes": "300", "retention.bytes": "600"})])
 for i in range(30):
@@ -253,7 +253,7 @@ lab00.OffsetStrip([b for b, _ in before], start, end, title="app-logs-0 on its l
 # which copy the leader by fetching from it, as a consumer would. The replicas that are up to date are the
 # **in-sync replicas** (ISR). Leaders are spread over the brokers, so the work is too:
 
-# %%
+# %% tags=["figure:placement"]
 lab00.PlacementPicture.of(cluster, ["orders", "app-logs"], title="Where the partitions of orders and app-logs live")
 
 # %% [markdown]
@@ -291,7 +291,7 @@ dashboard.snapshot(sections=("brokers", "partitions"), topics=["orders", "app-lo
 controls = ClusterControls(cluster, topic="orders")
 display(dashboard, controls)
 
-# %%
+# %% tags=["figure:after_broker_death"]
 customers = ["alice", "bob", "carol", "dave"]
 counts = {}
 before = lab00.produce_requests(cluster)

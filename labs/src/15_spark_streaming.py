@@ -187,7 +187,7 @@ events = (raw.select("partition", "offset", F.col("key").cast("string").alias("k
 # stops. Before running it, plan it. The picture shows each partition's log cut into the batches that will read
 # it:
 
-# %%
+# %% tags=["figure:batch_slices"]
 END = {str(p): o for p, o in broker_end_offsets().items()}
 CAP = 3000
 plan = lab15.plan_batches({p: 0 for p in END}, END, CAP)
@@ -354,7 +354,8 @@ def late_windows_run():
     return run.recentProgress
 
 
-send_clicks([("a", "19:00:30"), ("b", "19:03:00"), ("c", "19:07:00"), ("d", "19:12:00"), ("e", "19:25:00")])
+on_time = [("a", "19:00:30"), ("b", "19:03:00"), ("c", "19:07:00"), ("d", "19:12:00"), ("e", "19:25:00")]
+send_clicks(on_time)
 first_run = late_windows_run()
 display(pd.DataFrame(lab15.watermark_table(first_run)).set_index("batch"))
 written
@@ -368,7 +369,8 @@ written
 # started again on its checkpoint, so it resumes with the watermark it stored, 19:23:
 
 # %%
-send_clicks([("late-1", "19:05:00"), ("f", "19:24:00")])
+later = [("late-1", "19:05:00"), ("f", "19:24:00")]
+send_clicks(later)
 second_run = late_windows_run()
 display(pd.DataFrame(lab15.watermark_table(second_run)).set_index("batch"))
 late_read = second_run[0]
@@ -386,7 +388,11 @@ evidence("A late event is dropped by the watermark", {
 # %% [markdown]
 # The record is safe in Kafka: the log keeps it, and any other reader sees it. Only this query's result ignores
 # it, because the window it belongs to was already written out in append mode and cannot change. The click at
-# 19:24 was kept: its window, 19:20-19:30, is still open.
+# 19:24 was kept: its window, 19:20-19:30, is still open. On the event-time axis, with the windows as Spark wrote
+# them and the watermark the second run started with:
+
+# %% tags=["figure:late_event"]
+SVG(lab15.late_event_svg(on_time, later, late_watermark, written))
 
 # %% [markdown]
 # ## 5 · Exercises 1 to 3

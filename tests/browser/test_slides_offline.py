@@ -27,9 +27,10 @@ LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:", "chrome:")   # chrome: the
 MARKDOWN_DECK = "01_the_wire"
 NOTEBOOK_DECK = "01_the_wire"
 #: the decks that show their lab's own diagrams (slides/img, exported by scripts/export_figures.py)
-FIGURE_DECKS = ("01_the_wire", "02_api_versions", "03_correlation_ids", "04_metadata_routing", "05_producing",
-                "06_the_log", "07_fetching_and_purgatory", "08_replication", "09_controller", "10_consumer_groups",
-                "11_transactions", "12_security", "13_breaking_it", "14_real_clients")
+FIGURE_DECKS = ("00_tour", "01_the_wire", "02_api_versions", "03_correlation_ids", "04_metadata_routing",
+                "05_producing", "06_the_log", "07_fetching_and_purgatory", "08_replication", "09_controller",
+                "10_consumer_groups", "11_transactions", "12_security", "13_breaking_it", "14_real_clients",
+                "15_spark_streaming")
 
 #: every picture of a deck (each slide's, shown or not) and whether the browser could draw it
 JS_PICTURES = """

@@ -1,6 +1,6 @@
 """The decks show the labs' own key diagrams: scripts/export_figures.py takes the stored output of every cell tagged
-``figure:<name>`` into slides/img/NN_<name>.svg|png; the committed files must be those outputs, and each deck of
-the labs below shows at least two of its lab's pictures. (They render offline: tests/browser/test_slides_offline.py.)
+``figure:<name>`` into slides/img/NN_<name>.svg|png; the committed files must be those outputs, and each deck
+(all sixteen) shows at least two of its lab's pictures. (They render offline: tests/browser/test_slides_offline.py.)
 """
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ export_figures = _script("export_figures")
 build_labs = _script("build_labs")
 build_slides = _script("build_slides")
 
-#: the decks that show their lab's diagrams (labs 00 and 15 are still to do)
-DECKS_WITH_FIGURES = ("01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12", "13", "14")
+#: the decks that show their lab's diagrams: every lab's
+DECKS_WITH_FIGURES = tuple(f"{n:02d}" for n in range(16))
 SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>'
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg==")
 

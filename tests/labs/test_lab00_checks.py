@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kafkalab.labs import lab00
+from kafkalab.viz.textfit import check_svg, svgs_in
 
 VALUES = ["a", "b", "c", "d", "e", "f", "g", "h"]
 SEGMENTS = [(0, 400), (12, 400), (25, 400), (37, 150)]
@@ -64,6 +65,19 @@ def test_placement_picture_marks_leaders_followers_and_the_dead():
     assert page == lab00.PlacementPicture(states, [0, 1, 2], dead=[0], controller=1, title="after")._repr_html_()
     assert "broker 0 · killed" in page and "broker 1 · controller" in page and page.count("offline") == 2
     assert "<script" not in page
+
+
+def test_placement_picture_is_one_svg_whose_labels_fit():
+    """The notebook's output is one <svg> (so scripts/export_figures.py can give it to deck 00), every label
+    inside its box."""
+    states = {("orders", p): {"leader": p, "isr": [p, (p + 1) % 3], "replicas": [p, (p + 1) % 3, (p + 2) % 3]}
+              for p in range(3)}
+    states[("a-topic-with-a-long-name", 0)] = {"leader": 1, "isr": [1], "replicas": [1, 2]}
+    page = lab00.PlacementPicture(states, [0, 1, 2], controller=0, title="before")._repr_html_()
+    assert len(svgs_in(page)) == 1
+    svg = svgs_in(page)[0]
+    assert check_svg(svg) == []
+    assert svg.count(">leader<") == 4 and svg.count(">not in ISR<") == 4 and "killed" not in svg
 
 
 def test_offset_strip_greys_what_retention_deleted():

@@ -3,6 +3,7 @@ import json
 from pathlib import Path
 
 from kafkalab.labs import lab15
+from kafkalab.viz.textfit import check_svg
 
 EVENTS = Path(__file__).resolve().parents[2] / "data" / "clickstream" / "events.jsonl"
 
@@ -53,6 +54,18 @@ def test_batch_slices_svg_is_deterministic_and_labels_every_partition():
     svg = lab15.batch_slices_svg(plan)
     assert svg == lab15.batch_slices_svg(plan) and svg.startswith("<svg")
     assert "partition 0" in svg and "partition 1" in svg and "batch 2" in svg
+
+
+def test_late_event_svg_marks_only_the_click_in_a_closed_window_as_dropped():
+    first = [("a", "19:00:30"), ("d", "19:12:00"), ("e", "19:25:00")]
+    second = [("late-1", "19:05:00"), ("g", "19:22:00"), ("f", "19:24:00")]
+    svg = lab15.late_event_svg(first, second, "2026-03-14T19:23:00.000Z", [(1, "19:00", 1), (1, "19:10", 1)])
+    assert svg == lab15.late_event_svg(first, second, "2026-03-14T19:23:00.000Z", [(1, "19:00", 1), (1, "19:10", 1)])
+    assert ">late-1: dropped<" in svg and svg.count(": dropped<") == 1      # 19:22 is behind 19:23, its window open
+    assert svg.count('fill="#e03131"><title>') == 1 and svg.count('fill="#2b8a3e"><title>') == 5
+    assert ">19:00-19:10<" in svg and svg.count(">written: 1<") == 2 and ">open<" in svg
+    assert ">watermark 19:23<" in svg
+    assert check_svg(svg) == []
 
 
 def test_the_dataset_loads_in_arrival_order():
