@@ -60,6 +60,31 @@ def open_server_sockets(host: str, port: int, backlog: int = 100) -> list[socket
     return sockets
 
 
+def _accept_one(loop: asyncio.AbstractEventLoop, listening: socket.socket) -> asyncio.Future:
+    """A future of the next ``(socket, address)`` accepted on ``listening`` (or the OSError accept raised).
+    Unlike ``loop.sock_accept`` it is a plain future, so a task cancelled while it holds a result can still
+    close that socket; the reader is removed as soon as the future is done or cancelled."""
+    fut = loop.create_future()
+    fd = listening.fileno()
+
+    def ready() -> None:
+        if fut.done():
+            return
+        try:
+            conn, address = listening.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as e:
+            fut.set_exception(e)
+            return
+        conn.setblocking(False)
+        fut.set_result((conn, address))
+
+    loop.add_reader(fd, ready)
+    fut.add_done_callback(lambda _f: loop.remove_reader(fd) if listening.fileno() >= 0 else None)
+    return fut
+
+
 class Acceptor:
     """Accepts connections for one listener, counts them in ``quotas`` and hands each to ``serve`` (which makes
     it a transport and returns its protocol, or raises)."""
@@ -86,8 +111,15 @@ class Acceptor:
         loop = asyncio.get_running_loop()
         listener = self.endpoint.listener_name
         while True:
+            accepted = _accept_one(loop, listening)
             try:
-                sock, peer = await loop.sock_accept(listening)
+                sock, peer = await accepted
+            except asyncio.CancelledError:
+                # Cancelled (the broker stops) just after the kernel handed over a connection: close it, or the
+                # client would wait on a socket nobody reads (asyncio's sock_accept loses it in this race).
+                if accepted.done() and not accepted.cancelled() and accepted.exception() is None:
+                    accepted.result()[0].close()
+                raise
             except (ConnectionAbortedError, BlockingIOError, InterruptedError):
                 continue
             except OSError as e:
@@ -121,9 +153,13 @@ class Acceptor:
             log.debug("%s: connection from %s on %s not served: %s", self.name, ip, self.endpoint.listener_name, e)
             self.quotas.dec(self.endpoint.listener_name, ip)
             sock.close()
+        except asyncio.CancelledError:   # the broker stops halfway: the client must see the close, not wait
+            self.quotas.dec(self.endpoint.listener_name, ip)
+            sock.close()
+            raise
 
     def close(self) -> None:
-        for task in self._tasks:
+        for task in [*self._tasks, *self._serving]:   # a connection still being set up is closed too
             task.cancel()
         try:
             loop = asyncio.get_running_loop()

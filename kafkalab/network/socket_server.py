@@ -288,6 +288,9 @@ class SocketServer:
             listener.close()
         for writer in list(self._connections.values()):
             writer.close()
+        for conn in list(self._protocols):   # accepted, its processor not started yet: close it all the same
+            if conn.transport is not None and not conn.transport.is_closing():
+                conn.transport.close()
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:
@@ -298,8 +301,8 @@ class SocketServer:
         self._closing = True
         for listener in self.listeners.values():
             listener.close()
-        for writer in list(self._connections.values()):
-            transport = writer.transport
+        for conn in {*self._connections.values(), *self._protocols}:
+            transport = conn.transport
             if transport is not None:
                 transport.abort()
         for task in list(self._tasks):
