@@ -33,3 +33,35 @@ def test_close_with_an_accept_pending_leaves_no_reader_registered():
 
     asyncio.run(scenario())
     assert errors == []
+
+
+def test_a_connection_accepted_as_the_acceptor_is_cancelled_is_closed_not_leaked(monkeypatch):
+    """The kernel hands over a connection, and before the acceptor's task runs again the broker stops (cancels it):
+    that socket must be closed -- left open, its client waits for an answer nobody will read."""
+    import socket
+
+    import kafkalab.network.acceptor as acceptor_module
+
+    pending = {}
+
+    def accept_one(loop, listening):
+        pending["future"] = loop.create_future()
+        return pending["future"]
+
+    monkeypatch.setattr(acceptor_module, "_accept_one", accept_one)
+
+    async def scenario():
+        server_side, client_side = socket.socketpair()
+        sockets = open_server_sockets("127.0.0.1", 0)
+        acceptor = Acceptor(EndPoint("PLAINTEXT", "127.0.0.1", 0, "PLAINTEXT"), sockets, quotas(), serve=None)
+        acceptor.start()
+        await asyncio.sleep(0.01)                       # the task waits on the accept future
+        pending["future"].set_result((server_side, ("127.0.0.1", 5555)))
+        acceptor.close()                                # in the same step: the task has not resumed yet
+        await acceptor.wait_closed()
+        assert server_side.fileno() == -1
+        client_side.settimeout(1)
+        assert client_side.recv(1) == b""               # the client sees the close at once
+        client_side.close()
+
+    asyncio.run(scenario())
