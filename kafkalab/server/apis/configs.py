@@ -56,7 +56,7 @@ from __future__ import annotations
 import collections
 import logging
 import re
-from typing import Optional
+from typing import Any, Optional
 
 from kafkalab.common.config import Dynamic, Type, to_string
 from kafkalab.protocol import ApiException, ApiKey, ErrorCode, response_class
@@ -237,30 +237,40 @@ def _describe_broker(broker, keys: Optional[set], synonyms: bool, documentation:
 
 # ---------------------------------------------------------------------------------------------- IncrementalAlterConfigs
 
-def _alter_error(request, code, message):
-    R = AlterResponse
-    return R(throttle_time_ms=0, responses=tuple(
-        R.AlterConfigsResourceResponse(error_code=code, error_message=message, resource_type=r.resource_type,
-                                       resource_name=r.resource_name) for r in request.body.resources))
+def _all_resources_failed(Response):
+    """The error response of IncrementalAlterConfigs or AlterConfigs: every resource with the same error."""
+    def error(request, code, message):
+        return Response(throttle_time_ms=0, responses=tuple(
+            Response.AlterConfigsResourceResponse(error_code=code, error_message=message,
+                                                  resource_type=r.resource_type, resource_name=r.resource_name)
+            for r in request.body.resources))
+    return error
 
 
-@handles(ApiKey.INCREMENTAL_ALTER_CONFIGS, versions=(0, 1), error_response=_alter_error)
-def handle_incremental_alter_configs(broker, request):
-    body = request.body
-    R = AlterResponse
-    seen = collections.Counter((r.resource_type, r.resource_name) for r in body.resources)
+def _per_resource(request, Response, alter) -> Any:
+    """Run ``alter(resource, duplicated)`` for each resource of an (Incremental)AlterConfigs request; each
+    resource gets its own error code, as Kafka answers them."""
+    resources = request.body.resources
+    seen = collections.Counter((r.resource_type, r.resource_name) for r in resources)
     responses = []
-    for res in body.resources:
+    for res in resources:
         try:
-            _authorize(broker, request, res.resource_type, res.resource_name, AclOperation.ALTER_CONFIGS)
-            _alter(broker, res, seen[(res.resource_type, res.resource_name)] > 1, body.validate_only)
+            alter(res, seen[(res.resource_type, res.resource_name)] > 1)
             code, message = ErrorCode.NONE, None
         except Exception as e:
             code, message = _failure(e)
-        responses.append(R.AlterConfigsResourceResponse(error_code=code, error_message=message,
-                                                        resource_type=res.resource_type,
-                                                        resource_name=res.resource_name))
-    return R(throttle_time_ms=0, responses=tuple(responses))
+        responses.append(Response.AlterConfigsResourceResponse(error_code=code, error_message=message,
+                                                               resource_type=res.resource_type,
+                                                               resource_name=res.resource_name))
+    return Response(throttle_time_ms=0, responses=tuple(responses))
+
+
+@handles(ApiKey.INCREMENTAL_ALTER_CONFIGS, versions=(0, 1), error_response=_all_resources_failed(AlterResponse))
+def handle_incremental_alter_configs(broker, request):
+    def alter(res, duplicated: bool) -> None:
+        _authorize(broker, request, res.resource_type, res.resource_name, AclOperation.ALTER_CONFIGS)
+        _alter(broker, res, duplicated, request.body.validate_only)
+    return _per_resource(request, AlterResponse, alter)
 
 
 def _alter(broker, res, duplicated: bool, validate_only: bool) -> None:
@@ -313,33 +323,15 @@ def _alter_broker(broker, name: str, changes: list) -> None:
 
 # ---------------------------------------------------------------------------------------------- AlterConfigs
 
-def _legacy_alter_error(request, code, message):
-    R = LegacyAlterResponse
-    return R(throttle_time_ms=0, responses=tuple(
-        R.AlterConfigsResourceResponse(error_code=code, error_message=message, resource_type=r.resource_type,
-                                       resource_name=r.resource_name) for r in request.body.resources))
-
-
-@handles(ApiKey.ALTER_CONFIGS, versions=(0, 2), error_response=_legacy_alter_error)
+@handles(ApiKey.ALTER_CONFIGS, versions=(0, 2), error_response=_all_resources_failed(LegacyAlterResponse))
 def handle_alter_configs(broker, request):
     """The deprecated AlterConfigs: per resource the preprocessing checks, then ALTER_CONFIGS, then the change."""
-    body = request.body
-    R = LegacyAlterResponse
-    seen = collections.Counter((r.resource_type, r.resource_name) for r in body.resources)
-    responses = []
-    for res in body.resources:
-        try:
-            _preprocess_legacy(broker, res, seen[(res.resource_type, res.resource_name)] > 1)
-            _authorize(broker, request, res.resource_type, res.resource_name, AclOperation.ALTER_CONFIGS)
-            if res.resource_type == TOPIC:
-                _replace_topic_configs(broker, res, body.validate_only)
-            code, message = ErrorCode.NONE, None
-        except Exception as e:
-            code, message = _failure(e)
-        responses.append(R.AlterConfigsResourceResponse(error_code=code, error_message=message,
-                                                        resource_type=res.resource_type,
-                                                        resource_name=res.resource_name))
-    return R(throttle_time_ms=0, responses=tuple(responses))
+    def alter(res, duplicated: bool) -> None:
+        _preprocess_legacy(broker, res, duplicated)
+        _authorize(broker, request, res.resource_type, res.resource_name, AclOperation.ALTER_CONFIGS)
+        if res.resource_type == TOPIC:
+            _replace_topic_configs(broker, res, request.body.validate_only)
+    return _per_resource(request, LegacyAlterResponse, alter)
 
 
 def _preprocess_legacy(broker, res, duplicated: bool) -> None:
