@@ -42,7 +42,7 @@ from typing import Sequence
 
 from kafkalab.protocol.errors import ApiException, ErrorCode
 
-__all__ = ["StorageError", "CorruptRecordError", "RecordTooLargeError", "RecordBatchTooLargeError",
+__all__ = ["raise_record_errors", "StorageError", "CorruptRecordError", "RecordTooLargeError", "RecordBatchTooLargeError",
            "InvalidRecordError", "InvalidTimestampError", "OffsetOutOfRangeError", "OutOfOrderSequenceError",
            "InvalidProducerEpochError", "InvalidTxnStateError", "TransactionCoordinatorFencedError", "KafkaStorageError", "InvalidConfigurationError",
            "InconsistentTopicIdError", "InconsistentClusterIdError", "InconsistentBrokerIdError",
@@ -169,3 +169,18 @@ class CorruptSnapshotError(StorageError):
     """A producer-state snapshot that does not parse or whose CRC does not match; the loader deletes it."""
 
     error_code = ErrorCode.KAFKA_STORAGE_ERROR
+
+
+def raise_record_errors(errors: list) -> None:
+    """``[(error class, RecordError), ...]`` found in one batch: raise them as one error, as Kafka's
+    ``LogValidator.processRecordErrors`` does (a timestamp error wins; else an invalid record error naming at most
+    the first three)."""
+    if not errors:
+        return
+    record_errors = [e for _, e in errors]
+    if any(kind is InvalidTimestampError for kind, _ in errors):
+        raise InvalidTimestampError("One or more records have been rejected due to invalid timestamp",
+                                    record_errors=record_errors)
+    raise InvalidRecordError(f"One or more records have been rejected due to {len(record_errors)} record errors in "
+                             f"total, and only showing the first three errors at most: {record_errors[:3]}",
+                             record_errors=record_errors)

@@ -39,7 +39,7 @@ from kafkalab.records import CompressionType, TimestampType, build_batch, scan_b
 from kafkalab.records.conversion import RecordValidationStats
 from kafkalab.records.legacy import (MAGIC_OFFSET, NO_TIMESTAMP, deep_records, magic_of, read_message_set)
 from kafkalab.storage.errors import (CorruptRecordError, InvalidRecordError, InvalidTimestampError,
-                                     OffsetsOutOfOrderError, RecordError, RecordTooLargeError)
+                                     OffsetsOutOfOrderError, RecordError, RecordTooLargeError, raise_record_errors)
 from kafkalab.storage.log_append_info import LogAppendInfo
 
 __all__ = ["is_legacy", "analyze_legacy_records", "convert_and_assign_offsets"]
@@ -116,18 +116,6 @@ def _record_errors(entry, records, topic_partition, config, now: int) -> list:
     return errors
 
 
-def _raise_record_errors(errors: list) -> None:
-    if not errors:
-        return
-    record_errors = [e for _, e in errors]
-    if any(kind is InvalidTimestampError for kind, _ in errors):
-        raise InvalidTimestampError("One or more records have been rejected due to invalid timestamp",
-                                    record_errors=record_errors)
-    raise InvalidRecordError(f"One or more records have been rejected due to {len(record_errors)} record errors in "
-                             f"total, and only showing the first three errors at most: {record_errors[:3]}",
-                             record_errors=record_errors)
-
-
 def convert_and_assign_offsets(buf, *, first_offset: int, topic_partition, config, now: int, leader_epoch: int,
                                source_compression: int, target_compression: int, compression_level=None):
     """The v2 batch holding every record of the v0/v1 set ``buf`` from ``first_offset`` on, and what the
@@ -149,7 +137,7 @@ def convert_and_assign_offsets(buf, *, first_offset: int, topic_partition, confi
             inner = deep_records(entry)
         except DecodeError as e:
             raise InvalidRecordError(f"{e.reason} in topic partition {topic_partition}") from None
-        _raise_record_errors(_record_errors(entry, inner, topic_partition, config, now))
+        raise_record_errors(_record_errors(entry, inner, topic_partition, config, now))
         records.extend(inner)
         if entry.is_compressed:
             inflated += sum(r.size for r in inner)

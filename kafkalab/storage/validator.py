@@ -42,7 +42,7 @@ from kafkalab.records import (RECORD_BATCH_OVERHEAD, CompressionType, TimestampT
                               set_partition_leader_epoch, stored_checksum)
 from kafkalab.records.header import TIMESTAMP_TYPE_MASK
 from kafkalab.storage.errors import (CorruptRecordError, InvalidRecordError, InvalidTimestampError,
-                                     OffsetsOutOfOrderError, RecordError, RecordTooLargeError)
+                                     OffsetsOutOfOrderError, RecordError, RecordTooLargeError, raise_record_errors)
 from kafkalab.storage.legacy_validator import analyze_legacy_records, convert_and_assign_offsets, is_legacy
 from kafkalab.storage.log_append_info import AppendOrigin, LogAppendInfo
 
@@ -178,18 +178,6 @@ def _record_errors(batch, topic_partition, config, now: int) -> list:
     return errors
 
 
-def _raise_record_errors(errors: list) -> None:
-    if not errors:
-        return
-    record_errors = [e for _, e in errors]
-    if any(kind is InvalidTimestampError for kind, _ in errors):
-        raise InvalidTimestampError("One or more records have been rejected due to invalid timestamp",
-                                    record_errors=record_errors)
-    raise InvalidRecordError(f"One or more records have been rejected due to {len(record_errors)} record errors in "
-                             f"total, and only showing the first three errors at most: {record_errors[:3]}",
-                             record_errors=record_errors)
-
-
 def _compression_level(config, codec: int):
     levels = {1: config.compression_gzip_level, 3: config.compression_lz4_level, 4: config.compression_zstd_level}
     level = levels.get(codec)
@@ -230,7 +218,7 @@ def validate_messages_and_assign_offsets(buf, *, first_offset: int, topic_partit
         batch = decode_batch(buf, span.start, verify=False)
     except DecodeError as e:
         raise InvalidRecordError(f"Found invalid record structure in topic partition {topic_partition}: {e}") from None
-    _raise_record_errors(_record_errors(batch, topic_partition, config, now))
+    raise_record_errors(_record_errors(batch, topic_partition, config, now))
     records = batch.records
     next_offset = first_offset + len(records)
     max_ts = NO_TIMESTAMP
