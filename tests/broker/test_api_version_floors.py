@@ -238,16 +238,19 @@ def test_offset_for_leader_epoch_v0_and_v1(kafka_3_9):
         assert (p.error_code, p.end_offset, p.leader_epoch) == (0, 6, 0 if version == 1 else -1), version
 
 
-def test_offset_for_leader_epoch_v0_v1_only_from_the_leader():
-    """No replica id before v3: Kafka 3.9 answers only on the leader (NOT_LEADER_OR_FOLLOWER on a follower)."""
+def test_offset_for_leader_epoch_only_from_the_leader_at_every_version():
+    """Kafka 3.9 and 4.x answer only on the leader (NOT_LEADER_OR_FOLLOWER on a follower), whatever the replica id:
+    ``ReplicaManager.lastOffsetForLeaderEpoch`` passes ``fetchOnlyFromLeader = true``, debugging id -2 included."""
     with Cluster(brokers=2) as c:
         c.create_topic("epochs", 1, assignment={0: [0, 1]})
-        body = Epoch(topics=(Epoch.OffsetForLeaderTopic(topic="epochs", partitions=(
-            Epoch.OffsetForLeaderPartition(partition=0, leader_epoch=0),)),))
-        for version in (0, 1):
-            assert wire(c.broker(0), body, version).topics[0].partitions[0].error_code == 0
-            assert wire(c.broker(1), body, version).topics[0].partitions[0].error_code == \
-                ErrorCode.NOT_LEADER_OR_FOLLOWER
+        for version in range(5):
+            for replica_id in ((-2, -1, 1) if version >= 3 else (None,)):
+                extra = {} if replica_id is None else {"replica_id": replica_id}
+                body = Epoch(**extra, topics=(Epoch.OffsetForLeaderTopic(topic="epochs", partitions=(
+                    Epoch.OffsetForLeaderPartition(partition=0, leader_epoch=0),)),))
+                assert wire(c.broker(0), body, version).topics[0].partitions[0].error_code == 0
+                assert wire(c.broker(1), body, version).topics[0].partitions[0].error_code == \
+                    ErrorCode.NOT_LEADER_OR_FOLLOWER, (version, replica_id)
 
 
 def test_acls_v0_are_literal(kafka_3_9):

@@ -167,3 +167,24 @@ def test_transactions_need_the_transactional_id_and_topics(cluster):
                                                                 "secret": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
     listed = wire(b, req(ApiKey.LIST_TRANSACTIONS)(state_filters=(), producer_id_filters=()), 0)
     assert "txn-open" in {s.transactional_id for s in listed.transaction_states}
+
+
+def test_offset_for_leader_epoch_needs_cluster_action_or_describe_whatever_the_replica_id():
+    """As ``KafkaApis.handleOffsetForLeaderEpochRequest``: CLUSTER_ACTION on the cluster answers every topic; without
+    it each topic needs DESCRIBE (TOPIC_AUTHORIZATION_FAILED per partition), also for a request naming a replica."""
+    Epoch = req(ApiKey.OFFSET_FOR_LEADER_EPOCH)
+    with Cluster(brokers=1, overrides={"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                                       "allow.everyone.if.no.acl.found": "true"}) as c:
+        c.create_topic("open")
+        c.create_topic("secret")
+        add_acl(c, ResourceType.TOPIC, "secret", "User:alice", Op.ALL)
+        add_acl(c, ResourceType.CLUSTER, "kafka-cluster", "User:ANONYMOUS", Op.ALTER, Op.DESCRIBE)
+
+        def ask(replica_id):
+            body = Epoch(replica_id=replica_id, topics=tuple(Epoch.OffsetForLeaderTopic(topic=t, partitions=(
+                Epoch.OffsetForLeaderPartition(partition=0, leader_epoch=0),)) for t in ("open", "secret")))
+            return {t.topic: t.partitions[0].error_code for t in wire(c.broker(0), body, 4).topics}
+        denied = {"open": ErrorCode.NONE, "secret": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+        assert ask(-1) == ask(1) == denied
+        add_acl(c, ResourceType.CLUSTER, "kafka-cluster", "User:ANONYMOUS", Op.CLUSTER_ACTION)
+        assert ask(-1) == ask(1) == {"open": ErrorCode.NONE, "secret": ErrorCode.NONE}

@@ -24,7 +24,10 @@ the epoch found; both predate the current-epoch fencing (v2) and the replica id 
 it can no longer be read, and whole segments below it are removed by the next retention check.
 
 **Authorization**: ListOffsets needs DESCRIBE on the topic, DeleteRecords DELETE (TOPIC_AUTHORIZATION_FAILED per
-partition); OffsetForLeaderEpoch DESCRIBE from a consumer, CLUSTER_ACTION from a follower (replica id >= 0).
+partition); OffsetForLeaderEpoch CLUSTER_ACTION on the cluster (a follower's principal: every topic, denial not
+logged) or else DESCRIBE per topic (a consumer, KIP-320), whatever replica id the request carries. It is answered
+by the leader only (NOT_LEADER_OR_FOLLOWER elsewhere), debugging replica id -2 included, as Kafka 3.9 and 4.x
+(``ReplicaManager.lastOffsetForLeaderEpoch`` passes ``fetchOnlyFromLeader = true``).
 
 Mirrors: ``KafkaApis.handleListOffsetRequest``, ``handleOffsetForLeaderEpochRequest``,
 ``handleDeleteRecordsRequest``; ``Partition.fetchOffsetForTimestamp``, ``lastOffsetForLeaderEpoch``.
@@ -144,11 +147,9 @@ def _epoch_error(request, code, message):
 
 @handles(ApiKey.OFFSET_FOR_LEADER_EPOCH, versions=(0, 4), error_response=_epoch_error)
 def handle_offset_for_leader_epoch(broker, request):
-    body, version = request.body, request.context.api_version
+    body = request.body
     R = EpochResponse
-    replica_id = body.replica_id if version >= 3 else -2
-    if replica_id >= 0:      # a follower: CLUSTER_ACTION, or CLUSTER_AUTHORIZATION_FAILED everywhere
-        broker.auth.require_cluster(request.context, AclOperation.CLUSTER_ACTION)
+    if broker.auth.authorize_cluster(request.context, AclOperation.CLUSTER_ACTION, log_if_denied=False):
         denied = set()
     else:
         denied = broker.auth.denied(request.context, AclOperation.DESCRIBE, ResourceType.TOPIC,
@@ -162,8 +163,8 @@ def handle_offset_for_leader_epoch(broker, request):
                 continue
             try:
                 partition = broker.replica_manager.partition_or_error(t.topic, p.partition)
-                epoch, end = partition.last_offset_for_leader_epoch(    # before v3 no replica id: leader only
-                    p.current_leader_epoch, p.leader_epoch, fetch_only_from_leader=version < 3 or replica_id != -2)
+                epoch, end = partition.last_offset_for_leader_epoch(
+                    p.current_leader_epoch, p.leader_epoch, fetch_only_from_leader=True)
                 parts.append(R.EpochEndOffset(partition=p.partition, error_code=ErrorCode.NONE, leader_epoch=epoch,
                                               end_offset=end))
             except PartitionError as e:
