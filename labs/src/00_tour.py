@@ -329,8 +329,9 @@ print(len(survivors), "records in orders;", sum(r.value.startswith(b"order ") fo
 # %% [markdown]
 # A restarted broker comes back as a follower: it catches up from the leaders and rejoins the ISR. (In Kafka the
 # controller's periodic rebalance, `auto.leader.rebalance.enable`, later moves leadership back to each partition's
-# preferred replica. kafkalab leaves that to you: `kafkalab leader-election --election-type preferred
-# --all-topic-partitions`, which sends the same ElectLeaders request Kafka's `kafka-leader-election.sh` sends.)
+# preferred replica. kafkalab leaves that to you: `kafkalab leader-election --bootstrap-server <a broker's
+# address> --election-type preferred --all-topic-partitions`, which sends the same ElectLeaders request Kafka's
+# `kafka-leader-election.sh` sends.)
 
 # %%
 cluster.restart(0)
