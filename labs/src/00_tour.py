@@ -34,7 +34,7 @@
 # | **C24** a partition is an append-only array read from any offset | offsets; a seek back to offset 1 | 3-4 |
 # | **C19** records stay after being read; retention deletes old data | a second read; retention by size | 4-5 |
 # | **C22** partitions spread over brokers, leaders and followers | the placement picture; a broker killed | 6-7 |
-# | **C36** client and broker metrics | Produce requests per broker; the client's own count | 7 |
+# | **C36** client and broker metrics | Produce requests per broker; a producer's `producer-metrics` | 7 |
 # | **C20** uses of Kafka | six small examples; three proved: many readers, a state rebuilt by replay, a stream processor | 8 |
 
 # %%
@@ -216,7 +216,7 @@ pd.DataFrame([{"offset": r.offset, "key": r.key.decode(), "value": r.value.decod
 #
 # Records stay until **retention** deletes them: by age (`retention.ms`, seven days by default) or by size
 # (`retention.bytes` per partition, unlimited by default). A partition is stored in files called **segments**;
-# retention deletes whole segments, oldest first, never the one being written.
+# retention deletes whole segments, oldest first, and a partition always keeps one segment to write to.
 #
 # `app-logs` has tiny segments (`segment.bytes` = 300) and `retention.bytes` = 600 — per partition. We write 30
 # log lines to its one partition, then run the retention check each broker runs every
@@ -275,8 +275,9 @@ dashboard.snapshot(sections=("brokers", "partitions"), topics=["orders", "app-lo
 # %% [markdown]
 # ## 7 · A broker dies; the cluster carries on
 #
-# We note how many Produce requests each broker has handled (its request metrics, kept per API), send ten
-# orders, then **kill broker 0** — the leader of `orders-0` — as a crash would, and send ten more with the same
+# We note how many Produce requests each broker has handled (its request metrics, kept per API: on a Kafka
+# broker, the meter `kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Produce`), send ten orders,
+# then **kill broker 0** — the leader of `orders-0` — as a crash would, and send ten more with the same
 # producer.
 #
 # You can do it yourself, too. The same live dashboard is shown again below; look at its **request rates**:
@@ -328,8 +329,9 @@ print(len(survivors), "records in orders;", sum(r.value.startswith(b"order ") fo
 # %% [markdown]
 # A restarted broker comes back as a follower: it catches up from the leaders and rejoins the ISR. (In Kafka the
 # controller's periodic rebalance, `auto.leader.rebalance.enable`, later moves leadership back to each partition's
-# preferred replica. kafkalab leaves that to you: `kafkalab leader-election --election-type preferred
-# --all-topic-partitions`, which sends the same ElectLeaders request Kafka's `kafka-leader-election.sh` sends.)
+# preferred replica. kafkalab leaves that to you: `kafkalab leader-election --bootstrap-server <a broker's
+# address> --election-type preferred --all-topic-partitions`, which sends the same ElectLeaders request Kafka's
+# `kafka-leader-election.sh` sends.)
 
 # %%
 cluster.restart(0)
@@ -338,8 +340,10 @@ cluster.wait_until(lambda: all(0 in cluster.brokers[1].metadata_cache.partition_
 lab00.PlacementPicture.of(cluster, ["orders"], title="Broker 0 is back, as a follower")
 
 # %% [markdown]
-# The client keeps its own metrics too. kafkalab's clients record every request they send (`trace=True`); a
-# producer that sends five records to each partition:
+# The client keeps its own metrics too, under the names of Kafka's Java client: its group `producer-metrics`
+# holds `request-total`, `outgoing-byte-total`, `incoming-byte-total` and `connection-creation-total`, each
+# with a `-rate` next to it. A producer sends five records to each partition; its requests are also traced one
+# by one (`trace=True`), so that we can check its books:
 
 # %%
 with Producer({"bootstrap.servers": cluster.bootstrap_servers, "client.id": "tour-metered", "linger.ms": 0},
@@ -347,15 +351,28 @@ with Producer({"bootstrap.servers": cluster.bootstrap_servers, "client.id": "tou
     for i in range(15):
         metered.send("orders", b"metered %d" % i, partition=i % 3, timestamp=T0 + 20_000 + i).result(10)
     rows = metered.trace.table()
+books = {m.name: int(v) for m, v in metered.metrics().items() if m.group == "producer-metrics" and not m.tags}
 produce = [r for r in rows if r["api"] == "Produce"]
-print(f"Produce requests sent: {len(produce)}, bytes out: {sum(r['bytes_out'] for r in produce)}, "
-      f"bytes in: {sum(r['bytes_in'] for r in produce)}")
-print("its other requests (the set-up: ApiVersions, Metadata, InitProducerId):",
-      sorted({r["api"] for r in rows} - {"Produce"}))
+print(f"Produce requests: {len(produce)}, {sum(r['bytes_out'] + 4 for r in produce)} bytes out and "
+      f"{sum(r['bytes_in'] + 4 for r in produce)} bytes in, size prefixes included")
+print("the set-up requests:", sorted({r["api"] for r in rows} - {"Produce"}))
+evidence("The producer's own metrics (producer-metrics) agree with its trace", {
+    "request-total counts every request it sent: the 15 Produce and the set-up": books["request-total"] == len(rows),
+    "outgoing-byte-total counts every request's bytes, 4-byte size included":
+        books["outgoing-byte-total"] == sum(r["bytes_out"] + 4 for r in rows),
+    "incoming-byte-total counts every response's bytes, the same way":
+        books["incoming-byte-total"] == sum(r["bytes_in"] + 4 for r in rows),
+    "connection-creation-total counts its connections, each opened by an ApiVersions request":
+        books["connection-creation-total"] == sum(r["api"] == "ApiVersions" for r in rows),
+})
 
 # %% [markdown]
-# Kafka's monitoring is built on exactly these numbers, turned into rates: request rate, bytes in and out, per
-# broker and per client (lab 03 reads both side by side).
+# Fifteen records took more than fifteen requests: each connection starts with ApiVersions, the producer asks
+# for Metadata, and InitProducerId gives it a producer id (it is idempotent by default, lab 05). The totals
+# themselves differ a little from run to run, with the broker the producer happened to ask for its producer id
+# (one connection more or not): print `books` to see this run's. Kafka's monitoring plots the rates of these
+# numbers, per broker and per client: requests per second, bytes in and out, connections created (lab 03 reads
+# a broker's and a client's side by side).
 
 # %% [markdown]
 # ## 8 · What Kafka is used for
@@ -396,7 +413,7 @@ clicks = [("alice", "/home"), ("bob", "/search?q=tea"), ("alice", "/cart"), ("al
 for i, (user, page) in enumerate(clicks):
     producer.send("page-views", page.encode(), key=user.encode(), timestamp=T0 + 1000 + i).result(10)
 views = read_all("page-views", range(3), client_id="analytics")
-pd.Series([r.key.decode() for r in views]).value_counts().rename("page views").rename_axis("user")
+pd.Series([r.key.decode() for r in views]).value_counts().rename("page views").rename_axis("user").to_frame()
 
 # %% [markdown]
 # **Metrics.** Hosts send measurements; a consumer aggregates them (or a monitoring system does):
@@ -517,10 +534,13 @@ evidence("A stream processor: a topic in, a topic out", {
 # Each exercise has a task, an answer cell and a check cell. Write your answer in the answer cell (replace the
 # `...`), run it, then run the check: ✓ means right; ✗ comes with a hint. The checks compute the right answer
 # from the data in the task, so you can change the data and try again.
-#
+
+# %% [markdown] tags=["solution"]
 # *Instructors:* the answer cells of this notebook hold the solutions (tagged `solution`, collapsed in
-# JupyterLab); `scripts/build_labs.py --student DIR` writes a copy where they are replaced by `...`.
-#
+# JupyterLab); the participant versions (`make student`, `scripts/build_labs.py --participant`) replace them by
+# `...` and leave this note out.
+
+# %% [markdown]
 # ### Exercise 1 · Read it again
 #
 # A partition holds `VALUES` (the record at offset *n* is `VALUES[n]`), but retention has deleted everything

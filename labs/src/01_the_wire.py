@@ -578,9 +578,11 @@ print("answer:", answer)
 print(f"the listener closed the connection: {conn.closed_by == 'listener'}")
 
 # %% [markdown]
-# No error code, no response: Kafka closes the connection (`UnsupportedVersionException` in
-# `SocketServer`). A client that sees its connection drop right after a request should suspect a version it
-# was never offered. That is why clients ask ApiVersions first, and it is the subject of lab 02.
+# No error code, no response: Kafka closes the connection. (Its `SocketServer` checks the version as soon as
+# it has read the header, and throws an `InvalidRequestException`, "Received request api key METADATA with
+# version 14 which is not enabled"; the broker logs it and closes the socket.) A client that sees its
+# connection drop right after a request should suspect a version it was never offered. That is why clients
+# ask ApiVersions first, and it is the subject of lab 02.
 #
 # ### A byte stream, cut into frames
 #
@@ -724,10 +726,13 @@ print("answer:", answer, "| closed by the listener:", conn.closed_by == "listene
 # Each exercise has a task, an answer cell and a check cell. Write your answer in the answer cell (replace the
 # `...`), run it, then run the check: a green ✓ means right; a red ✗ comes with a hint. The checks compute the
 # right answer from the same data you were given, so you can change the data and try again.
-#
+
+# %% [markdown] tags=["solution"]
 # *Instructors:* the answer cells of this notebook hold the solutions (tagged `solution`, collapsed in
-# JupyterLab); `scripts/build_labs.py --student DIR` writes a copy where they are replaced by `...`.
-#
+# JupyterLab); the participant versions (`make student`, `scripts/build_labs.py --participant`) replace them by
+# `...` and leave this note out.
+
+# %% [markdown]
 # Exercises 1 and 5 use these bytes, a request as it came off a socket (size prefix included):
 
 # %%
@@ -779,22 +784,23 @@ lab01.check_zigzag(value, VARINT)
 # %% [markdown]
 # ### Exercise 4 · Which response header?
 #
-# For each API and version below, which **response** header version does the broker use: 0 or 1? Fill in
-# the dict `header_versions` (you may look up `request_schema(key).flexible_versions`, but not use
-# `response_header_version`).
+# For each API and version below, which **response** header version does the broker use: 0 or 1? Apart from
+# ApiVersions, these APIs are not in the table of section 4: apply the rule. Fill in the dict
+# `header_versions`; you may look up which versions are flexible
+# (`request_schema(ApiKey.OFFSET_FETCH).flexible_versions`, and so on), but not use `response_header_version`.
 
 # %%
-QUESTIONS = [("Produce", 8), ("Produce", 9), ("Metadata", 12), ("ApiVersions", 3), ("Fetch", 11),
-             ("FindCoordinator", 4)]
+QUESTIONS = [("OffsetFetch", 5), ("OffsetFetch", 6), ("Heartbeat", 4), ("SaslHandshake", 1), ("DescribeGroups", 4),
+             ("ApiVersions", 4)]
 
 # %% tags=["solution"]
 header_versions = {
-    ("Produce", 8): 0,
-    ("Produce", 9): 1,
-    ("Metadata", 12): 1,
-    ("ApiVersions", 3): 0,
-    ("Fetch", 11): 0,
-    ("FindCoordinator", 4): 1,
+    ("OffsetFetch", 5): 0,
+    ("OffsetFetch", 6): 1,
+    ("Heartbeat", 4): 1,
+    ("SaslHandshake", 1): 0,
+    ("DescribeGroups", 4): 0,
+    ("ApiVersions", 4): 0,
 }
 
 # %%

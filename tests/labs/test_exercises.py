@@ -4,17 +4,21 @@ Fast: nothing here starts a client (captures are replaced by a stub), so it runs
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import struct
+from pathlib import Path
 
 import pytest
 
 from kafkalab.labs import (NOT_ANSWERED, CheckResult, EvidenceFailed, Part, check, check_equal, check_parts, evidence,
                            lab01)
-from kafkalab.protocol import (ApiKey, annotate_response, decode_request, encode_request, encode_response,
+from kafkalab.protocol import (ApiKey, annotate_response, api_name, decode_request, encode_request, encode_response,
                                make_request, make_response, request_class, response_header_version)
 from kafkalab.trace import ClientNotAvailable, ScriptedReplies
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def metadata_wire(correlation_id: int = 299, client_id: str = "billing-svc", version: int = 12) -> bytes:
@@ -248,3 +252,15 @@ def test_hold_first_reply_waits_only_once(monkeypatch):
     policy(Captured(0))
     policy(Captured(1))
     assert slept == [lab01.HoldFirstReply.hold_seconds]
+
+
+def test_lab01_exercise_4_asks_about_apis_its_section_4_table_does_not_answer():
+    """The header-version table and grid of section 4 show every version of the APIs in ``common``: an exercise
+    about those would be a look-up. Only ApiVersions, the exception to the rule, may be asked again."""
+    tree = ast.parse((ROOT / "labs" / "src" / "01_the_wire.py").read_text(encoding="utf-8"))
+    values = {t.id: n.value for n in tree.body if isinstance(n, ast.Assign) for t in n.targets
+              if isinstance(t, ast.Name)}
+    shown = {api_name(getattr(ApiKey, e.attr)) for e in values["common"].elts}
+    asked = {name for name, _ in ast.literal_eval(values["QUESTIONS"])}
+    assert "ApiVersions" in asked and "Produce" in shown
+    assert asked & shown == {"ApiVersions"}
