@@ -191,9 +191,10 @@ with RawConnection(cluster.broker(0).bootstrap_servers) as conn:
 print("sent 42, 7, 7, -1; the answers carry", echoed)
 
 # %% [markdown]
-# Real clients number requests 1, 2, 3... per connection (you will see it in section 3) and keep a queue of
-# the requests in flight. Each response must match the head of that queue; a client that finds another
-# correlation id there concludes the connection is broken and closes it.
+# Real clients number their requests 1, 2, 3...: kafka-python per connection (you will see it in section 3),
+# librdkafka per broker, the Java client with one counter for all its connections. Each keeps a queue of the
+# requests in flight on a connection. Each response must match the head of that queue; a client that finds
+# another correlation id there concludes the connection is broken and closes it.
 #
 # ### One at a time
 #
@@ -320,8 +321,9 @@ conversation
 # * **The leader** (connection 1, the same broker reached by its id): ApiVersions again (a new connection always
 #   starts with it), then InitProducerId (the idempotent producer gets its producer id, lab 05 §7), a Metadata
 #   refresh for the topic, and one Produce per record.
-# * **Correlation ids count per connection**, from 1. They only have to be unique among the requests in flight
-#   on that connection.
+# * **Correlation ids start again from 1** on the new connection: kafka-python counts per connection. They only
+#   have to be unique among the requests in flight on that connection (the Java client, with one counter for all
+#   its connections, would have gone on with 3).
 # * Arrows always start at the client: the broker only ever answers.
 
 # %% [markdown]
@@ -379,11 +381,14 @@ lab03.MetricsBars(snapshot, title="the broker's request metrics, per API")
 
 # %%
 pd.DataFrame([{"API": r["api_name"], "requests": r["requests"], "request bytes": r["request_bytes"],
-               "response bytes": r["response_bytes"], f"requests/s (last {window_s:g} s)": round(r["requests_per_sec"], 3),
-               "request bytes/s": round(r["request_bytes_per_sec"], 2), "response bytes/s": round(r["response_bytes_per_sec"], 2)}
+               "response bytes": r["response_bytes"], f"requests/s (last {window_s:g} s)": round(r["requests_per_sec"], 3)}
               for r in snapshot]).set_index("API")
 
 # %% [markdown]
+# Not every row is the producer's. UpdateMetadata and LeaderAndIsr come from the broker's own controller, which
+# connects to its broker like any other client when the topic is created (lab 09 §1). The bytes have rates too,
+# computed the same way as `requests/s`; Exercise 5 asks for one.
+#
 # What would these columns be called on a real broker? Kafka publishes its metrics over JMX, and none of them is
 # quite this table:
 #
@@ -409,7 +414,7 @@ print(f"the other {produce['request_bytes'] - record_bytes} B: size prefixes, re
       "partition fields")
 
 # %% [markdown]
-# Connections are counted too:
+# Connections are counted too. The one still open is the controller's; the producer's two are closed:
 
 # %%
 print(f"connections created: {metrics.connections_created}, closed: {metrics.connections_closed}, "
@@ -739,8 +744,8 @@ lab03.check_client_rates(rates_read, 90, (20, 40, 70))
 #
 # * **Connections (C2).** A client opens one long-lived connection per broker it needs (plus a bootstrap
 #   connection it drops once it knows the brokers by id), never a pool to one broker.
-# * **Correlation ids (C3, C37).** The client numbers its requests per connection; each response starts with
-#   its request's number, and nothing else says what it answers.
+# * **Correlation ids (C3, C37).** The client numbers its requests (kafka-python per connection, the Java client
+#   across all of them); each response starts with its request's number, and nothing else says what it answers.
 # * **Pipelining and order (C3).** Clients write several requests without waiting. The broker reads one
 #   request per connection at a time (it *mutes* the connection until the answer is written), so answers come
 #   in order and a request sees the effect of earlier ones — and a slow request delays those behind it, invisibly
