@@ -563,8 +563,8 @@ print("broker stopped")
 # `...`), run it, then run the check: ✓ means right; ✗ comes with a hint. The checks compute the right answer
 # from the same data you were given, so you can change the data and try again.
 #
-# *Instructors:* the answer cells of this notebook hold the solutions (tagged `solution`, collapsed in
-# JupyterLab); `scripts/build_labs.py --student DIR` writes a copy where they are replaced by `...`.
+# *Instructors:* in the instructors' notebooks (`make lab-instructor`) the answer cells hold the solutions
+# (tagged `solution`, collapsed in JupyterLab); the participants' copies (`make lab`) have `...` there instead.
 #
 # ### Exercise 1 · Which version will confluent-kafka use?
 #
