@@ -51,7 +51,7 @@
 import struct
 
 import pandas as pd
-from IPython.display import HTML
+from IPython.display import display
 
 from kafkalab import Cluster
 from kafkalab.cluster import BrokerLog
@@ -111,8 +111,8 @@ pd.DataFrame({lab02.CLIENT_LABELS[c]: summary(steps) for c, steps in conversatio
 # ## 2 · The broker's answer: an advertisement
 #
 # Ask the broker ourselves. Lab 01 showed the transport: a size-prefixed frame out, a size-prefixed frame back.
-# `RawConnection` does exactly that over a plain TCP socket. We send ApiVersions v4 (the newest Kafka defines)
-# with correlation id 1.
+# `RawConnection` does exactly that over a plain TCP socket. We send ApiVersions v4 (the newest any Kafka release
+# defines) with correlation id 1.
 
 # %%
 ApiVersionsRequest = request_class(ApiKey.API_VERSIONS)
@@ -262,10 +262,10 @@ print("broker log:", *broker_log.messages(), sep="\n  ")
 kafka_4_0_broker.stop()
 
 # %% [markdown]
-# No error code, no response: the client only sees its connection drop. And Kafka 4.0's advertisement says
-# `0-11` although it refuses v0-2: it keeps advertising Produce from v0 because older librdkafka versions
-# compress only if Produce v0 is in the range (KAFKA-18659), and clients that new never *send* v0-2 anyway. An
-# advertisement is what clients need to hear, not always the whole truth. (The lab broker at its default, Kafka
+# No error code, no response: the client only sees its connection drop. And the advertisement starts at v0
+# although the broker refuses v0-2. Kafka 4.0 does the same: it keeps advertising Produce from v0 because
+# librdkafka before 2.11.1 compresses only if Produce v0 is in the range (KAFKA-18659), and clients that new never
+# *send* v0-2 anyway. An advertisement is what clients need to hear, not always the whole truth. (The lab broker at its default, Kafka
 # 3.9, still serves Produce v0-2 and turns their old message formats into v2 batches: lab 06 shows the bytes.)
 #
 # ### ApiVersions: an answer in the oldest layout
@@ -422,10 +422,11 @@ pd.DataFrame([{"API": api_name(k), "Kafka 3.9 broker": "v%d-%d" % said["3.9"][k]
                "Kafka 4.0 broker": "v%d-%d" % said["4.0"][k]} for k in changed]).set_index("API")
 
 # %% [markdown]
-# Two things to notice. Kafka 4.0 serves a few *newer* versions too (Metadata v13, DescribeCluster v2). And
-# Produce still reads **v0** at Kafka 4.0: librdkafka up to 2.11 turns compression off unless Produce v0 is in
-# the range, so Kafka 4.0 keeps advertising it (KAFKA-18659) while refusing a Produce v0-2 like any version
-# below its floor.
+# Two things to notice. Kafka 4.0 serves a few *newer* versions too (here Metadata v13 and DescribeCluster v2;
+# the lab broker does not implement the others Kafka 4.0 added, such as Produce v12 and ListOffsets v10, so its
+# highest versions are its own, while its lowest are Kafka's). And Produce still reads **v0** at Kafka 4.0:
+# librdkafka before 2.11.1 turns compression off unless Produce v0 is in the range, so Kafka 4.0 keeps advertising
+# it (KAFKA-18659) while refusing a Produce v0-2 like any version below its floor.
 #
 # Now the old client: kafka-python pinned to `api_version=(0, 10, 0)`, the versions a Kafka 0.10.0 client
 # sends, asks each broker where partition 0 ends. That is ListOffsets **v0**, the pre-timestamp form ("up to
@@ -502,8 +503,9 @@ pd.DataFrame([{"field": path, "v6": a.get(path, "—"), "v10": b.get(path, "—"
 # %% [markdown]
 # Now send both to the lab broker, one after the other on one connection, and read the two answers. Each
 # comes back in the layout of its own request: v6 with the classic response header v0, v10 flexible (response
-# header v1, compact arrays, tagged fields) and with the fields v8 and v10 added (`record_errors`,
-# `error_message`, the leader hint `current_leader`).
+# header v1, compact arrays, tagged fields) and with the fields v8 added (`record_errors`, `error_message`).
+# v10 added a leader hint too, `current_leader` (KIP-951), as a *tagged* field: Kafka fills it only when it
+# answers NOT_LEADER_OR_FOLLOWER, so here each tagged-field section is empty.
 
 # %%
 with RawConnection(cluster.bootstrap_servers) as conn:
@@ -516,11 +518,8 @@ for v, frame in answers.items():
           f"{error_info(p.error_code).name}, base_offset {p.base_offset}")
 
 # %%
-HTML('<div style="display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start">'
-     + show_frame(answers[6], kind="response", api_key=ApiKey.PRODUCE, api_version=6,
-                  title="Produce v6 response")._repr_html_()
-     + show_frame(answers[10], kind="response", api_key=ApiKey.PRODUCE, api_version=10,
-                  title="Produce v10 response")._repr_html_() + "</div>")
+display(show_frame(answers[6], kind="response", api_key=ApiKey.PRODUCE, api_version=6, title="Produce v6 response"))
+show_frame(answers[10], kind="response", api_key=ApiKey.PRODUCE, api_version=10, title="Produce v10 response")
 
 # %% [markdown]
 # Same question, same answer (`NONE`, offsets 0 and 3), two layouts. A response does not say which version it
@@ -564,8 +563,8 @@ print("broker stopped")
 # `...`), run it, then run the check: ✓ means right; ✗ comes with a hint. The checks compute the right answer
 # from the same data you were given, so you can change the data and try again.
 #
-# *Instructors:* the answer cells of this notebook hold the solutions (tagged `solution`, collapsed in
-# JupyterLab); `scripts/build_labs.py --student DIR` writes a copy where they are replaced by `...`.
+# *Instructors:* in the instructors' notebooks (`make lab-instructor`) the answer cells hold the solutions
+# (tagged `solution`, collapsed in JupyterLab); the participants' copies (`make lab`) have `...` there instead.
 #
 # ### Exercise 1 · Which version will confluent-kafka use?
 #
@@ -632,8 +631,9 @@ lab02.check_retry_version(retry_version, REFUSAL)
 # ### Exercise 4 · An old client meets Kafka 4.0
 #
 # `lab02.KAFKA_0_10_CLIENT` is what a Java client of the 0.10.0 line can send; `lab02.KAFKA_4_0` is what a
-# Kafka 4.0 broker accepts. Which APIs have **no** common version? Give a set of API names in `no_common`.
-# Careful: some ranges only just touch.
+# Kafka 4.0 broker *accepts* (not what it advertises: section 4 showed it advertising Produce from v0 while
+# refusing v0-2). Which APIs have **no** common version? Give a set of API names in `no_common`. Careful: some
+# ranges only just touch.
 
 # %%
 pd.DataFrame([{"API": api_name(k), "0.10.0 client": "v%d-%d" % lab02.KAFKA_0_10_CLIENT[k],
