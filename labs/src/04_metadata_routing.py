@@ -222,9 +222,9 @@ pd.DataFrame(lab04.requests_rows(admin_events, {
 # %% [markdown]
 # ## 5 · The client's cache and its routing table
 #
-# A producer does all of the above by itself. `kafkalab.clients.Producer` keeps the answer in a
-# `Metadata` object (`kafkalab/clients/metadata.py`) and exposes the current snapshot as `producer.metadata`.
-# `trace=True` keeps every request it sends.
+# A producer does what sections 1 and 2 did by hand on its own: it bootstraps, asks for Metadata, and
+# `kafkalab.clients.Producer` keeps the answer in a `Metadata` object (`kafkalab/clients/metadata.py`) and
+# exposes the current snapshot as `producer.metadata`. `trace=True` keeps every request it sends.
 
 # %%
 producer = Producer({"bootstrap.servers": first_address, "client.id": "lab04-producer", "acks": "all",
