@@ -14,7 +14,8 @@ assignment, so it is not):
   compared with the cluster's own listeners, never printed);
 * :func:`routing_table` -- the client's cache (:class:`kafkalab.clients.metadata.ClusterView`) as "partition ->
   leader -> connection";
-* :func:`cluster_diagram` -- Graphviz: the client, the brokers, and every partition's leader, followers and ISR;
+* :func:`cluster_diagram` -- Graphviz: the client, the brokers in id order, and every partition (in order) with
+  its leader, in-sync followers and replicas outside the ISR;
 * :func:`trace_rows` -- a client trace (:mod:`kafkalab.clients.tracing`) as rows without timings, each Produce
   with its partition's error;
 * :func:`coordinator_of` names the broker coordinating a group (the leader of its ``__consumer_offsets``
@@ -147,45 +148,57 @@ def trace_rows(events) -> list[dict]:
 
 
 def cluster_diagram(view, topic: str, *, title: str = "", dead: Iterable[int] = (), client: str = "producer"):
-    """Graphviz: the client connected to every broker it knows; each partition of ``topic`` with a bold edge to
-    its leader, solid edges to in-sync followers, dashed grey edges to replicas outside the ISR."""
+    """Graphviz, left to right: the client, the brokers it knows (in id order), the partitions of ``topic`` (in
+    order), each partition with an arrow to every broker holding a replica of it: bold green to its leader,
+    solid to in-sync followers, dashed grey to replicas outside the ISR. No edge labels: the caption says it."""
     import graphviz
 
     from kafkalab.viz import Diagram
 
     dead = set(dead)
     g = graphviz.Digraph("routing", graph_attr={"rankdir": "LR", "bgcolor": "transparent", "fontname": GRAPHVIZ_FONT,
-                                                "nodesep": "0.35", "ranksep": "1.0", "label": title,
+                                                "nodesep": "0.5", "ranksep": "1.3", "label": title,
                                                 "labelloc": "t", "fontsize": "13"},
                          node_attr={"fontname": GRAPHVIZ_FONT, "fontsize": "11", "shape": "box",
                                     "style": "rounded,filled", "fillcolor": "#ffffff", "color": "#868e96"},
-                         edge_attr={"fontname": GRAPHVIZ_FONT, "fontsize": "9", "arrowsize": "0.6"})
+                         edge_attr={"arrowsize": "0.6"})
     g.node("client", f"{client}\n(metadata cache)", fillcolor="#e7f5ff", color="#1971c2")
     brokers = sorted(set(view.brokers) | dead)
-    for b in brokers:
-        if b in dead:
-            g.node(f"b{b}", f"broker {b}\n(dead)", fillcolor="#ffe3e3", color="#e03131", fontcolor="#c92a2a")
-        else:
-            label = f"broker {b}" + ("\n(controller)" if b == view.controller_id else "")
-            g.node(f"b{b}", label, fillcolor="#f8f9fa")
-            g.edge("client", f"b{b}", color="#74c0fc", style="dotted", arrowhead="none")
     info = view.topics[topic]
-    with g.subgraph(name="cluster_parts") as s:
-        s.attr(label=f"topic {topic}", color="#ced4da", fontname=GRAPHVIZ_FONT, fontsize="11")
-        for p in sorted(info.partitions):
+    partitions = sorted(info.partitions)
+    # one column of brokers, one of partitions; an invisible edge between neighbours keeps each column in order
+    with g.subgraph(name="brokers") as s:
+        s.attr(rank="same")
+        for b in brokers:
+            if b in dead:
+                s.node(f"b{b}", f"broker {b}\n(dead)", fillcolor="#ffe3e3", color="#e03131", fontcolor="#c92a2a")
+            else:
+                s.node(f"b{b}", f"broker {b}" + ("\n(controller)" if b == view.controller_id else ""),
+                       fillcolor="#f8f9fa")
+        for upper, lower in zip(brokers, brokers[1:]):
+            s.edge(f"b{upper}", f"b{lower}", style="invis")
+    with g.subgraph(name="partitions") as s:
+        s.attr(rank="same")
+        for p in partitions:
             s.node(f"p{p}", f"{topic}-{p}\nleader epoch {info.partitions[p].leader_epoch}", fillcolor="#fff9db",
                    color="#f08c00")
-    for p in sorted(info.partitions):
+        for upper, lower in zip(partitions, partitions[1:]):
+            s.edge(f"p{upper}", f"p{lower}", style="invis")
+    for b in brokers:
+        if b not in dead:
+            g.edge("client", f"b{b}", color="#74c0fc", style="dotted", arrowhead="none")
+    for p in partitions:                       # drawn broker -> partition (the columns), arrow at the broker
         pi = info.partitions[p]
         for r in pi.replicas:
             if r == pi.leader:
-                g.edge(f"p{p}", f"b{r}", label="leader", color="#2b8a3e", penwidth="2.5", fontcolor="#2b8a3e")
+                g.edge(f"b{r}", f"p{p}", dir="back", color="#2b8a3e", penwidth="2.5")
             elif r in pi.isr:
-                g.edge(f"p{p}", f"b{r}", label="in ISR", color="#495057")
+                g.edge(f"b{r}", f"p{p}", dir="back", color="#495057")
             else:
-                g.edge(f"p{p}", f"b{r}", label="not in ISR", color="#adb5bd", style="dashed", fontcolor="#868e96")
-    return Diagram(g, caption="Dotted: the client's connections. From each partition: its leader (green, bold), "
-                              "in-sync followers (solid), replicas outside the ISR (dashed).")
+                g.edge(f"b{r}", f"p{p}", dir="back", color="#adb5bd", style="dashed")
+    return Diagram(g, caption="Dotted: the brokers the client knows. From each partition, an arrow to every broker "
+                              "holding a replica: its leader (green, bold), in-sync followers (solid grey), replicas "
+                              "outside the ISR (dashed).")
 
 
 # -- what the client does on an error -------------------------------------------------------------------------------------

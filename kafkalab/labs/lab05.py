@@ -222,17 +222,21 @@ def order_events(n: int, seed: int = 5) -> list[tuple[bytes, bytes]]:
 
 def compression_rows(events: Sequence[tuple[bytes, bytes]], codecs: Sequence[str] = ("none", "gzip", "snappy", "lz4",
                                                                                          "zstd")) -> list[dict]:
-    """One batch of ``events`` built with each codec: its size, and the ratio to the uncompressed batch."""
+    """One batch of ``events`` built with each codec: its size, and the ratio to the uncompressed batch; then the
+    same records as one-record batches with that codec (each compressed alone), their bytes added up."""
     from kafkalab.records import SimpleRecord, build_batch
 
     records = [SimpleRecord(k, v, (), T0 + 1000 * i) for i, (k, v) in enumerate(events)]
     payload = sum(len(k) + len(v) for k, v in events)
     rows, plain = [], None
     for codec in codecs:
-        size = len(build_batch(records, compression=None if codec == "none" else codec))
+        compression = None if codec == "none" else codec
+        size = len(build_batch(records, compression=compression))
         plain = plain or size
+        alone = sum(len(build_batch([r], compression=compression)) for r in records)
         rows.append({"compression.type": codec, "batch bytes": size, "ratio": round(plain / size, 2),
-                     "bytes per record": round(size / len(records), 1), "key+value bytes": payload})
+                     "bytes per record": round(size / len(records), 1), "key+value bytes": payload,
+                     f"{len(records)} one-record batches, bytes": alone})
     return rows
 
 

@@ -37,7 +37,7 @@
 # |---|---|---|
 # | the client's cache and its refresh rules | `kafkalab/clients/metadata.py` | `clients/.../Metadata.java`, `common/Cluster.java` |
 # | the admin client | `kafkalab/clients/admin.py`, `admin_configs.py`, `admin_groups.py` | `clients/.../admin/KafkaAdminClient.java` |
-# | the broker's answer | `kafkalab/server/apis/` (Metadata), `kafkalab/server/metadata_cache.py` | `KafkaApis.handleTopicMetadataRequest`, `MetadataCache` |
+# | the broker's answer | `kafkalab/server/apis/metadata.py`, `kafkalab/server/metadata_cache.py` | `KafkaApis.handleTopicMetadataRequest`, `MetadataCache` |
 # | the error that sends the client back | `kafkalab/server/replica_manager.py` | `ReplicaManager.appendRecords` |
 # | helpers, pictures, checks | `kafkalab/labs/lab04.py` | — |
 
@@ -160,7 +160,7 @@ print("auto.create.topics.enable on broker 0:", cluster.broker(0).config["auto.c
 # shells around one **admin client** (Java's `Admin`; `kafkalab.clients.Admin` here), and every one of its
 # operations is one kind of request. The interesting part is *where* each request goes: some go to any broker,
 # some must reach the controller, the leader of a partition or a group's coordinator. One admin client, with
-# `trace=True`, doing six things:
+# `trace=True`, doing seven things:
 
 # %%
 from kafkalab.clients import ConfigResource, TopicPartition
@@ -222,9 +222,9 @@ pd.DataFrame(lab04.requests_rows(admin_events, {
 # %% [markdown]
 # ## 5 · The client's cache and its routing table
 #
-# A producer does all of the above by itself. `kafkalab.clients.Producer` keeps the answer in a
-# `Metadata` object (`kafkalab/clients/metadata.py`) and exposes the current snapshot as `producer.metadata`.
-# `trace=True` keeps every request it sends.
+# A producer does what sections 1 and 2 did by hand on its own: it bootstraps, asks for Metadata, and
+# `kafkalab.clients.Producer` keeps the answer in a `Metadata` object (`kafkalab/clients/metadata.py`) and
+# exposes the current snapshot as `producer.metadata`. `trace=True` keeps every request it sends.
 
 # %%
 producer = Producer({"bootstrap.servers": first_address, "client.id": "lab04-producer", "acks": "all",
@@ -341,10 +341,13 @@ pd.DataFrame(lab04.trace_rows(producer.trace.events)).set_index("step")
 lab04.cluster_diagram(producer.metadata, TOPIC, title="The producer's view: after")
 
 # %% [markdown]
-# Broker 1 is back and in the ISR, but it no longer leads `orders-0`: leadership does not move back by itself
-# unless preferred-leader election runs (`auto.leader.rebalance.enable`). Every leader epoch went up by one:
-# on a broker failure the controller rewrites the state of each partition the dead broker was part of. Clients
-# do not care either way: they follow the metadata.
+# Broker 1 is back and in the ISR, but it no longer leads `orders-0`: leadership moves back only with a
+# preferred-leader election. Kafka's controller runs one by itself every `leader.imbalance.check.interval.seconds`
+# (300) while `auto.leader.rebalance.enable` is on (the default); kafkalab leaves it to you (`kafkalab
+# leader-election --election-type preferred`, the ElectLeaders request of `kafka-leader-election.sh`). Every
+# leader epoch went up by one: on a broker failure the controller rewrites the state of each partition the dead
+# broker was part of, and in the ZooKeeper-era controller even taking a follower out of the ISR bumps the epoch.
+# Clients do not care either way: they follow the metadata.
 
 # %%
 producer.close()

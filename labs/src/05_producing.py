@@ -30,7 +30,7 @@
 # | **C25** a record is key, value, headers and a timestamp | one record decoded from the Produce request the producer sent | 1 |
 # | **C26** serializers turn keys and values into bytes | a dict and a str becoming the bytes in the batch | 1 |
 # | **C28** batching (`batch.size`, `linger.ms`); partition by key, or sticky without one | request and batch counts from the trace; murmur2 by hand; Java vs librdkafka; sticky batches | 2-4 |
-# | **C9** one Produce carries many partitions and topics | one request per broker, each with batches for several partitions of two topics | 2 |
+# | **C9** one Produce carries many partitions and topics | one request per broker, with a batch for each of its partitions that has records; one request carries two topics | 2 |
 # | **C39** Produce, the producer's request | its fields (`acks`, `timeout_ms`, `topic_data`), its answer, and the case with no answer | 2, 6 |
 # | **C30** the idempotent producer | InitProducerId, sequences, and a re-sent request that the broker turns into a no-op | 7 |
 #
@@ -81,7 +81,7 @@ def create_topic(name, assignment, **config):
                                    for b in cluster.brokers.values()))
 
 
-create_topic("orders", LEADERS)             # retention.ms=-1: our records are stamped 2023 (lab 06 shows why)
+create_topic("orders", LEADERS)             # retention.ms=-1: our records are stamped 2023 (lab 06 §8 shows why)
 create_topic("clicks", {0: 0})
 create_topic("payments", {0: 0})
 print(cluster.num_brokers, "brokers; topics: orders (6 partitions), clicks (1), payments (1)")
@@ -138,7 +138,8 @@ with Producer(lab05.config(cluster.bootstrap_servers, linger_ms=0), trace=True) 
         one_by_one.send("clicks", value, key=key, timestamp=T0 + i).result()
 rows = lab05.batch_rows(one_by_one.trace)
 print(f"{len(clicks)} records -> {len(lab05.produce_requests(one_by_one.trace))} Produce requests, "
-      f"{len(rows)} batches of {sorted({r['records'] for r in rows})} record(s)")
+      f"{len(rows)} batches of {sorted({r['records'] for r in rows})} record(s), "
+      f"{sum(r['batch bytes'] for r in rows)} batch bytes in all")
 
 # %% [markdown]
 # One request, one batch, one record, one round trip each: correct, but every record pays the full price of a
@@ -157,7 +158,10 @@ def send_all(config, records, topic="clicks"):
 
 
 lingered = send_all(lab05.config(cluster.bootstrap_servers, linger_ms=60_000), clicks)
-pd.DataFrame(lab05.batch_rows(lingered.trace)).set_index("request")
+lingered_rows = lab05.batch_rows(lingered.trace)
+print(f"one batch of {lingered_rows[0]['records']} records: {lingered_rows[0]['batch bytes']} bytes; "
+      f"{len(rows)} batches of one record (above): {sum(r['batch bytes'] for r in rows)} bytes")
+pd.DataFrame(lingered_rows).set_index("request")
 
 # %% [markdown]
 # One request carrying one batch of all 50 records. Because the records of a batch share one header, their
@@ -205,8 +209,8 @@ for ev in lab05.sent_order(lab05.produce_requests(multi.trace)):
 pd.DataFrame(requests).set_index("to broker")
 
 # %% [markdown]
-# Three brokers, three requests: each holds the batches of every partition its broker leads, and broker 0's
-# carries two topics. This is why a producer keeps **one connection per broker** and why the leaders have to be
+# Three brokers, three requests: each holds one batch for every partition of its broker that got records (no
+# key hashed to `orders-1`, so broker 1's request carries `orders-4` alone), and broker 0's carries two topics. This is why a producer keeps **one connection per broker** and why the leaders have to be
 # known before sending (lab 04): the sender groups batches by leader. The other fields are the ones every
 # Produce has: `acks` (section 6) and `timeout_ms`, how long the leader may wait for replicas.
 #
@@ -314,11 +318,11 @@ moves.T
 # gone there, then picks another one at random.
 #
 # The accumulator and the partitioner are plain objects that take times as arguments, so we can drive them by
-# hand, without a network, with a seeded random generator (the real producer's is not seeded). 40 keyless clicks
-# of about 60 bytes, `batch.size` 600, six partitions:
+# hand, without a network, with a seeded random generator (the real producer's is not seeded). 20 keyless clicks
+# of about 55 bytes arrive within one linger, `batch.size` 600, six partitions:
 
 # %%
-def accumulate(partitioner=None, n=40, batch_size=600):
+def accumulate(partitioner=None, n=20, batch_size=600):
     """n keyless clicks through an accumulator: sticky with ``partitioner``, round-robin without one."""
     acc = RecordAccumulator(batch_size=batch_size, linger_ms=0)
     for i in range(n):
@@ -339,9 +343,10 @@ print(f"round robin: {len(round_robin)} batches, records per batch {[b['records'
 pd.DataFrame(sticky_batches).set_index(["partition", "batch"]).T
 
 # %% [markdown]
-# Round-robin: six partial batches, so six partitions' worth of requests for 40 small records. Sticky: a few
-# partitions, each getting a batch close to full before the producer moves on. Over many batches every partition
-# gets the same share; in the short run, keyless records of one moment cluster in one partition. (kafkalab
+# Round-robin: six batches, one in every partition, each less than half full, for 20 small records. Sticky: half
+# as many batches, in two partitions, the first ones close to full before the producer moves on. Over many
+# batches every partition gets the same share; in the short run, keyless records of one moment cluster in one
+# partition. (kafkalab
 # switches once `batch.size` bytes of *records* have gone to the partition; the batch header is not counted, so
 # the switch comes a couple of records after the batch boundary and leaves a small second batch behind. Java's
 # `BuiltInPartitioner` counts a little differently and avoids switching away from a half-filled batch.)
@@ -356,11 +361,14 @@ pd.DataFrame(sticky_batches).set_index(["partition", "batch"]).T
 # %%
 events = lab05.order_events(200)
 print(f"one event: key {events[0][0]!r}, value {len(events[0][1])} bytes:\n{events[0][1].decode()}")
-pd.DataFrame(lab05.compression_rows(events)).set_index("compression.type")
+by_codec = lab05.compression_rows(events)
+pd.DataFrame(by_codec).set_index("compression.type")
 
 # %% [markdown]
 # JSON repeats its field names in every record, and a batch puts 200 of them side by side, which is why
-# compressing a whole batch works so much better than compressing records one by one. gzip and zstd squeeze
+# compressing a whole batch works so much better than compressing each record alone: the last column sends the
+# same 200 records as one-record batches, each compressed on its own, and gzip then saves about a fifth of the
+# bytes instead of five sixths. gzip and zstd squeeze
 # most; lz4 and snappy trade some ratio for speed (they are the cheap ones on the CPU). Bigger batches compress
 # better: `linger.ms` and `batch.size` decide the ratio as much as the codec does.
 #
@@ -370,7 +378,11 @@ pd.DataFrame(lab05.compression_rows(events)).set_index("compression.type")
 # %%
 zstd_producer = send_all(lab05.config(cluster.bootstrap_servers, linger_ms=60_000, batch_size=1_000_000,
                                       compression_type="zstd"), events, topic="orders")
-pd.DataFrame(lab05.batch_rows(zstd_producer.trace)).set_index("request")
+zstd_rows = lab05.batch_rows(zstd_producer.trace)
+[one_zstd_batch] = [r["batch bytes"] for r in by_codec if r["compression.type"] == "zstd"]
+print(f"{len(zstd_rows)} zstd batches, {sum(r['batch bytes'] for r in zstd_rows)} bytes in all; "
+      f"one zstd batch of all {len(events)} (the table above): {one_zstd_batch} bytes")
+pd.DataFrame(zstd_rows).set_index("request")
 
 # %% [markdown]
 # The keys are customers, so the 200 events spread over the six partitions: six zstd batches, one request per
@@ -497,9 +509,6 @@ pd.DataFrame([{"incoming batch": name, "base_sequence": s, "records": n,
 # `...`), run it, then run the check: ✓ means right; ✗ comes with a hint. The checks compute the right answer
 # from the data in the task, so you can change the data and try again.
 #
-# *Instructors:* the answer cells of this notebook hold the solutions (tagged `solution`, collapsed in
-# JupyterLab); `scripts/build_labs.py --student DIR` writes a copy where they are replaced by `...`.
-#
 # ### Exercise 1 · Java's partition
 #
 # A Java producer sends a record with key `EX_KEY` to a topic with `EX_PARTITIONS` partitions. Which partition?
@@ -518,7 +527,8 @@ lab05.check_java_partition(java_partition, EX_KEY, EX_PARTITIONS)
 # %% [markdown]
 # ### Exercise 2 · librdkafka's partition
 #
-# A confluent-kafka producer with default settings sends the same record. Which partition?
+# A confluent-kafka producer with default settings sends the same record. Which partition? (librdkafka's CRC-32
+# is the one `zlib.crc32` computes; `zlib` is imported at the top.)
 
 # %% tags=["solution"]
 librdkafka_partition = zlib.crc32(EX_KEY.encode()) % EX_PARTITIONS

@@ -28,7 +28,28 @@ def test_routing_table_and_diagram_from_a_cluster_view():
     assert rows[1]["send Produce to"].startswith("(unknown")          # leader 5 is not a known broker
     source = lab04.cluster_diagram(view, "t", dead=[5]).source
     assert source == lab04.cluster_diagram(view, "t", dead=[5]).source
-    assert "not in ISR" in source and "(controller)" in source and "(dead)" in source
+    assert "(controller)" in source and "(dead)" in source
+    assert "b0 -> p0 [color=\"#adb5bd\" dir=back style=dashed]" in source     # t-0: broker 0 is outside the ISR
+
+
+def _top_edges(svg: str) -> dict[str, float]:
+    """Each node's top edge (y of the first point of its outline) in a rendered Graphviz SVG."""
+    import re
+    return {name: float(y) for name, y in
+            re.findall(r'<title>(\w+)</title>\s*<path[^>]*? d="M[\d.-]+,([\d.-]+)', svg)}
+
+
+def test_cluster_diagram_stacks_partitions_and_brokers_in_order():
+    """The lab's own case (orders-0 led by broker 1, orders-1 by 2, orders-2 by 0): partitions and brokers each
+    read top to bottom in order, whatever way the leader edges cross."""
+    from kafkalab.clients.metadata import BrokerInfo, PartitionInfo, TopicInfo
+    replicas = {0: (1, 2, 0), 1: (2, 0, 1), 2: (0, 1, 2)}
+    parts = {p: PartitionInfo("orders", p, r[0], 0, r, r) for p, r in replicas.items()}
+    view = ClusterView({b: BrokerInfo(b, "h", 9000 + b) for b in (0, 1, 2)}, {"orders": TopicInfo("orders", parts)}, 0)
+    tops = _top_edges(lab04.cluster_diagram(view, "orders").svg())
+    assert tops["p0"] < tops["p1"] < tops["p2"]
+    assert tops["b0"] < tops["b1"] < tops["b2"]
+    assert "in ISR" not in lab04.cluster_diagram(view, "orders").source          # no edge labels to untangle
 
 
 def test_error_name():

@@ -64,6 +64,9 @@ def test_order_events_are_seeded_and_compression_rows_are_stable():
     assert [r["compression.type"] for r in rows] == ["none", "gzip", "snappy", "lz4", "zstd"]
     assert rows[0]["ratio"] == 1.0 and all(r["ratio"] > 1.5 for r in rows[1:])
     assert rows == lab05.compression_rows(lab05.order_events(50))
+    alone = "50 one-record batches, bytes"                      # each record compressed on its own
+    assert rows[0][alone] > rows[0]["batch bytes"] + 49 * 55       # 49 more 61-byte headers, a few delta bytes less
+    assert all(r[alone] > 2 * r["batch bytes"] for r in rows[1:])
 
 
 def _produce_event(node, corr, batches, acks=-1, producer_id=-1, base_sequence=-1):
