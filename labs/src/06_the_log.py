@@ -10,7 +10,9 @@
 # the files, compare the bytes a client sent with the bytes on disk, watch segments roll, follow an offset
 # through the index, and read everything back from any offset, as often as you like. Then you drive the
 # storage layer by hand, with a clock you control, to see retention delete old segments, compaction keep the
-# latest value per key, and recovery cut a half-written batch after a crash.
+# latest value per key, and recovery cut a half-written batch after a crash. Last, the bytes between the log
+# and the wire: the older message formats (v0, v1), which the broker converts both ways for old clients, and
+# zero-copy, a Fetch's records sent from the page cache with `sendfile`, or copied when the listener is TLS.
 #
 # **By the end of this lab you can**
 #
@@ -46,7 +48,7 @@
 # | the dump tool | `kafkalab/tools/dump_log.py` | `core/src/main/scala/kafka/tools/DumpLogSegments.scala` |
 # | message formats v0/v1, conversion | `kafkalab/records/legacy.py`, `conversion.py`, `storage/legacy_validator.py` | `clients/.../record/LegacyRecord.java`, `RecordsUtil.java`, `LogValidator.java` |
 # | zero-copy: `sendfile`, and TLS copies | `kafkalab/network/response_send.py` | `FileRecords.writeTo`, `PlaintextTransportLayer` / `SslTransportLayer.transferFrom` |
-# | reading the files, pictures, checks | `kafkalab/labs/lab06/` (`files.py`, `zero_copy.py`) | — |
+# | reading the files, raw Produce/Fetch/ListOffsets, pictures, checks | `kafkalab/labs/lab06/` (`files.py`, `wire.py`, `zero_copy.py`) | — |
 
 # %%
 import os
