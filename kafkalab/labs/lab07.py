@@ -205,14 +205,17 @@ def check_bucket(answer: Any, delays: dict, tick_ms: int, wheel_size: int) -> Ch
             parts.append(Part(name, "pass", "runs at once" if want is None else f"level {want[0]}, slot {want[1]}"))
         else:
             note = f"{got!r} is not right"
-            if isinstance(got, tuple) and len(got) == 2 and want is not None and got[0] == want[0]:
+            if want is None:
+                note = "compare the delay with one tick: is this task already due when it is added?"
+            elif isinstance(got, tuple) and len(got) == 2 and got[0] == want[0]:
                 note = "right level; the slot starts at a multiple of that level's tick"
-            elif isinstance(got, tuple) and want is not None and got[0] < want[0]:
+            elif isinstance(got, tuple) and got and isinstance(got[0], int) and got[0] < want[0]:
                 note = f"level {got[0]} covers only {tick_ms * wheel_size ** got[0]} ms ahead"
             parts.append(Part(name, "fail", note))
     ok = right == len(delays)
     return check(title, ok, f"{right} of {len(delays)} right", parts=parts,
-                 hint="" if ok else "level n has tick u·n^(level-1) and covers the next wheel_size ticks")
+                 hint="" if ok else "level L has tick tick_ms·wheel_size^(L-1) and covers the next wheel_size "
+                                    "ticks; a task goes to the finest level that covers its delay")
 
 
 def check_idle_fetches(answer: Any, window_ms: int, round_trip_ms: float, waits: tuple) -> CheckResult:
@@ -398,6 +401,8 @@ def check_batches_returned(answer: Any, partitions: dict, max_bytes: int, partit
         if p == first_with_data and got == 0:
             return "the first partition with data returns its first batch whatever the caps (KIP-74)"
         if p != first_with_data and isinstance(got, int) and got > expected[p]:
+            if sum(partitions[p][:got]) > partition_max_bytes:
+                return "partition_max_bytes caps each partition: that many batches do not fit in it"
             return "the bytes read before this partition came off max_bytes"
         return None
     return check_parts("Exercise 5 · what one Fetch returns", answer, expected, label=lambda p: f"partition {p}",

@@ -10,7 +10,9 @@
 # the files, compare the bytes a client sent with the bytes on disk, watch segments roll, follow an offset
 # through the index, and read everything back from any offset, as often as you like. Then you drive the
 # storage layer by hand, with a clock you control, to see retention delete old segments, compaction keep the
-# latest value per key, and recovery cut a half-written batch after a crash.
+# latest value per key, and recovery cut a half-written batch after a crash. Last, the bytes between the log
+# and the wire: the older message formats (v0, v1), which the broker converts both ways for old clients, and
+# zero-copy, a Fetch's records sent from the page cache with `sendfile`, or copied when the listener is TLS.
 #
 # **By the end of this lab you can**
 #
@@ -46,7 +48,7 @@
 # | the dump tool | `kafkalab/tools/dump_log.py` | `core/src/main/scala/kafka/tools/DumpLogSegments.scala` |
 # | message formats v0/v1, conversion | `kafkalab/records/legacy.py`, `conversion.py`, `storage/legacy_validator.py` | `clients/.../record/LegacyRecord.java`, `RecordsUtil.java`, `LogValidator.java` |
 # | zero-copy: `sendfile`, and TLS copies | `kafkalab/network/response_send.py` | `FileRecords.writeTo`, `PlaintextTransportLayer` / `SslTransportLayer.transferFrom` |
-# | reading the files, pictures, checks | `kafkalab/labs/lab06/` (`files.py`, `zero_copy.py`) | — |
+# | reading the files, raw Produce/Fetch/ListOffsets, pictures, checks | `kafkalab/labs/lab06/` (`files.py`, `wire.py`, `zero_copy.py`) | — |
 
 # %%
 import os
@@ -182,6 +184,12 @@ lab06.SegmentMap(segs, segment_bytes=1024, title=f"{PARTITION.name}: {len(segs)}
 pd.DataFrame(lab06.file_tree(PARTITION)).set_index("file")
 
 # %% [markdown]
+# Each segment after the first also has a `.snapshot`: at every roll the broker writes down its **producer
+# state** (for each idempotent producer id, its epoch and last sequence numbers: lab 05 §7) as of the new
+# segment's base offset, so that a restart does not have to re-read the whole log to rebuild it. Ours are 10
+# bytes, a header and an empty list: no producer here is idempotent.
+
+# %% [markdown]
 # ## 4 · The sparse index
 #
 # A segment's `.index` does not list every offset. The broker adds an entry only after more than
@@ -230,7 +238,8 @@ print(result.stdout)
 # %% [markdown]
 # `baseOffset`, `lastOffset`, `count`, `partitionLeaderEpoch`, `CreateTime`, `crc` and `isvalid` are the batch
 # header of section 2, read from disk; `position` is where the batch starts in the file, the number the index
-# stores. The same tool reads indexes and checkpoints (`lab06.dump_log` calls it from Python):
+# stores. The same tool reads the indexes and, a kafkalab extension that Kafka's tool does not have, the
+# `leader-epoch-checkpoint` (`lab06.dump_log` calls it from Python):
 
 # %%
 print(lab06.dump_log(PARTITION, [f"{seg.base_offset:020d}.index", f"{seg.base_offset:020d}.timeindex",
@@ -347,8 +356,8 @@ segment_table(metrics)
 # ## 8 · Retention: deleting whole segments
 #
 # `retention.ms = 7 200 000` (two hours). Retention never deletes single records: it deletes **whole segments,
-# oldest first**, each one once its *newest* record is older than `retention.ms`, and never the active segment.
-# The broker runs this check every `log.retention.check.interval.ms` (5 minutes); here we call it:
+# oldest first**, each one once its *newest* record is older than `retention.ms`. The broker runs this check
+# every `log.retention.check.interval.ms` (5 minutes); here we call it:
 
 # %%
 deleted = metrics.delete_old_segments()
@@ -376,6 +385,24 @@ deleted = metrics.delete_old_segments()
 print(f"retention.bytes = 700: deleted {deleted} segment(s); {metrics.size_in_bytes} bytes left, "
       f"log start offset {metrics.log_start_offset}")
 segment_table(metrics)
+
+# %% [markdown]
+# And the active segment, the one being written? It is not spared: once *its* newest record is older than
+# `retention.ms` it goes too, and since a log always keeps one segment, the broker first rolls a new, empty one
+# at the log end offset. Set `retention.ms` back to two hours and let three hours pass without a write:
+
+# %%
+metrics.update_config(LogConfig({"segment.bytes": 600, "retention.ms": 7_200_000}))
+clock.advance(3 * 3_600_000)
+active_before = metrics.segments[-1].base_offset
+deleted = metrics.delete_old_segments()
+print(f"deleted {deleted} segment(s), the active one ({active_before:020d}.log) too; log start offset "
+      f"{metrics.log_start_offset} = log end offset {metrics.log_end_offset}")
+segment_table(metrics)
+
+# %% [markdown]
+# The partition is empty, but its offsets go on: the next record gets offset 30, and a consumer that had read
+# everything simply waits for it. A quiet topic therefore loses all its data after `retention.ms`.
 
 # %% [markdown]
 # ## 9 · Compaction: the latest value per key
@@ -662,7 +689,7 @@ pd.DataFrame([{"base offset": b, "newest record: hours before NOW": (NOW - ts) /
 
 # %% tags=["solution"]
 expired = []
-for base, largest in SEGMENTS[:-1]:
+for base, largest in SEGMENTS:
     if NOW - largest <= RETENTION_MS:
         break
     expired.append(base)
@@ -800,7 +827,8 @@ cluster.stop()
 # * **Records stay after being read (C19).** Read from offset 10 twice, same records. Time → offset with
 #   ListOffsets / `offsets_for_times`; -2, -1, -3 for earliest, latest, max timestamp (C31).
 # * **Retention** deletes whole segments, oldest first, by `retention.ms` (newest record's age) or
-#   `retention.bytes` (per partition), never the active one; the log start offset moves up.
+#   `retention.bytes` (per partition); an expired active segment goes too, after a roll to a new empty one.
+#   The log start offset moves up.
 # * **Compaction (C27)** keeps the latest record per key at its original offset; tombstones stay for
 #   `delete.retention.ms`; the active segment is never cleaned.
 # * **Recovery** after an unclean shutdown scans from the recovery point, keeps every complete CRC-valid batch

@@ -532,7 +532,8 @@ lagging.stop()
 # ### Exercise 1 · Where does each timeout go?
 #
 # A timer with `tick_ms = TICK` and `wheel_size = SIZE`, its current time 0 (a multiple of every tick). For each
-# task, give `(level, start of its slot)` with level 1 the finest, or `None` if it runs at once.
+# task, give `(level, start of its slot)` with level 1 the finest, or `None` if it runs at once: a dict
+# `where = {task name: (level, slot start) or None}`, one entry per task of `DELAYS`.
 
 # %%
 TICK, SIZE = 1, 20
@@ -556,7 +557,8 @@ lab07.check_bucket(where, DELAYS, TICK, SIZE)
 # ### Exercise 2 · An idle consumer's fetches
 #
 # An idle consumer fetches from one broker with a round trip of `RTT_MS`. How many Fetch requests does it send
-# in `WINDOW_MS`, for each `fetch.max.wait.ms` below? (The next request leaves when the answer arrives.)
+# in `WINDOW_MS`, for each `fetch.max.wait.ms` in `WAITS`? (The next request leaves when the answer arrives; count
+# only the requests whose answer is in before the window ends.) Answer with a dict `fetches = {wait: requests}`.
 
 # %%
 WINDOW_MS, RTT_MS, WAITS = 10_000, 0.5, (0, 100, 500)
@@ -574,7 +576,8 @@ lab07.check_idle_fetches(fetches, WINDOW_MS, RTT_MS, WAITS)
 # the offsets `SEGMENTS`. Something has just happened — a follower fetch moved the HW, a segment rolled, the
 # leader was truncated — and the purgatory checks the fetch again. For each situation `(fetch offset, HW, bytes
 # between them)`, does the DelayedFetch complete now, by case `"F"` or `"G"` (section 2), or `"wait"`? Kafka's
-# `DelayedFetch.tryComplete` looks at the offsets first, the bytes after.
+# `DelayedFetch.tryComplete` looks at the offsets first, the bytes after. Answer with a dict
+# `fetch_case = {situation: "F", "G" or "wait"}`, one entry per situation.
 
 # %%
 SEGMENTS, MIN_BYTES = (0, 100, 200), 1024
@@ -603,8 +606,8 @@ lab07.check_fetch_case(fetch_case, SITUATIONS, SEGMENTS, MIN_BYTES)
 #
 # A partition's replicas have the log end offsets `LEOS` (broker: LEO); broker 0 leads. For each ISR below,
 # what is the leader's high watermark, and how many records does a consumer get reading from offset
-# `READ_FROM`? Give `(high watermark, records)`. (`min.insync.replicas` is 1, and no replica outside the ISR
-# has caught up lately.)
+# `READ_FROM`? Answer with a dict `high_watermarks = {case: (high watermark, records)}`. (`min.insync.replicas`
+# is 1, and no replica outside the ISR has caught up lately.)
 
 # %%
 LEOS, READ_FROM = {0: 12, 1: 9, 2: 11, 3: 4}, 5
@@ -624,8 +627,9 @@ lab07.check_high_watermarks(high_watermarks, LEOS, ISRS, READ_FROM)
 #
 # One consumer Fetch names four partitions, in this order, with the sizes in bytes of the batches each has from
 # its fetch offset on (`[]`: nothing new). How many **whole** batches does each partition return, with
-# `max_bytes = MAX_BYTES` and `partition_max_bytes = PARTITION_MAX_BYTES`? (Section 5: partitions are read in
-# request order; what one returns comes off the budget; KIP-74.)
+# `max_bytes = MAX_BYTES` and `partition_max_bytes = PARTITION_MAX_BYTES`? Answer with a dict
+# `returned = {partition: whole batches}`. (Section 5: partitions are read in request order; what one returns
+# comes off the budget; KIP-74.)
 
 # %%
 PARTITIONS = {3: [], 1: [1500, 200], 0: [300, 300], 2: [300]}

@@ -199,9 +199,15 @@ def test_lab06_retention():
     assert lab06.check_retention({"deleted": [0, 310], "log_start_offset": 702}, SEGS, 100 * HOUR, 48 * HOUR).passed
     gap = lab06.check_retention({"deleted": [0, 310, 1090], "log_start_offset": 702}, SEGS, 100 * HOUR, 48 * HOUR)
     assert not gap.passed and "*newest*" in gap.parts[0].note
-    active = lab06.check_retention({"deleted": [0, 310, 702, 1090, 1475], "log_start_offset": 1475}, SEGS,
-                                   200 * HOUR, 48 * HOUR)
-    assert not active.passed and "active segment" in active.parts[0].note
+    young = lab06.check_retention({"deleted": [0, 310, 702, 1090, 1475], "log_start_offset": 1475}, SEGS,
+                                  100 * HOUR, 48 * HOUR)
+    assert not young.passed and "*newest*" in young.parts[0].note
+    # every segment expired, the active one too (Kafka rolls a new, empty segment at the log end offset first)
+    assert lab06.deletable_by_time(SEGS, 200 * HOUR, 48 * HOUR) == [0, 310, 702, 1090, 1475]
+    everything = {"deleted": [0, 310, 702, 1090, 1475], "log_start_offset": 1500}
+    assert lab06.check_retention(everything, SEGS, 200 * HOUR, 48 * HOUR).passed
+    stale = lab06.check_retention({**everything, "log_start_offset": 1475}, SEGS, 200 * HOUR, 48 * HOUR)
+    assert not stale.passed and "log end offset" in stale.parts[1].note
     half = lab06.check_retention({"deleted": [0, 310], "log_start_offset": ...}, SEGS, 100 * HOUR, 48 * HOUR)
     assert half.status == "fail" and half.parts[1].status == "todo"
     assert lab06.check_retention(..., SEGS, 100 * HOUR, 48 * HOUR).status == "todo"
@@ -219,6 +225,12 @@ def test_lab06_retention_matches_the_storage_layer(tmp_path):
     expected = lab06.deletable_by_time(segs, clock.milliseconds(), 50 * 60_000)
     assert expected and log.delete_old_segments() == len(expected)
     assert log.log_start_offset == segs[len(expected)][0]
+    # quiet for a while: every segment expires, the active one too, and the log rolls a new, empty one
+    clock.advance(60 * 60_000)
+    segs = [(s.base_offset, s.largest_timestamp()) for s in log.segments]
+    expected = lab06.deletable_by_time(segs, clock.milliseconds(), 50 * 60_000)
+    assert expected == [base for base, _ in segs] and log.delete_old_segments() == len(expected)
+    assert log.log_start_offset == log.log_end_offset == 12 and log.segments[-1].size == 0
     log.close()
 
 

@@ -49,6 +49,9 @@ def test_check_bucket():
     assert not r.passed and "multiple" in r.parts[0].note
     assert lab07.check_bucket({"a": [3, 400], "b": [1, 7], "c": None}, delays, 1, 20).passed   # lists are fine
     assert lab07.check_bucket({"a": (2, 400), "b": (1, 7), "c": None}, delays, 1, 10).passed is False
+    due = lab07.check_bucket({"a": (3, 400), "b": (1, 7), "c": (1, 0)}, delays, 1, 20)
+    assert not due.passed and "already due" in due.parts[2].note
+    assert "tick_ms·wheel_size^(L-1)" in due.hint
 
 
 def test_check_idle_fetches():
@@ -147,6 +150,9 @@ def test_check_batches_returned():
     assert lab07.check_batches_returned({3: 0, 1: 1, 0: 1, 2: 0}, parts, 2000, 500).passed
     wrong = lab07.check_batches_returned({3: 0, 1: 0, 0: 1, 2: 1}, parts, 2000, 500)
     assert not wrong.passed and "KIP-74" in wrong.parts[1].note and "came off" in wrong.parts[3].note
+    # too many batches for partition_max_bytes alone (300 + 300 > 500) is not a question of the budget
+    capped = lab07.check_batches_returned({3: 0, 1: 1, 0: 2, 2: 0}, parts, 2000, 500)
+    assert not capped.passed and "partition_max_bytes caps each partition" in capped.parts[2].note
 
 
 def _replicas(leos, hw, isr=(0, 1, 2)):
