@@ -13,7 +13,8 @@
 # told and what a reader found afterwards, and says whether any promise was broken.
 #
 # (The cluster is the ZooKeeper-era design the course teaches; Kafka 4 elects leaders through KRaft instead, and
-# its controller adds an "eligible leader replicas" set (KIP-966) — the trade-offs on this page are the same.)
+# its controller can keep an "eligible leader replicas" set (KIP-966: from 4.0, on by default for new clusters
+# from 4.1) — the trade-offs on this page are the same.)
 #
 # **By the end of this lab you can**
 #
@@ -91,7 +92,8 @@ pd.DataFrame(lab13.replica_rows(run.state())).set_index("broker")
 dashboard = ClusterDashboard(run.cluster, sections=("brokers", "partitions"))
 controls = ClusterControls(run.cluster, topic=lab13.TOPIC)
 display(dashboard, controls)
-#
+
+# %% [markdown]
 # Now the network splits: `partition(0, 1)` cuts the link between the two brokers. Clients still reach both —
 # in 2013 too, the producer kept talking to the isolated leader. One subtlety: a follower that is *at the
 # leader's log end* counts as caught up however long it is silent, so the leader only drops it once there is a
@@ -148,20 +150,6 @@ evidence(f"{len(result.lost_write)} acknowledged writes lost", {
 })
 
 # %% [markdown]
-# **Your turn, before this cluster stops.** Broker 0 is down with offsets 10-20 that nobody else has. With the
-# controls above (scroll up to the dashboard), *restart* broker 0 and watch its log end offset on the dashboard
-# fall from 21 to 10: it truncates to the new leader's log. Then run the experiment again by hand on broker 1,
-# the leader now: produce a few records, *isolate* it, produce with `acks=1` and with `acks=all`, *heal* it —
-# and once more with `min.insync.replicas` set to 2. Each control says next to it what the brokers answered;
-# the dashboard shows where the records went. Then run the next cell, which stops this cluster (and its
-# dashboard).
-
-# %%
-controls.actions.close()
-run.stop()
-dashboard.stop()                            # it stops with the cluster; this waits until its thread has ended
-
-# %% [markdown]
 # Eleven writes, each answered with an offset, are gone: the new leader's log ends at 10, and when broker 0
 # comes back it will truncate its offsets 10-20 to match (lab 08's OffsetForLeaderEpoch). A consumer never saw
 # them *before* the kill either — they were above the high watermark, which stayed at 10 once the ISR was the
@@ -176,6 +164,20 @@ run.timeline
 
 # %%
 pd.DataFrame(run.timeline.rows()).set_index("phase")
+
+# %% [markdown]
+# **Your turn, before this cluster stops.** Broker 0 is down with offsets 10-20 that nobody else has. With the
+# controls above (scroll up to the dashboard), *restart* broker 0 and watch its log end offset on the dashboard
+# fall from 21 to 10: it truncates to the new leader's log. Then run the experiment again by hand on broker 1,
+# the leader now: produce a few records, *isolate* it, produce with `acks=1` and with `acks=all`, *heal* it —
+# and once more with `min.insync.replicas` set to 2. Each control says next to it what the brokers answered;
+# the dashboard shows where the records went. Then run the next cell, which stops this cluster (and its
+# dashboard).
+
+# %%
+controls.actions.close()
+run.stop()
+dashboard.stop()                            # it stops with the cluster; this waits until its thread has ended
 
 # %% [markdown]
 # ## 3 · The same faults with min.insync.replicas=2 and acks=all
@@ -232,7 +234,7 @@ print("a write now:", strict.write([b"offline-0"], "no leader", message_timeout_
 # keeps the page cache, so its log survived), it leads again with everything it acknowledged, and broker 1
 # fetches the missing records:
 
-# %% tags=["figure:safe_timeline"]
+# %% tags=["figure:strict_timeline"]
 state = strict.restart_old_leader()
 print(f"leader: broker {state['leader']}, epoch {state['leader_epoch']}")
 strict.read()
@@ -356,6 +358,7 @@ exactly_once
 # The old leader's log is `OLD_LOG` (offset = position). The producer was told "ok" for the values in
 # `ACKNOWLEDGED` (not `x-5`: its acks=all request timed out). The follower had `FOLLOWER_LEO` records when it
 # was cut off; it is elected (unclean) and then writes `WRITTEN_AFTER`. Which acknowledged values are lost?
+# Answer with a list of the values (`b"x-..."`).
 
 # %%
 OLD_LOG = [b"x-0", b"x-1", b"x-2", b"x-3", b"x-4", b"x-5", b"x-6"]
@@ -377,7 +380,8 @@ lab13.check_lost_values(lost_answer, OLD_LOG, ACKNOWLEDGED, FOLLOWER_LEO, WRITTE
 # %% [markdown]
 # ### Exercise 2 · What does each setting buy?
 #
-# For each case, under this lab's faults, give a dict with the three keys of `lab13.setting_outcome`:
+# For each case, under this lab's faults, give a dict with the three keys of `lab13.setting_outcome` (a list of
+# four dicts, one per case, in the order of `CASES`):
 # `"acknowledged writes lost"` (bool), `"writes refused while cut off"` (bool) and `"after the leader dies"`
 # (`"a follower leads, writes go on"`, `"a follower leads, writes refused"` or
 # `"offline until the old leader returns"`).
@@ -386,8 +390,8 @@ lab13.check_lost_values(lost_answer, OLD_LOG, ACKNOWLEDGED, FOLLOWER_LEO, WRITTE
 CASES = [
     {"acks": 1, "min_insync_replicas": 2, "unclean": True, "replication_factor": 3},
     {"acks": "all", "min_insync_replicas": 1, "unclean": True, "replication_factor": 3},
-    {"acks": "all", "min_insync_replicas": 2, "unclean": True, "replication_factor": 3},
-    {"acks": "all", "min_insync_replicas": 2, "unclean": False, "replication_factor": 3},
+    {"acks": "all", "min_insync_replicas": 3, "unclean": True, "replication_factor": 3},
+    {"acks": "all", "min_insync_replicas": 1, "unclean": False, "replication_factor": 3},
 ]
 
 # %% tags=["solution"]
@@ -397,8 +401,8 @@ settings_answer = [
     {"acknowledged writes lost": True, "writes refused while cut off": False,
      "after the leader dies": "a follower leads, writes go on"},
     {"acknowledged writes lost": False, "writes refused while cut off": True,
-     "after the leader dies": "a follower leads, writes go on"},
-    {"acknowledged writes lost": False, "writes refused while cut off": True,
+     "after the leader dies": "a follower leads, writes refused"},
+    {"acknowledged writes lost": False, "writes refused while cut off": False,
      "after the leader dies": "offline until the old leader returns"},
 ]
 
