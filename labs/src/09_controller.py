@@ -257,8 +257,12 @@ lab09.channels_diagram(cluster, title="After broker 2 died", dead=[2])
 # ## 5 · The broker comes back
 #
 # Restart broker 2: it registers again under `/brokers/ids`, the controller's watch fires, and the newcomer
-# receives UpdateMetadata (so it can answer clients) and LeaderAndIsr (it is a follower of every partition: no
-# leadership moves back by itself). It catches up and its leaders add it back to the ISR.
+# receives UpdateMetadata (so it can answer clients) and LeaderAndIsr (it is a follower of every partition:
+# leadership does not move back when it returns). It catches up and its leaders add it back to the ISR. (Kafka
+# hands `orders-1` back to its preferred leader later: with `auto.leader.rebalance.enable=true`, the default,
+# the controller checks every `leader.imbalance.check.interval.seconds`, 300 s, and runs a preferred election
+# once more than `leader.imbalance.per.broker.percentage`, 10 %, of a broker's preferred partitions are led
+# elsewhere. kafkalab does not run that task; an ElectLeaders request does the same by hand.)
 
 # %%
 tap.clear()

@@ -33,7 +33,7 @@
 # |---|---|---|
 # | **C29** `acks=0/1/all` and `min.insync.replicas` | acks=1 writes acknowledged by a leader alone, then lost; acks=all with min ISR 2 refused instead | 1, 3, 5 |
 # | **C42** acks=all needs enough in-sync replicas before the leader appends | NOT_ENOUGH_REPLICAS (19) for every write while the ISR is the leader alone | 3 |
-# | **C44** consumers only see records below the high watermark | the reader after an unclean election: the high watermark of a shorter log, and the acknowledged records above it gone | 1, 2 |
+# | **C44** consumers only see records below the high watermark | with an ISR of one the leader's high watermark reaches its log end (readable), then the unclean election drops those records; the reader stops at the new leader's shorter high watermark | 1, 2 |
 # | Jepsen-style testing | faults (partition, kill), a history of client operations, a checker that finds `lost-write` | all |
 #
 # | what you use | kafkalab module | what it mirrors |
@@ -112,11 +112,15 @@ print("the leader's ISR after replica.lag.time.max.ms:", list(run.leader_isr()))
 
 # %%
 during = run.write([b"during-%d" % i for i in range(10)], "leader cut off")
+before_kill = run.state()["logs"]
 print("offsets:", during)
-print("the follower's log end offset:", run.state()["logs"][1]["log_end_offset"])
+print("the leader's log end offset / high watermark:", before_kill[0])
+print("the follower's log end offset:", before_kill[1]["log_end_offset"])
 
 # %% [markdown]
-# Every one acknowledged, offsets 11-20, none on broker 1. Now the leader dies (`kill`: its session expires and
+# Every one acknowledged, offsets 11-20, none on broker 1. And every one **committed**: with
+# `min.insync.replicas=1` an ISR of one is enough, so the leader's high watermark followed its log end to 21 —
+# a consumer may read all of them. Now the leader dies (`kill`: its session expires and
 # the controller hears of it). The only live replica, broker 1, is **not in the ISR**. With unclean election on,
 # the controller elects it anyway — and says what that costs:
 
@@ -146,15 +150,19 @@ evidence(f"{len(result.lost_write)} acknowledged writes lost", {
         all(op.type == "ok" for op in run.history.sends if op.value in {c["value"] for c in result.lost_write}),
     "... and written while the follower was cut off":
         {c["value"] for c in result.lost_write} == {b"probe"} | {b"during-%d" % i for i in range(10)},
+    "they were below the old leader's high watermark (readable) before the kill":
+        max(lost_offsets) < before_kill[0]["high_watermark"],
     "the reader stopped at the new leader's high watermark": seen[-1][0] + 1 == state["logs"][1]["high_watermark"],
 })
 
 # %% [markdown]
 # Eleven writes, each answered with an offset, are gone: the new leader's log ends at 10, and when broker 0
-# comes back it will truncate its offsets 10-20 to match (lab 08's OffsetForLeaderEpoch). A consumer never saw
-# them *before* the kill either — they were above the high watermark, which stayed at 10 once the ISR was the
-# leader alone. The high watermark kept the reader consistent; it did not keep the producer's acknowledgements
-# true.
+# comes back it will truncate its offsets 10-20 to match (lab 08's OffsetForLeaderEpoch). They were not only
+# acknowledged but *committed*: below the old leader's high watermark (21), so a consumer could have read them
+# before the kill — records it saw that no longer exist (and once the new leader writes, offsets 10-20 hold
+# other records: Jepsen's inconsistent offsets, exercise 1). The high watermark protects readers only as far as
+# the ISR really holds the records; an ISR of one and an unclean election break both promises, the producer's
+# and the consumer's.
 #
 # The whole run as a picture: one square per send in the order they were made, the faults as dashed lines, the
 # leader below. (Hover a square for its value and offset.)
