@@ -346,6 +346,11 @@ pd.DataFrame([{"case": name, "required_offset": req, "high_watermark": hw, "maxi
 # the leader's HW (and the start of the leader's current epoch), the leader adds it back to the ISR (Kafka's
 # `maybeExpandIsr`) — and only then can the HW move past the records written while it was alone.
 #
+# (That first round trip is how this cluster's followers do it, as Kafka's did up to inter-broker protocol 2.6.
+# From 2.7 a restarted follower usually fetches at once: its Fetch names the epoch of its last record
+# (`last_fetched_epoch`), and where the logs part the leader answers with a `diverging_epoch` instead of
+# records — the same truncation, folded into Fetch.)
+#
 # On the dashboard: two brokers come back up, their bars catch up with the leader's, they rejoin the ISR one
 # after the other, and the leader's pale records turn dark.
 
