@@ -122,7 +122,10 @@ print("the follower's log end offset:", before_kill[1]["log_end_offset"])
 # `min.insync.replicas=1` an ISR of one is enough, so the leader's high watermark followed its log end to 21 —
 # a consumer may read all of them. Now the leader dies (`kill`: its session expires and
 # the controller hears of it). The only live replica, broker 1, is **not in the ISR**. With unclean election on,
-# the controller elects it anyway — and says what that costs:
+# the controller elects it anyway, and kafkalab's controller logs a warning that says what that costs. (Kafka
+# 3.9's ZooKeeper controller is quieter: it only marks the meter
+# `kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec`; a KRaft controller logs the
+# unclean election at INFO.)
 
 # %%
 state = run.kill_leader()
