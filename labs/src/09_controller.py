@@ -169,8 +169,9 @@ evidence("One request at a time", {"correlation ids are consecutive on every cha
                                         all(consecutive(b) for b in cluster.brokers)})
 
 # %% [markdown]
-# What was inside? The tap decoded the bodies (LeaderAndIsr v6, UpdateMetadata v7). Here is what broker 1
-# was told:
+# What was inside? The tap decoded the bodies (LeaderAndIsr v6, UpdateMetadata v7, the versions of Kafka
+# 3.2-3.3; from 3.4 a ZooKeeper-mode controller sends v7 and v8, which only add the fields of the migration to
+# KRaft, KIP-866). Here is what broker 1 was told:
 
 # %%
 bodies = lab09.body_rows(tap.sent)
@@ -184,13 +185,16 @@ pd.DataFrame([r for r in bodies if r["to"] == "broker 1"])
 #   (with their endpoints): it is what fills each broker's metadata cache, from which any broker answers a
 #   client's Metadata request (lab 04).
 # * Both carry `controller_epoch` 1: this controller's election number.
-#
+
+# %%
+evidence("One picture for everyone", {"every broker was told the same UpdateMetadata states":
+    len({tuple((r["partition"], r["leader"], r["leader_epoch"], tuple(r["isr"])) for r in bodies
+               if r["to"] == f"broker {b}" and r["request"].startswith("UpdateMetadata")) for b in range(3)}) == 1})
+
+# %% [markdown]
 # The states are also in the store, written *before* the requests were sent:
 
 # %%
-display(evidence("One picture for everyone", {"every broker was told the same UpdateMetadata states":
-    len({tuple((r["partition"], r["leader"], r["leader_epoch"], tuple(r["isr"])) for r in bodies
-               if r["to"] == f"broker {b}" and r["request"].startswith("UpdateMetadata")) for b in range(3)}) == 1}))
 print(lab09.zk_tree(cluster))
 
 # %% [markdown]
@@ -253,8 +257,12 @@ lab09.channels_diagram(cluster, title="After broker 2 died", dead=[2])
 # ## 5 · The broker comes back
 #
 # Restart broker 2: it registers again under `/brokers/ids`, the controller's watch fires, and the newcomer
-# receives UpdateMetadata (so it can answer clients) and LeaderAndIsr (it is a follower of every partition: no
-# leadership moves back by itself). It catches up and its leaders add it back to the ISR.
+# receives UpdateMetadata (so it can answer clients) and LeaderAndIsr (it is a follower of every partition:
+# leadership does not move back when it returns). It catches up and its leaders add it back to the ISR. (Kafka
+# hands `orders-1` back to its preferred leader later: with `auto.leader.rebalance.enable=true`, the default,
+# the controller checks every `leader.imbalance.check.interval.seconds`, 300 s, and runs a preferred election
+# once more than `leader.imbalance.per.broker.percentage`, 10 %, of a broker's preferred partitions are led
+# elsewhere. kafkalab does not run that task; an ElectLeaders request does the same by hand.)
 
 # %%
 tap.clear()
@@ -333,6 +341,9 @@ dashboard.stop()                            # it stops with the cluster; this wa
 
 # %% [markdown]
 # ## Exercises
+#
+# Write your answer in the answer cell (replace the `...`), run it, then run the check: ✓ means right; ✗ comes
+# with a hint. The checks compute the right answer from the data in the task.
 #
 # ### Exercise 1 · Read the store
 #

@@ -13,7 +13,8 @@
 # told and what a reader found afterwards, and says whether any promise was broken.
 #
 # (The cluster is the ZooKeeper-era design the course teaches; Kafka 4 elects leaders through KRaft instead, and
-# its controller adds an "eligible leader replicas" set (KIP-966) — the trade-offs on this page are the same.)
+# its controller can keep an "eligible leader replicas" set (KIP-966: from 4.0, on by default for new clusters
+# from 4.1) — the trade-offs on this page are the same.)
 #
 # **By the end of this lab you can**
 #
@@ -32,7 +33,7 @@
 # |---|---|---|
 # | **C29** `acks=0/1/all` and `min.insync.replicas` | acks=1 writes acknowledged by a leader alone, then lost; acks=all with min ISR 2 refused instead | 1, 3, 5 |
 # | **C42** acks=all needs enough in-sync replicas before the leader appends | NOT_ENOUGH_REPLICAS (19) for every write while the ISR is the leader alone | 3 |
-# | **C44** consumers only see records below the high watermark | the reader after an unclean election: the high watermark of a shorter log, and the acknowledged records above it gone | 1, 2 |
+# | **C44** consumers only see records below the high watermark | with an ISR of one the leader's high watermark reaches its log end (readable), then the unclean election drops those records; the reader stops at the new leader's shorter high watermark | 1, 2 |
 # | Jepsen-style testing | faults (partition, kill), a history of client operations, a checker that finds `lost-write` | all |
 #
 # | what you use | kafkalab module | what it mirrors |
@@ -91,7 +92,8 @@ pd.DataFrame(lab13.replica_rows(run.state())).set_index("broker")
 dashboard = ClusterDashboard(run.cluster, sections=("brokers", "partitions"))
 controls = ClusterControls(run.cluster, topic=lab13.TOPIC)
 display(dashboard, controls)
-#
+
+# %% [markdown]
 # Now the network splits: `partition(0, 1)` cuts the link between the two brokers. Clients still reach both —
 # in 2013 too, the producer kept talking to the isolated leader. One subtlety: a follower that is *at the
 # leader's log end* counts as caught up however long it is silent, so the leader only drops it once there is a
@@ -110,13 +112,20 @@ print("the leader's ISR after replica.lag.time.max.ms:", list(run.leader_isr()))
 
 # %%
 during = run.write([b"during-%d" % i for i in range(10)], "leader cut off")
+before_kill = run.state()["logs"]
 print("offsets:", during)
-print("the follower's log end offset:", run.state()["logs"][1]["log_end_offset"])
+print("the leader's log end offset / high watermark:", before_kill[0])
+print("the follower's log end offset:", before_kill[1]["log_end_offset"])
 
 # %% [markdown]
-# Every one acknowledged, offsets 11-20, none on broker 1. Now the leader dies (`kill`: its session expires and
+# Every one acknowledged, offsets 11-20, none on broker 1. And every one **committed**: with
+# `min.insync.replicas=1` an ISR of one is enough, so the leader's high watermark followed its log end to 21 —
+# a consumer may read all of them. Now the leader dies (`kill`: its session expires and
 # the controller hears of it). The only live replica, broker 1, is **not in the ISR**. With unclean election on,
-# the controller elects it anyway — and says what that costs:
+# the controller elects it anyway, and kafkalab's controller logs a warning that says what that costs. (Kafka
+# 3.9's ZooKeeper controller is quieter: it only marks the meter
+# `kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec`; a KRaft controller logs the
+# unclean election at INFO.)
 
 # %%
 state = run.kill_leader()
@@ -144,8 +153,28 @@ evidence(f"{len(result.lost_write)} acknowledged writes lost", {
         all(op.type == "ok" for op in run.history.sends if op.value in {c["value"] for c in result.lost_write}),
     "... and written while the follower was cut off":
         {c["value"] for c in result.lost_write} == {b"probe"} | {b"during-%d" % i for i in range(10)},
+    "they were below the old leader's high watermark (readable) before the kill":
+        max(lost_offsets) < before_kill[0]["high_watermark"],
     "the reader stopped at the new leader's high watermark": seen[-1][0] + 1 == state["logs"][1]["high_watermark"],
 })
+
+# %% [markdown]
+# Eleven writes, each answered with an offset, are gone: the new leader's log ends at 10, and when broker 0
+# comes back it will truncate its offsets 10-20 to match (lab 08's OffsetForLeaderEpoch). They were not only
+# acknowledged but *committed*: below the old leader's high watermark (21), so a consumer could have read them
+# before the kill — records it saw that no longer exist (and once the new leader writes, offsets 10-20 hold
+# other records: Jepsen's inconsistent offsets, exercise 1). The high watermark protects readers only as far as
+# the ISR really holds the records; an ISR of one and an unclean election break both promises, the producer's
+# and the consumer's.
+#
+# The whole run as a picture: one square per send in the order they were made, the faults as dashed lines, the
+# leader below. (Hover a square for its value and offset.)
+
+# %% tags=["figure:unsafe_timeline"]
+run.timeline
+
+# %%
+pd.DataFrame(run.timeline.rows()).set_index("phase")
 
 # %% [markdown]
 # **Your turn, before this cluster stops.** Broker 0 is down with offsets 10-20 that nobody else has. With the
@@ -160,22 +189,6 @@ evidence(f"{len(result.lost_write)} acknowledged writes lost", {
 controls.actions.close()
 run.stop()
 dashboard.stop()                            # it stops with the cluster; this waits until its thread has ended
-
-# %% [markdown]
-# Eleven writes, each answered with an offset, are gone: the new leader's log ends at 10, and when broker 0
-# comes back it will truncate its offsets 10-20 to match (lab 08's OffsetForLeaderEpoch). A consumer never saw
-# them *before* the kill either — they were above the high watermark, which stayed at 10 once the ISR was the
-# leader alone. The high watermark kept the reader consistent; it did not keep the producer's acknowledgements
-# true.
-#
-# The whole run as a picture: one square per send in the order they were made, the faults as dashed lines, the
-# leader below. (Hover a square for its value and offset.)
-
-# %% tags=["figure:unsafe_timeline"]
-run.timeline
-
-# %%
-pd.DataFrame(run.timeline.rows()).set_index("phase")
 
 # %% [markdown]
 # ## 3 · The same faults with min.insync.replicas=2 and acks=all
@@ -232,7 +245,7 @@ print("a write now:", strict.write([b"offline-0"], "no leader", message_timeout_
 # keeps the page cache, so its log survived), it leads again with everything it acknowledged, and broker 1
 # fetches the missing records:
 
-# %% tags=["figure:safe_timeline"]
+# %% tags=["figure:strict_timeline"]
 state = strict.restart_old_leader()
 print(f"leader: broker {state['leader']}, epoch {state['leader_epoch']}")
 strict.read()
@@ -356,6 +369,7 @@ exactly_once
 # The old leader's log is `OLD_LOG` (offset = position). The producer was told "ok" for the values in
 # `ACKNOWLEDGED` (not `x-5`: its acks=all request timed out). The follower had `FOLLOWER_LEO` records when it
 # was cut off; it is elected (unclean) and then writes `WRITTEN_AFTER`. Which acknowledged values are lost?
+# Answer with a list of the values (`b"x-..."`).
 
 # %%
 OLD_LOG = [b"x-0", b"x-1", b"x-2", b"x-3", b"x-4", b"x-5", b"x-6"]
@@ -377,7 +391,8 @@ lab13.check_lost_values(lost_answer, OLD_LOG, ACKNOWLEDGED, FOLLOWER_LEO, WRITTE
 # %% [markdown]
 # ### Exercise 2 · What does each setting buy?
 #
-# For each case, under this lab's faults, give a dict with the three keys of `lab13.setting_outcome`:
+# For each case, under this lab's faults, give a dict with the three keys of `lab13.setting_outcome` (a list of
+# four dicts, one per case, in the order of `CASES`):
 # `"acknowledged writes lost"` (bool), `"writes refused while cut off"` (bool) and `"after the leader dies"`
 # (`"a follower leads, writes go on"`, `"a follower leads, writes refused"` or
 # `"offline until the old leader returns"`).
@@ -386,8 +401,8 @@ lab13.check_lost_values(lost_answer, OLD_LOG, ACKNOWLEDGED, FOLLOWER_LEO, WRITTE
 CASES = [
     {"acks": 1, "min_insync_replicas": 2, "unclean": True, "replication_factor": 3},
     {"acks": "all", "min_insync_replicas": 1, "unclean": True, "replication_factor": 3},
-    {"acks": "all", "min_insync_replicas": 2, "unclean": True, "replication_factor": 3},
-    {"acks": "all", "min_insync_replicas": 2, "unclean": False, "replication_factor": 3},
+    {"acks": "all", "min_insync_replicas": 3, "unclean": True, "replication_factor": 3},
+    {"acks": "all", "min_insync_replicas": 1, "unclean": False, "replication_factor": 3},
 ]
 
 # %% tags=["solution"]
@@ -397,8 +412,8 @@ settings_answer = [
     {"acknowledged writes lost": True, "writes refused while cut off": False,
      "after the leader dies": "a follower leads, writes go on"},
     {"acknowledged writes lost": False, "writes refused while cut off": True,
-     "after the leader dies": "a follower leads, writes go on"},
-    {"acknowledged writes lost": False, "writes refused while cut off": True,
+     "after the leader dies": "a follower leads, writes refused"},
+    {"acknowledged writes lost": False, "writes refused while cut off": False,
      "after the leader dies": "offline until the old leader returns"},
 ]
 
