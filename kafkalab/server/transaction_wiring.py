@@ -83,7 +83,7 @@ def start_transaction_coordinator(broker) -> tuple[TransactionCoordinator, Trans
         lambda host, port, client_id: InterBrokerConnection(
             host, port, client_id=client_id, request_timeout_ms=timeout_ms, link_check=broker._link_up,
             ssl_context=broker.inter_broker_ssl_context, sasl_login=broker.inter_broker_login),
-        client_id=str(broker.broker_id))
+        client_id=f"broker-{broker.broker_id}-txn-marker-sender")      # Kafka's TransactionMarkerChannelManager
     coordinator.markers = channel
     coordinator.startup()
 

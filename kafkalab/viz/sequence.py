@@ -37,11 +37,21 @@ class SequenceDiagram:
     ``lifelines``: ``[(key, title, subtitle), ...]``. Add rows in time order with :meth:`message` (an arrow,
     solid for a request and dashed for a response; ``lost=True`` ends it in a ✗ half-way), :meth:`note` (text
     across the whole width) and :meth:`span` (a bar on a lifeline from one row to another: "busy with this").
+
+    ``label_at``: ``"middle"`` (the default) centres each label over its arrow and widens the columns until it
+    fits between the arrow's two lifelines; ``"start"`` sets it from the arrow's start, running the way the
+    arrow points (past its end, over other lifelines, with a white halo), so that the columns only need to
+    hold the lifelines' boxes and the labels only need to stay inside the picture: a diagram of many
+    lifelines and long labels stays narrow enough to read at a notebook's width.
     """
 
     ROW = 30
 
-    def __init__(self, lifelines: Iterable[tuple[str, str, str]], *, title: Optional[str] = None, column: int = 210):
+    def __init__(self, lifelines: Iterable[tuple[str, str, str]], *, title: Optional[str] = None, column: int = 210,
+                 label_at: str = "middle"):
+        if label_at not in ("middle", "start"):
+            raise ValueError(f"label_at must be 'middle' or 'start', not {label_at!r}")
+        self.label_at = label_at
         self.lifelines = list(lifelines)
         self.index = {key: i for i, (key, _, _) in enumerate(self.lifelines)}
         self.title = title
@@ -70,7 +80,8 @@ class SequenceDiagram:
         return text_width(text, size, bold=bold)
 
     def _fit_column(self) -> None:
-        """Widen the columns until every label fits between its two lifelines and every title in its box."""
+        """Widen the columns until every title fits in its box and every label between its two lifelines (with
+        ``label_at="start"``: between its start and the picture's far edge)."""
         need = self.column
         for _, title, subtitle in self.lifelines:
             need = max(need, self._text_width(title, 12, True) + 40, self._text_width(subtitle, 11) + 40)
@@ -81,12 +92,19 @@ class SequenceDiagram:
             if row[0] == "note":                      # across the whole width
                 need = max(need, (self._text_width(row[1], 11.5) + 20 - 60) / n)
                 continue
-            span = max(1, abs(self.index[row[2]] - self.index[row[1]]))
-            need = max(need, (self._text_width(row[3], 12, not row[5]) + 36) / span)
+            src, dst = self.index[row[1]], self.index[row[2]]
+            label = self._text_width(row[3], 12, not row[5])
+            if self.label_at == "start":              # from the source lifeline + 14 to 4 px inside the edge
+                room = n - src - 0.5 if dst >= src else src + 0.5
+                need = max(need, (label + 18 - 30) / room)
+            else:
+                need = max(need, (label + 36) / max(1, abs(dst - src)))
             if row[7]:                                # a side note right of the arrow's far end
                 right = max(self.index[row[1]], self.index[row[2]])
                 # 30 + column / 2 + right * column + 6 + 12 + width <= 60 + n * column
                 need = max(need, (self._text_width(row[7], 11) + 18 - 30) / (n - right - 0.5))
+                if self.label_at == "start" and dst >= src:   # ... and right of a label that runs past it
+                    need = max(need, (label + 14 + 12 + self._text_width(row[7], 11) - 30) / (n - src - 0.5))
         self.column = int(need + 0.999)
 
     def svg(self) -> str:
@@ -140,11 +158,19 @@ class SequenceDiagram:
             if lost:
                 out.append(f'<text x="{end}" y="{y + 5}" text-anchor="middle" font-size="15" font-weight="700" '
                            f'fill="#c92a2a">✗</text>')
-            mid = (x1 + x2) / 2
-            out.append(f'<text x="{mid}" y="{y - 5}" text-anchor="middle" fill="{colour}" '
-                       f'font-weight="{600 if not dashed else 400}">{_e(label)}</text>')
+            weight = 600 if not dashed else 400
+            far = max(x1, x2)
+            if self.label_at == "start":
+                at = x1 + 8 * sign
+                far = max(far, at + self._text_width(label, 12, not dashed) if sign > 0 else far)
+                out.append(f'<text x="{at}" y="{y - 5}" text-anchor="{"start" if sign > 0 else "end"}" '
+                           f'fill="{colour}" font-weight="{weight}" stroke="#fff" stroke-width="3" '
+                           f'paint-order="stroke">{_e(label)}</text>')
+            else:
+                out.append(f'<text x="{(x1 + x2) / 2}" y="{y - 5}" text-anchor="middle" fill="{colour}" '
+                           f'font-weight="{weight}">{_e(label)}</text>')
             if note:
-                anchor_x = max(x1, x2) + 12
+                anchor_x = far + 12
                 out.append(f'<text x="{anchor_x}" y="{y + 4}" font-size="11" fill="#656d76">{_e(note)}</text>')
         out.append("</svg>")
         return "".join(out)

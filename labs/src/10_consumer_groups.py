@@ -299,7 +299,7 @@ lab.timeline(f"group {GROUP!r}: two members join, bob dies, alice takes over")
 
 # %% [markdown]
 # Read the timeline left to right: the pale bars are JoinGroup and SyncGroup requests the coordinator held
-# (alice's first JoinGroup waited 6 s, bob's SyncGroup waited for the leader's). The grey ticks are heartbeats;
+# (alice's JoinGroup with her member id waited 6 s, bob's SyncGroup waited for the leader's). The grey ticks are heartbeats;
 # bob's stop at 15 s, and 10 s later the coordinator crosses him out. Alice's next heartbeats come back orange,
 # REBALANCE_IN_PROGRESS, and she rejoins. While the group was rebalancing, **nobody** in it was consuming the
 # partitions being moved: rebalances are pauses, which is why `session.timeout.ms` is a trade-off between
@@ -326,7 +326,8 @@ pd.DataFrame(lab.offsets_records()).set_index("offset")
 #   what a new coordinator reads back to know who was in the group.
 # * An **offset record** is the tuple (group, topic, partition) → offset: "the group has processed everything
 #   before offset 42 of `orders-0`". The *next* record to read, not the last one read. It also carries the
-#   leader epoch (for fencing after a leader change), optional metadata, and the commit time.
+#   leader epoch of the record before it (KIP-320: a consumer resuming there can tell whether a leader change
+#   truncated the log meanwhile; -1 here, where the lab sent none), optional metadata, and the commit time.
 # * The topic is **compacted** (`cleanup.policy=compact`): only the latest record per key has to survive, so a
 #   group committing every second for a year still needs one record per partition. A **tombstone** (null
 #   value) forgets a key: when offsets expire (`offsets.retention.minutes` after the group became empty) or the
@@ -549,7 +550,7 @@ pd.DataFrame(table).rename_axis("offset")
 # SyncGroup, no heartbeats, no rebalance — if it dies, nobody takes over its partitions. But with a `group.id`
 # it can still use the group's *offset storage*: it commits with generation -1 and no member id, which the
 # coordinator accepts as long as the group has no members. (Where it starts without a committed offset is
-# `auto.offset.reset`: `earliest`, `latest`, or fail with `error`.)
+# `auto.offset.reset`'s business: section 10.)
 
 # %%
 reporter = consumer("reporter", group="reports")
@@ -604,7 +605,10 @@ print("OffsetCommit with no member id, generation -1, while alice is a member ->
 # The same policy applies when the position is no longer in the log: a fetch answered `OFFSET_OUT_OF_RANGE`
 # (the records were deleted by retention, say) resets the position by it, and with `none` the consumer throws
 # `OffsetOutOfRangeException`. librdkafka calls `none` `error`; there are aliases too (`smallest`,
-# `beginning`, `largest`, `end`).
+# `beginning`, `largest`, `end`). Kafka 4.0's Java consumer adds a fourth policy, `by_duration:<duration>`
+# (KIP-1106, an ISO-8601 duration such as `PT1H`): start at the first record no older than that, found with
+# a ListOffsets by timestamp as in lab 06 §6. Kafka 3.9's consumer, librdkafka and kafkalab know the three
+# above.
 #
 # A topic `events` with five records, and three brand-new groups, one per policy. Each consumer joins its group
 # and we ask for its position; then two more records arrive, and each reads what it can.
@@ -882,8 +886,8 @@ seen
 # from the data in the task — exercise 3 even replays it on a coordinator — so you can change the data and try
 # again.
 #
-# *Instructors:* the answer cells of this notebook hold the solutions (tagged `solution`, collapsed in
-# JupyterLab); `scripts/build_labs.py --student DIR` writes a copy where they are replaced by `...`.
+# *Instructors:* in the instructors' notebooks (`labs/`, `make lab-instructor`) the answer cells hold the
+# solutions, collapsed; the participant notebooks that `make lab` opens have `...` there.
 #
 # ### Exercise 1 · Find the coordinator
 #
@@ -1010,7 +1014,7 @@ lab10.check_start_offsets(first_offsets, LOG_START, LOG_END, CASES)
 # A consumer with `enable.auto.commit=true` and `auto.commit.interval.ms` = `INTERVAL_MS` is created at t = 0.
 # Its `poll()` number `k` (counting from 0) happens at `POLL_TIMES_MS[k]` and returns record `k`, which the
 # application handles before polling again. The process is killed right after handling record `CRASH_AFTER`.
-# Which records does its successor in the group hand out a second time?
+# Which records does its successor in the group hand out a second time? Give their offsets as a list.
 
 # %%
 INTERVAL_MS = 2_000

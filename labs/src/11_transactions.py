@@ -41,7 +41,7 @@
 # | WriteTxnMarkers, sent by the coordinator | `kafkalab/coordinator/transaction/marker_channel.py` | `TransactionMarkerChannelManager.scala` |
 # | markers, LSO, `.txnindex` on the leader | `kafkalab/storage/log.py`, `producer_state.py`, `transaction_index.py` | `UnifiedLog.scala`, `ProducerStateManager.java`, `TransactionIndex.java` |
 # | the producer's side | `kafkalab/clients/producer/transaction_manager.py` | `clients/.../producer/internals/TransactionManager.java` |
-# | pictures, the step-by-step coordinator, checks | `kafkalab/labs/lab11.py` | — |
+# | pictures, the step-by-step coordinator, checks | `kafkalab/labs/lab11/` | — |
 
 # %%
 import logging
@@ -170,9 +170,8 @@ def txn_state(transactional_id, broker_id=0):
 
 
 cluster.wait_until(lambda: txn_state(TXN_ID) == "CompleteCommit", 10, "the markers were not written")
-roles = {0: f"transaction coordinator · __transaction_state-{placed['__transaction_state']}",
-         1: f"leader of {OUTPUT}-0", 2: f"leader of {OUTPUT}-1",
-         3: f"group coordinator · __consumer_offsets-{placed['__consumer_offsets']}"}
+roles = {0: "transaction coordinator", 1: f"leader of {OUTPUT}-0", 2: f"leader of {OUTPUT}-1",
+         3: "group coordinator"}
 diagram = lab11.sequence_diagram(tap, "checkout-1", roles, title="One transaction, as the brokers received it")
 tap.remove()
 diagram
@@ -195,8 +194,15 @@ diagram
 #    commit, whatever fails.
 # 8. **WriteTxnMarkers**, from the coordinator to every leader involved — including the group coordinator's
 #    `__consumer_offsets` partition, where the marker makes the pending offsets real. Each leader appends a
-#    COMMIT marker. The coordinator sends them on the inter-broker listener, as a client (its client id is its
-#    broker id).
+#    COMMIT marker. The coordinator sends them on the inter-broker listener, as a client with Kafka's client
+#    id `broker-0-txn-marker-sender`.
+#
+# That is the protocol of Kafka 3.x clients, which is what every client of this course speaks. Two later
+# changes (KIP-890) do not show here. Since Kafka 3.6 a leader that gets the first transactional batch of a
+# producer asks the coordinator (AddPartitionsToTxn v4, `verify_only`) whether the partition is really in the
+# transaction (`transaction.partition.verification.enable`, default true; kafkalab's leaders do not ask). With
+# Kafka 4's transaction version 2 and a 4.x Java producer, steps 3 and 5 move to the brokers (a Produce v12 or
+# a TxnOffsetCommit v5 implies them), and EndTxn v5 bumps the producer epoch at every commit or abort.
 #
 # What the coordinator wrote to `__transaction_state` along the way, read from broker 0's disk:
 
@@ -632,8 +638,8 @@ cluster.stop()
 # from the data in the task — exercises 3 and 4 replay it on a `LabCoordinator` — so you can change the data
 # and try again.
 #
-# *Instructors:* the answer cells of this notebook hold the solutions (tagged `solution`, collapsed in
-# JupyterLab); `scripts/build_labs.py --student DIR` writes a copy where they are replaced by `...`.
+# *Instructors:* in the instructors' notebooks (`labs/`, `make lab-instructor`) the answer cells hold the
+# solutions, collapsed; the participant notebooks that `make lab` opens have `...` there.
 #
 # ### Exercise 1 · Find the transaction coordinator
 #
@@ -683,7 +689,8 @@ lab11.check_read_committed(read_committed_offsets, LOG, HW)
 #
 # Three producers use the same `transactional.id` one after the other, in this order. At the end, which epoch
 # does each hold (the epoch of its last successful InitProducerId), and which epoch is written on the ABORT
-# marker that ends B's transaction? Give `{"A": ..., "B": ..., "C": ..., "ABORT marker": ...}`.
+# marker that ends B's transaction? Give `{"A": ..., "B": ..., "C": ..., "ABORT marker": ...}`. (Kafka 3.x's
+# rules, as in section 6.)
 
 # %%
 EVENTS = ["A: init", "A: begin + send", "A: commit", "B: init", "B: begin + send", "C: init"]

@@ -172,6 +172,8 @@ def test_commit_on_the_wire_writes_markers_then_complete_commit(cluster, broker)
     for topic, partition in (("t", 0), ("t", 1)):
         mine = [m[1:4] for m in markers_in_log(cluster, 0, topic, partition) if m[1] == pid]
         assert mine == [(pid, epoch, True)], (topic, partition)
+    senders = {r.client_id for r in broker.channel.request_log.records if r.api_name == "WriteTxnMarkers"}
+    assert senders == {"broker-0-txn-marker-sender"}                      # Kafka's NetworkClient client id
     assert end(broker, "txn-1", pid, epoch) == E.NONE                      # a retry of the same commit
     assert end(broker, "txn-1", pid, epoch, commit=False) == E.INVALID_TXN_STATE
 
@@ -254,7 +256,8 @@ def test_restarted_coordinator_loads_the_log_and_finishes_a_prepared_commit(clus
         assert d and (d.producer_id, d.producer_epoch) == (pid, epoch)
         mine = [m for m in markers if m[0] == pid]
         # sent again by the restarted coordinator (even before its metadata cache knew topic t), not dropped
-        assert len(mine) >= 2 and mine[-1][2] is True and mine[-1][4] == (("t", 1),) and mine[-1][5] == "0"
+        assert len(mine) >= 2 and mine[-1][2] is True and mine[-1][4] == (("t", 1),)
+        assert mine[-1][5] == "broker-0-txn-marker-sender"
     pid2, epoch2 = init_ok(b, "txn-6")                # the id survived the restart
     assert (pid2, epoch2) == (pid, epoch + 1)
 

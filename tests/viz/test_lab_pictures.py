@@ -1,6 +1,11 @@
 """The pictures several labs share: SequenceDiagram and the API-version charts (deterministic, text twins)."""
+import re
+
+import pytest
+
 from kafkalab.protocol import ApiKey
 from kafkalab.viz import API_COLOURS, FAMILIES, ApiFamilies, CompatGrid, RangeChart, SequenceDiagram
+from kafkalab.viz.textfit import check_svg
 
 
 def _diagram() -> SequenceDiagram:
@@ -19,6 +24,30 @@ def test_sequence_diagram_is_deterministic_and_has_a_text_twin():
     assert "✗" in a.svg() and a._repr_html_().count("<svg") == 1
     assert repr(a).splitlines() == ["c -> b: Metadata v12 · corr=1", "b --> c: corr=1",
                                     "   ... the connection drops", "c --x b: Produce v9 · corr=2"]
+
+
+def _many_lifelines(label_at: str) -> SequenceDiagram:
+    lanes = [("p", "producer", "client_id checkout-1")] + [(f"b{i}", f"broker {i}", "leader") for i in range(5)]
+    seq = SequenceDiagram(lanes, title="long labels between neighbours", column=100, label_at=label_at)
+    seq.message("p", "b0", "InitProducerId(checkout, timeout 60000 ms) v5")
+    seq.message("b1", "b2", "WriteTxnMarkers(COMMIT, __consumer_offsets-9) v1", note="side note")
+    seq.message("b4", "b3", "an answer going left", dashed=True)
+    return seq
+
+
+def test_labels_set_from_the_arrows_start_keep_a_wide_diagram_narrow():
+    middle, start = _many_lifelines("middle").svg(), _many_lifelines("start").svg()
+    width = lambda svg: int(re.search(r'width="(\d+)"', svg).group(1))  # noqa: E731
+    assert width(start) < 1000 < width(middle)            # the centred labels force ~360 px per column
+    assert check_svg(start) == [] and check_svg(middle) == []
+    diagram = _many_lifelines("start")
+    diagram.svg()
+    x = {key: diagram._x(key) for key, _, _ in diagram.lifelines}
+    assert f'<text x="{x["p"] + 14}" y=' in start          # runs rightwards from just after the producer's line
+    assert f'<text x="{x["b4"] - 14}" y=' in start and 'text-anchor="end"' in start   # leftwards: ends there
+    assert SequenceDiagram([("a", "a", "")]).label_at == "middle"
+    with pytest.raises(ValueError):
+        SequenceDiagram([("a", "a", "")], label_at="end")
 
 
 def test_range_chart_picks_the_highest_common_version():

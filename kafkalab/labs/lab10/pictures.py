@@ -44,7 +44,7 @@ def state_machine(current: Optional[str] = None, taken: Iterable[tuple[str, str]
         caption += "; blue edges: the transitions this group has taken so far"
     return state_machine_diagram("group_states", (state.value for state in S), transitions, _STATE_COLOURS,
                                  caption=caption + ".", current=current, taken=taken, dashed_to=("Dead",),
-                                 label_width=22, dashed_label_width=30, nodesep="0.6", ranksep="1.1",
+                                 label_width=24, dashed_label_width=30, nodesep="0.5", ranksep="0.5",   # ~1150 px
                                  body=('{rank=same; "CompletingRebalance"; "Dead"}',))
 
 

@@ -98,8 +98,9 @@ class PollLoop:
             self.consumer.commit({(record.topic, record.partition): record.offset + 1})
             self.events.append(f"committed {where} offset {record.offset + 1}")
         except CommitFailedError as e:
-            self.events.append(f"commit of {where} offset {record.offset + 1} FAILED: CommitFailedException "
-                               f"({e.error_code.name}): {e.message}")
+            # Java's CommitFailedException carries a message, no error code
+            self.events.append(f"commit of {where} offset {record.offset + 1} FAILED: CommitFailedException: "
+                               f"{e.message}")
         except ApiException as e:
             self.events.append(f"commit of {where} offset {record.offset + 1} failed: {e.error_code.name}")
 

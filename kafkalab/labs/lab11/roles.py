@@ -172,7 +172,9 @@ def sequence_diagram(tap: WireTap, client_id: str, roles: Mapping[int, str], *, 
 
     lanes = [("producer", "producer", f"client_id {client_id}"), ("any", "any broker", "answers FindCoordinator")]
     lanes += [(f"b{b}", f"broker {b}", role) for b, role in sorted(roles.items())]
-    diagram = SequenceDiagram(lanes, title=title or None)
+    # labels run from their arrow's start: centred ones would need ~320 px between neighbouring lifelines and
+    # a picture too wide to read in a notebook
+    diagram = SequenceDiagram(lanes, title=title or None, column=120, label_at="start")
     rows = [r for r in tap.requests if r[2] in _TXN_APIS and (r[1] == client_id or r[2] == "WriteTxnMarkers")]
     ordered, i = [], 0
     while i < len(rows):                          # a burst of markers: by broker id
@@ -363,7 +365,7 @@ def state_machine(current: Optional[str] = None, taken: Iterable[tuple[str, str]
         caption += "; blue edges: the transitions this id has taken"
     return state_machine_diagram("txn_states", (state.value for state in S), TRANSITIONS, _STATE_COLOURS,
                                  caption=caption + ".", current=current, taken=taken, leave_out=("Dead",),
-                                 label_width=24, nodesep="0.5", ranksep="1.0")
+                                 label_width=18, nodesep="0.3", ranksep="0.3")      # ~1200 px wide
 
 
 # -- checks ------------------------------------------------------------------------------------------------------------
