@@ -5,7 +5,7 @@
     .venv/bin/python scripts/build_labs.py --check          # committed .ipynb sources == labs/src (no execution)
     .venv/bin/python scripts/build_labs.py --student DIR    # student versions (solutions replaced, no outputs)
     .venv/bin/python scripts/build_labs.py --participant    # what `make lab` opens: participant/ (see below)
-    .venv/bin/python scripts/build_labs.py --metadata-only 09  # cell metadata (a tag) from the source, no execution
+    .venv/bin/python scripts/build_labs.py --no-execute 09  # prose and tags from the source, code outputs kept
 
 Source format: Jupytext's "percent" format, read by Jupytext (``jupytext.reads(text, fmt="py:percent")``). A
 line ``# %%`` starts a code cell, ``# %% [markdown]`` a markdown cell whose lines are written as comments
@@ -31,10 +31,11 @@ replaced by one ``name = ...`` line per variable the solution assigns (for a dic
 ``{("Produce", 8): ..., ...}``), the placeholder that ``kafkalab.labs`` checks report as "not answered yet".
 Markdown cells tagged ``solution`` (the explanation of an answer, after its check) are left out.
 
-Changing only cell metadata (a tag such as ``figure:<name>``, which marks a key diagram for the decks: see
-scripts/export_figures.py): ``--metadata-only`` copies the source's cell metadata into the committed notebook and
-keeps every stored output as it is (no execution, so nbval still passes); it refuses when a cell's type, source or
-id differs from the source (rebuild those).
+Changing only prose or cell metadata (markdown cells added, removed or edited; a tag such as ``figure:<name>``,
+which marks a key diagram for the decks: see scripts/export_figures.py): ``--no-execute`` takes every markdown cell
+and all cell metadata from the source and keeps each code cell's stored outputs as they are (no execution, so
+nbval still passes); it refuses when the code cells differ from the source's in number, order, source or id
+(rebuild those: a code change needs its outputs recomputed).
 
 Participant versions (``--participant``, run by ``make lab``): the student versions of the committed notebooks
 in ``labs/``, *with* their stored outputs (pictures show before anything runs) except those of answer and check
@@ -387,19 +388,22 @@ def check(src: Path, ipynb: Path) -> list[str]:
 
 
 # -- metadata only -------------------------------------------------------------------------------------------------------
-def copy_metadata(have: nbformat.NotebookNode, want: nbformat.NotebookNode, name: str) -> int:
-    """Give ``have``'s cells (committed, executed) the metadata of ``want``'s (from the source), in place, outputs
-    untouched; the number of cells changed. A cell that differs in type, source or id is a BuildError."""
-    if len(have.cells) != len(want.cells):
-        raise BuildError(f"{name}: {len(have.cells)} cells, the source has {len(want.cells)}: rebuild it")
-    changed = 0
-    for i, (h, w) in enumerate(zip(have.cells, want.cells)):
-        if (h.cell_type, h.source, h.get("id")) != (w.cell_type, w.source, w.get("id")):
-            raise BuildError(f"{name}: cell {i} differs from its source in more than metadata: rebuild it")
-        if h.metadata != w.metadata:
-            h.metadata = w.metadata
-            changed += 1
-    return changed
+def carry_over(have: nbformat.NotebookNode, want: nbformat.NotebookNode, name: str) -> int:
+    """Make ``have`` (committed, executed) ``want`` (from the source) without executing anything: ``want``'s cells,
+    each code cell with the outputs and execution count of ``have``'s, in place; how many cells changed (the larger
+    of the cells new or different in ``want`` and those gone from ``have``), 0 if nothing did. Code cells that differ in number, order, source or id are a BuildError (they need executing)."""
+    have_code = [c for c in have.cells if c.cell_type == "code"]
+    want_code = [c for c in want.cells if c.cell_type == "code"]
+    if len(have_code) != len(want_code):
+        raise BuildError(f"{name}: {len(have_code)} code cells, the source has {len(want_code)}: rebuild it")
+    for i, (h, w) in enumerate(zip(have_code, want_code)):
+        if (h.source, h.get("id")) != (w.source, w.get("id")):
+            raise BuildError(f"{name}: code cell {i} differs from its source in more than metadata: rebuild it")
+        w.outputs, w.execution_count = h.outputs, h.execution_count
+    before = {(c.get("id"), c.cell_type, c.source, json.dumps(c.metadata, sort_keys=True)) for c in have.cells}
+    after = {(c.get("id"), c.cell_type, c.source, json.dumps(c.metadata, sort_keys=True)) for c in want.cells}
+    have.cells = want.cells
+    return max(len(after - before), len(before - after))
 
 
 # -- main -----------------------------------------------------------------------------------------------------------------
@@ -418,8 +422,9 @@ def main(argv=None) -> int:
     parser.add_argument("labs", nargs="*", help="only labs whose file name starts with one of these (e.g. 01)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="verify committed notebooks match their sources")
-    mode.add_argument("--metadata-only", action="store_true",
-                      help="copy cell metadata (tags) from the sources into the committed notebooks, no execution")
+    mode.add_argument("--no-execute", action="store_true",
+                      help="take markdown cells and cell metadata from the sources into the committed notebooks, "
+                           "keeping the code cells' stored outputs (refused when code changed)")
     mode.add_argument("--student", type=Path, metavar="DIR", help="write student versions into DIR")
     mode.add_argument("--participant", nargs="?", type=Path, const=PARTICIPANT, metavar="DIR",
                       help="write the participant versions (with outputs) of the committed notebooks into DIR "
@@ -444,14 +449,14 @@ def main(argv=None) -> int:
             if not problems:
                 print(f"✓ {len(sources)} notebook(s) match their sources")
             return 1 if problems else 0
-        if args.metadata_only:
+        if args.no_execute:
             for src in sources:
                 target = LABS / f"{src.stem}.ipynb"
                 nb = nbformat.read(target, as_version=4)
-                changed = copy_metadata(nb, notebook_from_source(src), target.name)
+                changed = carry_over(nb, notebook_from_source(src), target.name)
                 if changed:
                     nbformat.write(nb, target)
-                print(f"{target.relative_to(ROOT)}: metadata of {changed} cell(s) updated, outputs kept")
+                print(f"{target.relative_to(ROOT)}: {changed} cell(s) added, removed or changed, code outputs kept")
             return 0
         if args.student:
             if args.student.resolve() == LABS.resolve():

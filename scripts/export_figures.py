@@ -4,7 +4,7 @@
     .venv/bin/python scripts/export_figures.py --check    # the exported files are those the notebooks hold
 
 Theory of operation: a code cell whose output is a key diagram carries the tag ``figure:<name>`` (set in
-``labs/src/NN_*.py`` on its marker, ``# %% tags=["figure:<name>"]``; ``scripts/build_labs.py --metadata-only``
+``labs/src/NN_*.py`` on its marker, ``# %% tags=["figure:<name>"]``; ``scripts/build_labs.py --no-execute``
 carries a new tag into the committed notebook without executing it, so its outputs stay as they are). The export
 takes that cell's stored output, never a redrawing:
 

@@ -631,10 +631,13 @@ print("4 clusters stopped")
 # Each exercise has a task, an answer cell and a check cell. Write your answer in the answer cell (replace the
 # `...`), run it, then run the check: ✓ means right; ✗ comes with a hint. The checks compute the right answer
 # from the same data you were given.
-#
-# *Instructors:* in the instructors' notebooks (`make lab-instructor`) the answer cells hold the solutions
-# (tagged `solution`, collapsed in JupyterLab); the participants' copies (`make lab`) have `...` there instead.
-#
+
+# %% [markdown] tags=["solution"]
+# *Instructors:* the answer cells of this notebook hold the solutions (tagged `solution`, collapsed in
+# JupyterLab); the participant versions (`make student`, `scripts/build_labs.py --participant`) replace them by
+# `...` and leave this note out.
+
+# %% [markdown]
 # ### Exercise 1 · How big may a request be?
 #
 # A broker runs with `socket.request.max.bytes = 4096`. What is the largest request, counted in bytes on the

@@ -357,6 +357,16 @@ dashboard.stop()                            # it stops with the cluster; this wa
 # %% [markdown]
 # ## Exercises
 #
+# Each exercise has a task, an answer cell and a check cell. Write your answer in the answer cell (replace the
+# `...`), run it, then run the check: ✓ means right; ✗ comes with a hint. The checks compute the right answer
+# from the data in the task.
+
+# %% [markdown] tags=["solution"]
+# *Instructors:* the answer cells of this notebook hold the solutions (tagged `solution`, collapsed in
+# JupyterLab); the participant versions (`make student`, `scripts/build_labs.py --participant`) replace them by
+# `...` and leave this note out.
+
+# %% [markdown]
 # ### Exercise 1 · Build a routing table
 #
 # A client received this (abridged) Metadata response. For each partition, give the `host:port` its

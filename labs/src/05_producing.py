@@ -508,7 +508,13 @@ pd.DataFrame([{"incoming batch": name, "base_sequence": s, "records": n,
 # Each exercise has a task, an answer cell and a check cell. Write your answer in the answer cell (replace the
 # `...`), run it, then run the check: ✓ means right; ✗ comes with a hint. The checks compute the right answer
 # from the data in the task, so you can change the data and try again.
-#
+
+# %% [markdown] tags=["solution"]
+# *Instructors:* the answer cells of this notebook hold the solutions (tagged `solution`, collapsed in
+# JupyterLab); the participant versions (`make student`, `scripts/build_labs.py --participant`) replace them by
+# `...` and leave this note out.
+
+# %% [markdown]
 # ### Exercise 1 · Java's partition
 #
 # A Java producer sends a record with key `EX_KEY` to a topic with `EX_PARTITIONS` partitions. Which partition?

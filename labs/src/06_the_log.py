@@ -637,10 +637,13 @@ evidence("One Fetch: zero-copy in the clear, every byte copied under TLS", {
 # Each exercise has a task, an answer cell and a check cell. Write your answer in the answer cell (replace the
 # `...`), run it, then run the check: ✓ means right; ✗ comes with a hint. The checks compute the right answer
 # from the data in the task, so you can change the data and try again.
-#
+
+# %% [markdown] tags=["solution"]
 # *Instructors:* the answer cells of this notebook hold the solutions (tagged `solution`, collapsed in
-# JupyterLab); `scripts/build_labs.py --student DIR` writes a copy where they are replaced by `...`.
-#
+# JupyterLab); the participant versions (`make student`, `scripts/build_labs.py --participant`) replace them by
+# `...` and leave this note out.
+
+# %% [markdown]
 # ### Exercise 1 · Which file?
 #
 # A partition directory holds the segments below. Which `.log` file holds offset `OFFSET`? Give its file name.

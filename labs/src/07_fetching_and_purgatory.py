@@ -527,8 +527,13 @@ lagging.stop()
 # ## 8 · Exercises
 #
 # Each exercise has a task, an answer cell and a check cell: replace the `...`, run, then run the check.
-# *Instructors:* the answer cells hold the solutions (tagged `solution`).
-#
+
+# %% [markdown] tags=["solution"]
+# *Instructors:* the answer cells of this notebook hold the solutions (tagged `solution`, collapsed in
+# JupyterLab); the participant versions (`make student`, `scripts/build_labs.py --participant`) replace them by
+# `...` and leave this note out.
+
+# %% [markdown]
 # ### Exercise 1 · Where does each timeout go?
 #
 # A timer with `tick_ms = TICK` and `wheel_size = SIZE`, its current time 0 (a multiple of every tick). For each

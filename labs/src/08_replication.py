@@ -415,10 +415,13 @@ evidence("300 records with acks=1, sampled as they flowed",
 # Each exercise has a task, an answer cell and a check cell. Write your answer in the answer cell (replace the
 # `...`), run it, then run the check: ✓ means right; ✗ comes with a hint. The checks compute the right answer
 # from the data in the task, so you can change the data and try again.
-#
-# *Instructors:* the answer cells hold the solutions (tagged `solution`); `scripts/build_labs.py --student DIR`
-# writes a copy without them.
-#
+
+# %% [markdown] tags=["solution"]
+# *Instructors:* the answer cells of this notebook hold the solutions (tagged `solution`, collapsed in
+# JupyterLab); the participant versions (`make student`, `scripts/build_labs.py --participant`) replace them by
+# `...` and leave this note out.
+
+# %% [markdown]
 # ### Exercise 1 · The leader's high watermark
 #
 # A partition with three replicas and `min.insync.replicas=2`. The leader has LEO `LEADER_LEO` and a current HW

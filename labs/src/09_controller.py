@@ -344,7 +344,13 @@ dashboard.stop()                            # it stops with the cluster; this wa
 #
 # Write your answer in the answer cell (replace the `...`), run it, then run the check: ✓ means right; ✗ comes
 # with a hint. The checks compute the right answer from the data in the task.
-#
+
+# %% [markdown] tags=["solution"]
+# *Instructors:* the answer cells of this notebook hold the solutions (tagged `solution`, collapsed in
+# JupyterLab); the participant versions (`make student`, `scripts/build_labs.py --participant`) replace them by
+# `...` and leave this note out.
+
+# %% [markdown]
 # ### Exercise 1 · Read the store
 #
 # A dump of some znodes of another cluster (data already decoded). Which broker is the controller, what is

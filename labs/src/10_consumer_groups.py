@@ -885,10 +885,13 @@ seen
 # `...`), run it, then run the check: ✓ means right; ✗ comes with a hint. The checks compute the right answer
 # from the data in the task — exercise 3 even replays it on a coordinator — so you can change the data and try
 # again.
-#
-# *Instructors:* in the instructors' notebooks (`labs/`, `make lab-instructor`) the answer cells hold the
-# solutions, collapsed; the participant notebooks that `make lab` opens have `...` there.
-#
+
+# %% [markdown] tags=["solution"]
+# *Instructors:* the answer cells of this notebook hold the solutions (tagged `solution`, collapsed in
+# JupyterLab); the participant versions (`make student`, `scripts/build_labs.py --participant`) replace them by
+# `...` and leave this note out.
+
+# %% [markdown]
 # ### Exercise 1 · Find the coordinator
 #
 # A cluster keeps the default 50 partitions of `__consumer_offsets`. Which partition holds group `GROUP_ID`?

@@ -637,10 +637,13 @@ cluster.stop()
 # `...`), run it, then run the check: ✓ means right; ✗ comes with a hint. The checks compute the right answer
 # from the data in the task — exercises 3 and 4 replay it on a `LabCoordinator` — so you can change the data
 # and try again.
-#
-# *Instructors:* in the instructors' notebooks (`labs/`, `make lab-instructor`) the answer cells hold the
-# solutions, collapsed; the participant notebooks that `make lab` opens have `...` there.
-#
+
+# %% [markdown] tags=["solution"]
+# *Instructors:* the answer cells of this notebook hold the solutions (tagged `solution`, collapsed in
+# JupyterLab); the participant versions (`make student`, `scripts/build_labs.py --participant`) replace them by
+# `...` and leave this note out.
+
+# %% [markdown]
 # ### Exercise 1 · Find the transaction coordinator
 #
 # A cluster keeps the default 50 partitions of `__transaction_state`. Which partition holds the

@@ -360,10 +360,13 @@ exactly_once
 #
 # Write your answer in the answer cell (replace the `...`), run it, then run the check: ✓ means right; ✗ comes
 # with a hint. The checks compute the right answer from the data in the task.
-#
-# *Instructors:* the answer cells hold the solutions (tagged `solution`); `scripts/build_labs.py --student DIR`
-# writes a copy without them.
-#
+
+# %% [markdown] tags=["solution"]
+# *Instructors:* the answer cells of this notebook hold the solutions (tagged `solution`, collapsed in
+# JupyterLab); the participant versions (`make student`, `scripts/build_labs.py --participant`) replace them by
+# `...` and leave this note out.
+
+# %% [markdown]
 # ### Exercise 1 · Which acknowledged writes are lost?
 #
 # The old leader's log is `OLD_LOG` (offset = position). The producer was told "ok" for the values in

@@ -142,18 +142,33 @@ def _executed(source: str, metadata: dict) -> nbformat.NotebookNode:
     return nb
 
 
-def test_metadata_only_copies_the_tag_and_keeps_the_outputs():
+def test_no_execute_copies_the_tag_and_keeps_the_outputs():
     have = _executed("draw()", {"slideshow": {"slide_type": "-"}})
     want = _executed("draw()", {"slideshow": {"slide_type": "-"}, "tags": ["figure:wire"]})
     want.cells[0].outputs, want.cells[0].execution_count = [], None
     outputs = nbformat.from_dict(have.cells[0].outputs)
-    assert build_labs.copy_metadata(have, want, "07_lab.ipynb") == 1
+    assert build_labs.carry_over(have, want, "07_lab.ipynb") == 1
     assert have.cells[0].metadata == {"slideshow": {"slide_type": "-"}, "tags": ["figure:wire"]}
     assert have.cells[0].outputs == outputs and have.cells[0].execution_count == 3
-    assert build_labs.copy_metadata(have, want, "07_lab.ipynb") == 0
+    assert build_labs.carry_over(have, want, "07_lab.ipynb") == 0
 
 
-def test_metadata_only_refuses_a_changed_source():
+def test_no_execute_refuses_a_changed_source():
     have = _executed("draw()", {})
     with pytest.raises(build_labs.BuildError, match="more than metadata"):
-        build_labs.copy_metadata(have, _executed("draw(2)", {"tags": ["figure:wire"]}), "07_lab.ipynb")
+        build_labs.carry_over(have, _executed("draw(2)", {"tags": ["figure:wire"]}), "07_lab.ipynb")
+
+
+def test_no_execute_takes_new_markdown_cells_and_keeps_the_code_outputs():
+    have = _executed("draw()", {})
+    want = _executed("draw()", {})
+    want.cells[0].outputs, want.cells[0].execution_count = [], None
+    note = nbformat.v4.new_markdown_cell("*Instructors:* ...", metadata={"tags": ["solution"]})
+    note.id = "n1"
+    want.cells.insert(0, note)
+    assert build_labs.carry_over(have, want, "07_lab.ipynb") == 1
+    assert [c.cell_type for c in have.cells] == ["markdown", "code"]
+    assert have.cells[0].metadata == {"tags": ["solution"]}
+    assert have.cells[1].outputs and have.cells[1].execution_count == 3
+    with pytest.raises(build_labs.BuildError, match="1 code cells, the source has 0"):
+        build_labs.carry_over(have, nbformat.v4.new_notebook(cells=[note]), "07_lab.ipynb")
