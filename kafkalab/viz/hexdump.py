@@ -62,6 +62,11 @@ def _e(text) -> str:
     return html.escape(str(text), quote=True)
 
 
+def _wire_type_text(wire_type: str) -> str:
+    """What a field tree line shows in its wire-type column."""
+    return "—" if wire_type == "DECODE_ERROR" else wire_type
+
+
 def _ascii(b: bytes) -> str:
     return "".join(chr(x) if 0x20 <= x < 0x7F else "." for x in b)
 
@@ -383,7 +388,7 @@ class FrameView:
             cls.append("kl-open")
         twisty = '<span class="kl-tw"></span>' if group else '<span class="kl-tw"> </span>'
         mark = "✗ " if nd.failing else ""
-        wt = "—" if r.wire_type == "DECODE_ERROR" else r.wire_type
+        wt = _wire_type_text(r.wire_type)
         rng = _range(r.start, r.end)
         note = f'<span class="kl-note"><span class="kl-nb"> — </span>{_e(nd.note)}</span>' if nd.note else ""
         indent = f"padding-left:{level * 0.9:.1f}em"
@@ -398,6 +403,7 @@ class FrameView:
         nodes = self.model.nodes
         out = []
         stack: list[int] = []     # levels with an open <details>
+        longest = 0               # the longest wire type shown
         for item, level in plan:
             while stack and stack[-1] >= level:
                 out.append("</div></details>")
@@ -407,6 +413,7 @@ class FrameView:
                            f'more entries ({item[2]:,} fields) not shown</div>')
                 continue
             active.add(item)
+            longest = max(longest, len(_wire_type_text(nodes[item].row.wire_type)))
             nd = nodes[item]
             if nd.children:
                 folded = (len(nd.children) > 16 and "ARRAY" in nd.row.wire_type) or level >= 5
@@ -417,7 +424,12 @@ class FrameView:
                 out.append(f"<div>{self._tree_line(item, level, False)}</div>")
         out.extend("</div></details>" for _ in stack)
         width = max(5.5, 0.62 * (2 * len(f"{len(self.data):,}") + 1))
-        return f'<div class="kl-tree" style="--kl-rw:{width:.1f}em">' + "".join(out) + "</div>"
+        # the wire-type column fits the longest type shown (COMPACT_NULLABLE_STRING, SaslAuthenticateResponse),
+        # never narrower than its usual 10.5em: 11-px text in the tree's 12-px font is 11/12 ch a character, plus
+        # the 8 px of the type's padding
+        type_width = f"max(10.5em,calc({longest * 11 / 12:.1f}ch + 10px))"
+        return (f'<div class="kl-tree" style="--kl-rw:{width:.1f}em;--kl-tw:{type_width}">' + "".join(out)
+                + "</div>")
 
     def _render_chips(self, active: set) -> str:
         chips = []

@@ -33,9 +33,12 @@ PINNED = "--kl-w:2px;--kl-c:#e8590c;--kl-bg:#ffe8cc;--kl-op:1"
 #: A narrow output area (JupyterLab at 1024 px with the file browser open leaves a picture about 520-640 px): the
 #: dump's bytes a little smaller (never below 11 px) so a row still fits, and in the field tree the value and
 #: its note go to a line of their own instead of being cut to "…". A container query, so it follows the output
-#: area, not the window.
+#: area, not the window. A query container is sized as if it were empty, so the frame takes the width it is given
+#: (``width:100%``; in a flex row, a share of at least 44em, room for a dump's row): in a shrink-to-fit place -- two
+#: frames side by side in a wrapping flex row, as lab 02 shows the Produce v6 and v10 responses -- it would otherwise
+#: collapse to its padding, one word per line.
 NARROW_CSS = """
-.kl-frame{container-type:inline-size}
+.kl-frame{container-type:inline-size;width:100%;flex:1 1 44em}
 @container (max-width:640px){
  .kl-frame pre.kl-dump{font-size:11px;padding:6px}
  .kl-frame .kl-l{grid-template-columns:minmax(8em,1fr) auto var(--kl-rw,5.5em)}
@@ -103,7 +106,8 @@ BASE_CSS = f"""
 .kl-frame .kl-tree summary{{list-style:none;cursor:pointer;display:block;outline:none}}
 .kl-frame .kl-tree summary::-webkit-details-marker{{display:none}}
 .kl-frame .kl-l{{display:grid;align-items:baseline;
- grid-template-columns:minmax(9em,18em) minmax(6em,10.5em) var(--kl-rw,5.5em) minmax(6em,1fr);column-gap:8px;
+ grid-template-columns:minmax(9em,18em) minmax(6em,var(--kl-tw,10.5em)) var(--kl-rw,5.5em) minmax(6em,1fr);
+ column-gap:8px;
  padding:1px 10px 1px 6px;cursor:pointer;background:var(--kl-bg,transparent);
  box-shadow:inset 3px 0 0 var(--kl-c,transparent)}}
 .kl-frame .kl-l:hover{{background:var(--kl-bg,#f6f8fa)}}

@@ -210,6 +210,17 @@ class Browser:
         self.wait(lambda: not self.js("return [...window.jupyterapp.shell.widgets('main')].some(w => w.context && "
                                       "w.context.path === arguments[0]);", path), 10, f"{path} to close")
 
+    def shut_down_and_close(self, path: str) -> None:
+        """Shut the kernel of the open document ``path`` down, then close it unsaved (a test opening many
+        notebooks leaves no kernel behind for each)."""
+        self.driver.execute_async_script(
+            "const done = arguments[arguments.length - 1];"
+            "const w = [...window.jupyterapp.shell.widgets('main')].find(w => w.context && "
+            "w.context.path === arguments[0]);"
+            "if (!w || !w.sessionContext) { done(0); return; }"
+            "w.sessionContext.shutdown().then(() => done(1), () => done(2));", path)
+        self.close_without_saving(path)
+
     def current_path(self) -> str | None:
         return self.js("const p = window.jupyterapp.shell.currentWidget; return p && p.context ? p.context.path : null;")
 

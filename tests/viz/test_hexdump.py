@@ -222,6 +222,25 @@ def test_failure_in_a_response():
     assert "ApiVersionsResponse" in view.title
 
 
+# -- layout ----------------------------------------------------------------------------------------------------
+
+def test_wire_type_column_fits_the_longest_type_shown():
+    """COMPACT_NULLABLE_STRING (23 characters) was cut to "COMPACT_NULLABLE_STR…" by a fixed 10.5em column."""
+    view = show_frame(metadata_request())
+    types = {nd.row.wire_type for nd in view.model.nodes}
+    longest = max(map(len, types))
+    assert longest > 18, types
+    widths = re.findall(r'class="kl-tree" style="[^"]*--kl-tw:max\(10\.5em,calc\(([\d.]+)ch \+ 10px\)\)', view.html())
+    assert widths == [f"{longest * 11 / 12:.1f}"]
+    assert "minmax(6em,var(--kl-tw,10.5em))" in view.html()
+
+
+def test_frame_takes_the_width_it_is_given():
+    """A query container is sized as if empty: without a width of its own a frame in a flex row (lab 02's Produce
+    v6 and v10 responses side by side) collapsed to its padding."""
+    assert re.search(r"\.kl-frame\{container-type:inline-size;width:100%;flex:1 1 44em\}", show_frame(metadata_request()).html())
+
+
 # -- determinism -------------------------------------------------------------------------------------------
 
 def test_same_input_gives_the_same_html():

@@ -207,6 +207,8 @@ def test_snapshot_is_static_and_deterministic_for_a_fixed_state(cluster, dashboa
     controls = ClusterControls(cluster)
     assert repr(dashboard) == "ClusterDashboard()" and repr(controls) == "ClusterControls()"
     assert controls.snapshot() == controls.snapshot() and "—" in controls.snapshot()._repr_html_()
+    stored = controls._repr_mimebundle_()["text/html"]         # what a reopened notebook shows
+    assert 'class="kl-controls kl-widget-fallback"' in stored and "Run the cell to see it live" in stored
     controls.close()
 
 

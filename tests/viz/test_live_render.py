@@ -83,6 +83,8 @@ def test_widget_output_stored_in_a_notebook_is_fixed():
         bundle = d._repr_mimebundle_()
         assert bundle["text/plain"] == repr(d) == "ClusterDashboard()"
         assert "live view of 3 broker(s)" in bundle["text/html"]
+        assert 'class="kl-dashboard kl-widget-fallback"' in bundle["text/html"]     # what the browser test finds
+        assert "Run the cell to see it live" in bundle["text/html"]
         assert "application/vnd.jupyter.widget-view+json" in bundle
         snap = d.snapshot()
         assert isinstance(snap, Snapshot) and repr(snap) == "ClusterDashboard snapshot (no state)"

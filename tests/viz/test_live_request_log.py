@@ -152,6 +152,7 @@ def test_snapshot_and_stored_text_are_static(cluster):
         assert wait_for(lambda: (log.refresh(), "between-two-displays" in log.table.value)[1])
         assert log._repr_mimebundle_()["text/html"] == bundle["text/html"]
         assert "<table" not in bundle["text/html"]
+        assert 'class="kl-widget-fallback"' in bundle["text/html"] and "Run the cell" in bundle["text/html"]
         assert "application/vnd.jupyter.widget-view+json" in bundle
     finally:
         log.close()

@@ -29,7 +29,7 @@ import ipywidgets
 
 from kafkalab.viz.live.actions import ACKS_CHOICES, BROKER_ACTIONS, ClusterActions, Outcome
 from kafkalab.viz.live.dashboard import _weakrefable
-from kafkalab.viz.live.static import Snapshot
+from kafkalab.viz.live.static import Snapshot, stored_fallback
 
 __all__ = ["ClusterControls"]
 
@@ -155,9 +155,8 @@ class ClusterControls(ipywidgets.VBox):
         if isinstance(data, tuple):
             data = data[0]
         data = dict(data or {})
-        data["text/html"] = ('<div class="kl-controls" style="color:#555">ClusterControls: kill, restart, pause, '
-                             'isolate and heal brokers, produce, consume and change topic configs while the '
-                             'notebook runs.</div>')
+        data["text/html"] = stored_fallback("ClusterControls", "buttons to kill, restart, pause, isolate and heal "
+                                            "brokers, produce, consume and change topic configs", "kl-controls")
         data["text/plain"] = repr(self)
         return data
 

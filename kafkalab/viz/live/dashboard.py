@@ -34,7 +34,7 @@ import ipywidgets
 from kafkalab.viz.live.refresh import Refresher
 from kafkalab.viz.live.render import SECTIONS, STABLE_SECTIONS, render_dashboard
 from kafkalab.viz.live.state import ClusterState, cluster_is_running, read_cluster_state
-from kafkalab.viz.live.static import Snapshot
+from kafkalab.viz.live.static import Snapshot, stored_fallback
 
 __all__ = ["ClusterDashboard", "DEFAULT_INTERVAL_S"]
 
@@ -167,7 +167,10 @@ class ClusterDashboard(ipywidgets.HTML):
         if isinstance(data, tuple):      # (data, metadata)
             data = data[0]
         data = dict(data or {})
-        data["text/html"] = self._placeholder(self.cluster)
+        n = len(getattr(self.cluster, "brokers", {}) or {})
+        data["text/html"] = stored_fallback("ClusterDashboard", f"a live view of {n} broker(s), their partitions and "
+                                            "groups (<code>.snapshot()</code> shows a picture that is stored)",
+                                            "kl-dashboard")
         data["text/plain"] = repr(self)
         return data
 

@@ -38,6 +38,7 @@ from IPython.display import HTML
 
 from kafkalab.viz.live.refresh import Refresher
 from kafkalab.viz.live.state import cluster_is_running
+from kafkalab.viz.live.static import stored_fallback
 
 _COLUMNS = ("time", "broker", "api", "v", "corr id", "client id", "listener", "queue ms", "local ms", "remote ms",
             "send ms", "total ms")
@@ -156,8 +157,8 @@ class LiveRequestLog(widgets.VBox):
         bundle = super()._repr_mimebundle_(**kwargs)
         bundle["text/plain"] = repr(self)
         # a stored output's fallback (nbconvert, a notebook opened without its kernel): nothing that varies
-        bundle["text/html"] = (f"<p><b>{html.escape(repr(self))}</b>: the live request log; run the cell to watch "
-                               "requests as the brokers handle them (<code>.snapshot()</code> shows a table).</p>")
+        bundle["text/html"] = stored_fallback(repr(self), "the live request log, each request as the brokers "
+                                              "handle it (<code>.snapshot()</code> shows a table)")
         return bundle
 
     # -- the refresher's side -----------------------------------------------------------------------------------
