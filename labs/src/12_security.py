@@ -391,9 +391,10 @@ evidence("A failed login", {
 # %% [markdown]
 # * **SASL_AUTHENTICATION_FAILED (58)**, then the close: since KIP-152 the client learns *why* the connection
 #   ends, instead of just seeing it drop.
-# * The message never says whether the user exists or the password was wrong: an attacker learns nothing
-#   about which names are valid. For an unknown SCRAM user the broker even invents a stable fake salt, so the
-#   server-first message looks the same as for a real one.
+# * The message never says whether the user exists or the password was wrong. With SCRAM, Kafka's
+#   `ScramSaslServer` refuses an unknown user at once, after client-first, and a wrong password only after
+#   client-final: the same error and message, one round trip apart. kafkalab's broker goes further and answers
+#   an unknown user with a made-up salt that stays the same at every attempt, so both fail at the proof.
 # * The answer waits `connection.failed.authentication.delay.ms` (default 100 ms; `Selector` delays the close
 #   of a failed login) — only that connection, the broker keeps serving others — to slow down guessing.
 #
