@@ -452,12 +452,13 @@ lab12.check_acl_predictions(ex1_predictions, ex1_acls, ex1_questions, **EX1_SETT
 # %%
 pd.DataFrame(lab12.acl_table(ex1_acls, ex1_questions, **EX1_SETTINGS)).set_index("question")
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # * (d): carol has no READ ACL on `orders`; the topic *has* ACLs, so `allow.everyone.if.no.acl.found` does
 #   not apply — it only counts for `clicks` (g), which has none.
 # * (e): bob's DESCRIBE on `payments` is granted by the prefixed ALLOW ALL on `pay*`; the DENY READ does not
 #   deny DESCRIBE. (f): the same DENY READ beats the ALLOW ALL.
-#
+
+# %% [markdown]
 # **Recap 5.** Super users first, then deny beats allow, then allow (with implied DESCRIBE), then the
 # no-ACL default. Literal, prefixed and wildcard patterns all apply to a resource.
 
@@ -643,7 +644,7 @@ lab12.check_server_signature(ex2_signature, **ex2)
 #
 # Each of the five settings below is `_ibl` (two listeners: `CLIENT` on SASL_PLAINTEXT with PLAIN, `BROKER` on
 # PLAINTEXT) plus one or two keys. Which of them does a broker refuse to start with? Put the set of their
-# letters in `ex3_refused` (`{"p", "q"}`, say; `set()` if none). Use the rules of section 1; the check starts a
+# letters in `ex3_refused` (a set of strings; `set()` if none). Use the rules of section 1; the check starts a
 # broker with each one.
 
 # %%

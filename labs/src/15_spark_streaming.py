@@ -413,8 +413,10 @@ SVG(lab15.late_event_svg(on_time, later, late_watermark, written))
 #
 # A query starts at `START` with `maxOffsetsPerTrigger=LIMIT` and `trigger(availableNow=True)`, and the
 # brokers' end offsets are `END_OFFSETS`. Give the records each micro-batch reads, as a list of
-# `{partition: records}` dicts in `plan_answer` (one dict per batch, in order). Work it out by hand or with a
-# few lines of Python, with section 3's sharing rule, without `lab15.plan_batches`.
+# `{partition: records}` dicts in `plan_answer` (one dict per batch, in order). The sharing rule of section 3,
+# exactly: in each batch a partition gets `LIMIT × its backlog / the total backlog` records, rounded down (up
+# when that share is below 1), and never more than it has left. Work it out by hand or with a few lines of
+# Python, without `lab15.plan_batches`.
 
 # %%
 START = {"0": 100, "1": 0, "2": 2000}
