@@ -20,7 +20,8 @@ they do.
   (raw size-prefixed tokens). :func:`token_text` prints a SCRAM message with the parts a real broker makes up
   at random (its nonce half, the salt, the proof, the signature) replaced by what they are.
 * **By hand.** :func:`hand_fed_login` feeds a :class:`~kafkalab.security.sasl_server.SaslServerAuthenticator`
-  the same frames without any socket, with a fixed server nonce, and returns one row per frame.
+  the same frames without any socket, with a fixed server nonce, and returns one row per frame;
+  :func:`conversation` prints the tokens of those rows in full, each named by :func:`message_name`.
 * **ACLs.** :func:`acl_table` asks :class:`~kafkalab.security.authorizer.AuthorizerCore` (the broker's decision
   rules) a list of questions.
 * **The story.** :func:`refused_requests` picks the broker's "Error when handling request" lines apart.
@@ -53,7 +54,8 @@ from kafkalab.security.scram_sasl import ScramSaslClient, ScramSaslServer, new_s
 from kafkalab.trace.raw import RawConnection
 
 __all__ = ["ACL_AUTHORIZER", "ADMIN", "USERS", "listener_overrides", "refusal", "listeners_diagram",
-           "state_diagram", "Step", "Wire", "login", "token_text", "hand_fed_login", "acl_table",
+           "state_diagram", "Step", "Wire", "login", "token_text", "hand_fed_login", "message_name", "conversation",
+           "acl_table",
            "refused_requests", "steps_table", "SUPPORTED", "check_acl_predictions", "check_server_signature", "check_refusals"]
 
 ACL_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
@@ -66,15 +68,21 @@ CLIENT_ID = "lab12"
 
 # -- settings ------------------------------------------------------------------------------------------------------------
 def listener_overrides(*, inter_broker: str = "SASL_PLAINTEXT", mechanisms: tuple = ("PLAIN", "SCRAM-SHA-256"),
-                       inter_broker_mechanism: str = "PLAIN", **extra) -> dict:
+                       inter_broker_mechanism: str = "PLAIN", control_plane: bool = False, **extra) -> dict:
     """Two listeners: ``CLIENT`` (SASL_PLAINTEXT, PLAIN users :data:`USERS`) and ``BROKER`` (``inter_broker``:
-    SASL_PLAINTEXT or PLAINTEXT), the inter-broker one. ``extra`` adds or replaces keys (``super.users`` ...)."""
+    SASL_PLAINTEXT or PLAINTEXT), the inter-broker one. ``control_plane`` adds a third, ``CONTROL`` (the same
+    protocol as ``BROKER``), named by ``control.plane.listener.name``. ``extra`` adds or replaces keys
+    (``super.users`` ...)."""
     user, password = ADMIN
-    config = {"listeners": "CLIENT://127.0.0.1:0,BROKER://127.0.0.1:0",
-              "listener.security.protocol.map": f"CLIENT:SASL_PLAINTEXT,BROKER:{inter_broker}",
+    names = ("CLIENT", "BROKER", "CONTROL") if control_plane else ("CLIENT", "BROKER")
+    protocols = {"CLIENT": "SASL_PLAINTEXT", "BROKER": inter_broker, "CONTROL": inter_broker}
+    config = {"listeners": ",".join(f"{n}://127.0.0.1:0" for n in names),
+              "listener.security.protocol.map": ",".join(f"{n}:{protocols[n]}" for n in names),
               "inter.broker.listener.name": "BROKER",
               "sasl.enabled.mechanisms": ",".join(mechanisms)}
-    for listener in ("client", "broker") if inter_broker == "SASL_PLAINTEXT" else ("client",):
+    if control_plane:
+        config["control.plane.listener.name"] = "CONTROL"
+    for listener in (n.lower() for n in names if protocols[n] == "SASL_PLAINTEXT"):
         for mechanism in mechanisms:
             users = dict(USERS, **{user: password}) if mechanism == "PLAIN" else {}
             config[f"listener.name.{listener}.{mechanism.lower()}.sasl.jaas.config"] = \
@@ -125,9 +133,11 @@ def listeners_diagram(cluster, *, title: str = "Listeners"):
         for ep in server.bound_endpoints:
             if ep.listener_name != ibl:
                 g.edge("client", f"{broker_id}_{ep.listener_name}", color="#1c7ed6", style="dashed")
-    for broker_id, ibl in inter_broker.items():
+    own = sorted({r.api_name for r in list(cluster.brokers[controller].channel.request_log.records)
+                  if r.client_id == str(controller) and r.listener_name == inter_broker[controller]})
+    for broker_id, ibl in inter_broker.items():   # the self-loop names what the controller sent itself
         g.edge(f"{controller}_{inter_broker[controller]}", f"{broker_id}_{ibl}", color="#fd7e14", penwidth="1.6",
-               label="LeaderAndIsr,\nUpdateMetadata" if broker_id == controller else "")
+               label=",\n".join(own) if broker_id == controller else "")
     fetches = set()   # (follower, leader) from the leaders' request logs: the fetchers' client ids name them
     for broker_id, server in cluster.brokers.items():
         for r in list(server.channel.request_log.records):
@@ -148,7 +158,8 @@ def state_diagram(history: Iterable = ()):
     from kafkalab.viz import Diagram
 
     taken = {(str(a), e, str(b)) for a, e, b in history}
-    g = graphviz.Digraph(graph_attr={"rankdir": "LR", "nodesep": "0.3", "fontname": GRAPHVIZ_FONT},
+    # top to bottom: drawn left to right, the seven states made a picture too wide to read at a page's width
+    g = graphviz.Digraph(graph_attr={"rankdir": "TB", "nodesep": "0.3", "fontname": GRAPHVIZ_FONT},
                          node_attr={"fontsize": "10", "fontname": GRAPHVIZ_FONT, "shape": "box", "style": "rounded"},
                          edge_attr={"fontsize": "9", "fontname": GRAPHVIZ_FONT})
     for (state, event), target in TRANSITIONS.items():
@@ -300,7 +311,7 @@ def hand_fed_login(mechanism: str, username: str, password: str, *, credentials:
               else new_sasl_client(mechanism, username, password))
     rows, correlation_id = [], 0
 
-    def feed(label: str, frame: bytes) -> Any:
+    def feed(label: str, frame: bytes, token: Optional[bytes] = None) -> Any:
         before = auth.state
         d = auth.receive(frame, now_ms=0)
         answer = d.token if d.token is not None else None
@@ -310,9 +321,10 @@ def hand_fed_login(mechanism: str, username: str, password: str, *, credentials:
             error = ErrorCode(body.error_code).name
         else:
             error = ""
-        rows.append({"fed": label, "state before": str(before), "decision": d.outcome.value,
-                     "state after": str(auth.state), "error": error,
-                     "answer token": token_text(answer) if answer else ""})
+        rows.append({"fed": label + (f" ({message_name(token)})" if token else ""), "state before": str(before),
+                     "decision": d.outcome.value, "state after": str(auth.state), "error": error,
+                     "answer": message_name(answer) if answer else "",
+                     "token": token_text(token) if token else "", "answer token": token_text(answer) if answer else ""})
         return d, answer
 
     def request(body, version: int) -> bytes:
@@ -327,18 +339,39 @@ def hand_fed_login(mechanism: str, username: str, password: str, *, credentials:
          request(_body(ApiKey.SASL_HANDSHAKE, mechanism=mechanism), handshake_version))
     token = client.initial_response()
     while token is not None:
-        label = token_text(token)
         if handshake_version == 0:
-            d, answer = feed(f"raw token {label}", token)
+            d, answer = feed("raw token", token, token)
         else:
-            d, answer = feed(f"SaslAuthenticate v2 {label}", request(_body(ApiKey.SASL_AUTHENTICATE,
-                                                                              auth_bytes=token), 2))
+            d, answer = feed("SaslAuthenticate v2", request(_body(ApiKey.SASL_AUTHENTICATE, auth_bytes=token), 2),
+                             token)
         if d.outcome.value in ("fail", "close"):
             break
         token = client.evaluate_challenge(answer or b"")
         if d.outcome.value == "authenticated":
             break
     return rows, auth
+
+
+def message_name(token) -> str:
+    """What a SASL token (bytes, or its :func:`token_text`) is: RFC 5802's name of a SCRAM message
+    (client-first ... server-final), or the PLAIN token (RFC 4616)."""
+    data = token.encode() if isinstance(token, str) else bytes(token)
+    if b"\0" in data or (isinstance(token, str) and "\\0" in token):
+        return "PLAIN token"
+    for prefix, name in ((b"n,", "client-first"), (b"y,", "client-first"), (b"p=", "client-first"),
+                         (b"r=", "server-first"), (b"c=", "client-final"), (b"v=", "server-final"),
+                         (b"e=", "server-final")):
+        if data.startswith(prefix):
+            return name
+    return "token"
+
+
+def conversation(rows: Iterable[Mapping[str, str]]) -> str:
+    """The tokens of :func:`hand_fed_login`'s rows in full, one line each, named by :func:`message_name` (the
+    table leaves them out: they are too long for its columns)."""
+    lines = [f"{side} {message_name(r[key]) + ':':14} {r[key]}"
+             for r in rows for side, key in (("client", "token"), ("broker", "answer token")) if r.get(key)]
+    return "\n".join(lines)
 
 
 # -- ACLs ----------------------------------------------------------------------------------------------------------------

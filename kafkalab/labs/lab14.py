@@ -376,18 +376,21 @@ def ecosystem_rows() -> list[dict]:
          "what it is": "Kafka's own client, released with the broker; the reference every other client follows",
          "in this lab": "no (it needs a JVM); kafkalab's own clients copy its design"},
         {"family": "librdkafka family", "examples": "confluent-kafka (Python), confluent-kafka-go, .NET, kcat",
-         "what it is": "one C library speaking the protocol, wrapped for many languages; same versions, same "
-                       "batching, same statistics JSON everywhere", "in this lab": "confluent-kafka, kcat"},
+         "what it is": "one C library speaking the protocol, wrapped for many languages: the same batching and "
+                       "statistics JSON everywhere, and the same API versions for the same librdkafka release "
+                       "(kcat's older one chose older versions above)", "in this lab": "confluent-kafka, kcat"},
         {"family": "pure-language clients", "examples": "kafka-python, aiokafka, kafkajs, Sarama, franz-go",
          "what it is": "the protocol written again in one language, each with its own choice of API versions",
          "in this lab": "kafka-python, aiokafka, kafkajs"},
         {"family": "Kafka Streams", "examples": "KafkaStreams (Java library)",
          "what it is": "a stream-processing library inside the application, built on the Java producer, consumer "
-                       "and admin client: on the wire it is those clients plus transactions",
+                       "and admin client: on the wire it is those clients (transactional ones with "
+                       "processing.guarantee=exactly_once_v2)",
          "in this lab": "no"},
         {"family": "Kafka Connect", "examples": "connect-distributed.sh and its connectors",
-         "what it is": "a separate service moving data in and out of Kafka; its workers are a consumer group of "
-                       "their own and use the Java clients", "in this lab": "no"},
+         "what it is": "a separate service moving data in and out of Kafka with the Java clients; its workers "
+                       "form a group of their own with the consumers' JoinGroup/SyncGroup protocol (protocol type "
+                       "connect)", "in this lab": "no"},
     ]
 
 

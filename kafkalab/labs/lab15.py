@@ -158,10 +158,13 @@ def batch_offsets_table(progress: Sequence[Mapping], topic: str = TOPIC) -> list
 
 def watermark_table(progress: Sequence[Mapping]) -> list[dict]:
     """One row per micro-batch of ``query.recentProgress``: batch id, rows read, the watermark the batch ran with
-    (``eventTime.watermark``, as ``HH:MM:SS``) and the rows its stateful operators dropped as late
-    (``numRowsDroppedByWatermark``)."""
+    (``eventTime.watermark``, as ``HH:MM:SS``; ``"none"`` before the first, which Spark reports as the epoch)
+    and the rows its stateful operators dropped as late (``numRowsDroppedByWatermark``)."""
+    def shown(watermark: str) -> str:
+        return "none" if watermark.startswith("1970-01-01T00:00:00") else watermark[11:19]
+
     return [{"batch": p["batchId"], "rows read": p["numInputRows"],
-             "watermark": p.get("eventTime", {}).get("watermark", "")[11:19],
+             "watermark": shown(p.get("eventTime", {}).get("watermark", "")),
              "dropped by watermark": sum(o.get("numRowsDroppedByWatermark", 0) for o in p.get("stateOperators", []))}
             for p in progress]
 

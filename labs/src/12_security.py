@@ -48,12 +48,13 @@ import hashlib
 import hmac
 
 import pandas as pd
+from IPython.display import display
 
 from kafkalab import Cluster
 from kafkalab.clients.admin import Admin
 from kafkalab.clients.admin_scram import ScramCredentialInfo, UserScramCredentialUpsertion
 from kafkalab.cluster import BrokerLog
-from kafkalab.labs import lab12
+from kafkalab.labs import evidence, lab12
 from kafkalab.protocol import ApiKey, ErrorCode, request_class
 from kafkalab.security.jaas import jaas_line
 from kafkalab.security.scram import SCRAM_MECHANISMS, ScramFormatter
@@ -124,6 +125,29 @@ trio.stop()
 # `User:admin`. (The follower's client id names its fetcher thread.) Keep that in mind for section 6: the
 # inter-broker listener's principal is the one the authorizer must allow to do **ClusterAction**.
 #
+# A ZooKeeper-era broker can give the controller a listener of its own: `control.plane.listener.name`
+# (KIP-291; Kafka 4, with KRaft, has no such setting). The controller then connects there, and the broker
+# serves that listener with a request queue and a handler of its own, so LeaderAndIsr and UpdateMetadata never
+# wait behind clients' requests. The followers keep fetching on the inter-broker listener. Two brokers with a
+# third listener, `CONTROL`, and a topic with two replicas:
+
+# %%
+duo = Cluster(brokers=2, overrides=lab12.listener_overrides(control_plane=True)).start()
+duo.create_topic("orders", 1, 2, assignment={0: [1, 0]})
+duo.wait_until(lambda: any(r.api_name == "Fetch" and r.client_id == "broker-0-fetcher-0"
+                           for r in duo.broker(1).channel.request_log.records), 10, "the follower did not fetch")
+duo_arrivals = arrivals(duo)[lambda d: d.listener != "CLIENT"]
+duo.stop()
+display(duo_arrivals)
+from_controller = duo_arrivals[duo_arrivals.sender.str.startswith("controller")]
+evidence("The controller on a listener of its own", {
+    "every request of the controller arrived on CONTROL, on both brokers":
+        set(from_controller.listener) == {"CONTROL"} and set(from_controller.broker) == {0, 1},
+    "the follower's Fetch arrived on BROKER, the inter-broker listener":
+        set(duo_arrivals[duo_arrivals.requests == "Fetch"].listener) == {"BROKER"},
+})
+
+# %% [markdown]
 # Kafka checks these settings before a broker opens any port. Each broker below is started with something
 # wrong; the message is Kafka's (`KafkaConfig.validateValues`; the article this course follows met the first
 # and the third):
@@ -139,6 +163,7 @@ wrong = {
     "inter-broker mechanism not enabled": lab12.listener_overrides(mechanisms=("SCRAM-SHA-256",)),
     "a SASL mechanism without a JAAS line": no_jaas,
     "both inter-broker settings": lab12.listener_overrides(**{"security.inter.broker.protocol": "SASL_PLAINTEXT"}),
+    "the control plane on the inter-broker listener": lab12.listener_overrides(**{"control.plane.listener.name": "BROKER"}),
 }
 pd.DataFrame([{"what is wrong": k, "the broker says": lab12.refusal(v)} for k, v in wrong.items()])
 
@@ -149,10 +174,13 @@ pd.DataFrame([{"what is wrong": k, "the broker says": lab12.refusal(v)} for k, v
 #   listener's `sasl.enabled.mechanisms`.
 # * Each mechanism a SASL listener enables needs its JAAS line: a listener that cannot check a login never
 #   serves without one.
+# * The control-plane listener exists to keep the controller apart from the rest of the inter-broker traffic:
+#   naming the inter-broker listener itself is refused.
 #
 # **Recap 1.** Listeners are named ports with a protocol. Clients use the advertised ones; brokers and the
-# controller use the inter-broker listener — always, even a lone broker talking to itself — and arrive there
-# with *its* principal. A broker refuses settings it cannot serve.
+# controller use the inter-broker listener (or the controller a control-plane listener of its own) — always,
+# even a lone broker talking to itself — and arrive there with *that listener's* principal. A broker refuses
+# settings it cannot serve.
 
 # %% [markdown]
 # ## 2 · A login on the wire
@@ -240,7 +268,8 @@ pd.DataFrame(lab12.steps_table(wire2.steps, client_nonce="fyko+d2lbbFgONRv9qkxda
 # Inside the broker each connection of a SASL listener has a `SaslServerAuthenticator`: a state machine
 # without sockets or clocks that gets each frame and returns a decision (continue, forward to the ordinary
 # handler, authenticated, fail, close). We can feed it ourselves. With fixed nonces and RFC 7677's stored
-# credential for user `user` (password `pencil`), every byte is reproducible:
+# credential for user `user` (password `pencil`), every byte is reproducible: first the four SCRAM messages
+# in full, then what the authenticator did with each frame:
 
 # %%
 RFC = {"user": "user", "password": "pencil", "salt": "W22ZaJ0SNY7soEsUEjb6gQ==", "iterations": 4096,
@@ -254,7 +283,8 @@ rows, authenticator = lab12.hand_fed_login("SCRAM-SHA-256", RFC["user"], RFC["pa
                                            credentials={"user": rfc_credential}, client_nonce=RFC["client_nonce"],
                                            server_nonce=RFC["server_nonce"])
 print("principal:", authenticator.principal)
-pd.DataFrame(rows)
+print(lab12.conversation(rows))
+pd.DataFrame(rows).drop(columns=["token", "answer token"])
 
 # %% tags=["figure:sasl_states"]
 lab12.state_diagram(authenticator.history)
@@ -302,8 +332,11 @@ server_signature = hmac.new(server_key, auth_message, "sha256").digest()
 print("AuthMessage:     ", auth_message.decode())
 print("client proof:    ", base64.b64encode(proof).decode())
 print("server signature:", base64.b64encode(server_signature).decode())
-print("as in RFC 7677:  ", base64.b64encode(proof).decode() == "dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=",
-      base64.b64encode(server_signature).decode() == "6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=")
+evidence("RFC 7677's exchange, recomputed", {
+    "the client proof is the RFC's p=": base64.b64encode(proof).decode() == "dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=",
+    "the server signature is the RFC's v=":
+        base64.b64encode(server_signature).decode() == "6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=",
+})
 
 # %% [markdown]
 # The broker stores only `salt`, `iterations`, **StoredKey** and **ServerKey** — the credential we gave the
@@ -312,12 +345,15 @@ print("as in RFC 7677:  ", base64.b64encode(proof).decode() == "dHzbZapWIk4jUhN+
 # kafkalab:
 
 # %%
-print("StoredKey and ServerKey as kafkalab computes them:",
-      rfc_credential.stored_key == stored_key, rfc_credential.server_key == server_key)
-print("kafkalab accepts this proof:", sha256.verify_client_proof(stored_key, auth_message, proof))
-print("... and refuses one wrong bit:", sha256.verify_client_proof(stored_key, auth_message,
-                                                                   bytes([proof[0] ^ 1]) + proof[1:]))
-print("the server-final the authenticator sent:", rows[-1]["answer token"])
+evidence("The same numbers in kafkalab", {
+    "kafkalab's credential has this StoredKey and ServerKey":
+        rfc_credential.stored_key == stored_key and rfc_credential.server_key == server_key,
+    "kafkalab accepts this proof": sha256.verify_client_proof(stored_key, auth_message, proof),
+    "... and refuses it with one bit flipped":
+        not sha256.verify_client_proof(stored_key, auth_message, bytes([proof[0] ^ 1]) + proof[1:]),
+    "the authenticator's server-final carries this signature":
+        rows[-1]["answer token"] == "v=" + base64.b64encode(server_signature).decode(),
+})
 
 # %% [markdown]
 # **Recap 3.** SaltedPassword = PBKDF2(password, salt, i); ClientKey and ServerKey are HMACs of it;
@@ -342,16 +378,23 @@ for mechanism, user, password in attempts:
     result = lab12.login(w, mechanism, user, password, nonce="lab12nonce")
     failures.append({"mechanism": mechanism, "user": user, "error": ErrorCode(result["error_code"]).name,
                      "code": result["error_code"], "message": result["error_message"],
-                     f"answered after ≥ {DELAY} ms": result["elapsed_ms"] >= DELAY, "then closed": w.closed()})
+                     "delayed": result["elapsed_ms"] >= DELAY, "closed": w.closed()})
     w.close()
-pd.DataFrame(failures)
+display(pd.DataFrame(failures).drop(columns=["delayed", "closed"]))
+evidence("A failed login", {
+    f"every attempt was answered after at least {DELAY} ms": all(f["delayed"] for f in failures),
+    "then the broker closed every connection": all(f["closed"] for f in failures),
+    "PLAIN: the same message for a wrong password and an unknown user": failures[0]["message"] == failures[1]["message"],
+    "SCRAM: the same message for a wrong password and an unknown user": failures[2]["message"] == failures[3]["message"],
+})
 
 # %% [markdown]
 # * **SASL_AUTHENTICATION_FAILED (58)**, then the close: since KIP-152 the client learns *why* the connection
 #   ends, instead of just seeing it drop.
-# * The message never says whether the user exists or the password was wrong: an attacker learns nothing
-#   about which names are valid. For an unknown SCRAM user the broker even invents a stable fake salt, so the
-#   server-first message looks the same as for a real one.
+# * The message never says whether the user exists or the password was wrong. With SCRAM, Kafka's
+#   `ScramSaslServer` refuses an unknown user at once, after client-first, and a wrong password only after
+#   client-final: the same error and message, one round trip apart. kafkalab's broker goes further and answers
+#   an unknown user with a made-up salt that stays the same at every attempt, so both fail at the proof.
 # * The answer waits `connection.failed.authentication.delay.ms` (default 100 ms; `Selector` delays the close
 #   of a failed login) — only that connection, the broker keeps serving others — to slow down guessing.
 #
@@ -409,12 +452,13 @@ lab12.check_acl_predictions(ex1_predictions, ex1_acls, ex1_questions, **EX1_SETT
 # %%
 pd.DataFrame(lab12.acl_table(ex1_acls, ex1_questions, **EX1_SETTINGS)).set_index("question")
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # * (d): carol has no READ ACL on `orders`; the topic *has* ACLs, so `allow.everyone.if.no.acl.found` does
 #   not apply — it only counts for `clicks` (g), which has none.
 # * (e): bob's DESCRIBE on `payments` is granted by the prefixed ALLOW ALL on `pay*`; the DENY READ does not
 #   deny DESCRIBE. (f): the same DENY READ beats the ALLOW ALL.
-#
+
+# %% [markdown]
 # **Recap 5.** Super users first, then deny beats allow, then allow (with implied DESCRIBE), then the
 # no-ACL default. Literal, prefixed and wildcard patterns all apply to a resource.
 
@@ -432,8 +476,8 @@ story = Cluster(brokers=1, overrides={"authorizer.class.name": lab12.ACL_AUTHORI
                 wait_for_metadata=False).start()
 try:
     story.create_topic("story", 1, 1, timeout=1.5)
-except TimeoutError as e:
-    print("TimeoutError:", e)
+except TimeoutError as e:   # expected here: print its first words, not the advice for a notebook run out of order
+    print("TimeoutError:", str(e).split(" (")[0])
 print("the broker's own view of story-0:",
       [(p.partition, p.leader) for p in story.broker(0).metadata_cache.partitions("story")] or "unknown topic")
 
@@ -450,6 +494,12 @@ pd.DataFrame(lab12.refused_requests(broker_log.messages()))
 # **`User:ANONYMOUS`**. LeaderAndIsr and UpdateMetadata need **ClusterAction** on the cluster, ANONYMOUS has
 # no ACL and no super-user status, so the broker answers **CLUSTER_AUTHORIZATION_FAILED (31)**: the
 # broker never learns that it leads `story-0`, and no client can use the topic.
+#
+# This is the log line as Kafka up to 2.8 wrote it, and as the article this course follows quotes it. Kafka 3.x
+# logs the same failure as `Unexpected error handling request RequestHeader(apiKey=UPDATE_METADATA, ...,
+# clientId=0, correlationId=0, ...) -- UpdateMetadataRequestData(...) with context RequestContext(...,
+# principal=User:ANONYMOUS, listenerName=ListenerName(PLAINTEXT), ...)`, followed by the same
+# `ClusterAuthorizationException`: search a 3.x log for that exception's name.
 
 # %%
 story.stop()
@@ -571,8 +621,9 @@ tls_dir.cleanup()
 #
 # ### Exercise 2 · A server signature
 #
-# Another SCRAM-SHA-256 exchange. Compute the broker's **ServerSignature** (base64, the `v=` of its
-# server-final message) as section 3 did.
+# Another SCRAM-SHA-256 exchange, given in `ex2`. Compute the broker's **ServerSignature** (base64, the `v=` of
+# its server-final message) as section 3 did, and put it, as a string, in `ex2_signature`. The check recomputes
+# it from `ex2`.
 
 # %%
 ex2 = {"username": "carol", "password": "carol-secret", "salt_b64": "c2FsdHNhbHRzYWx0c2FsdA==", "iterations": 4096,
@@ -591,7 +642,10 @@ lab12.check_server_signature(ex2_signature, **ex2)
 # %% [markdown]
 # ### Exercise 3 · Which brokers refuse to start?
 #
-# Give the set of names whose settings a broker refuses.
+# Each of the five settings below is `_ibl` (two listeners: `CLIENT` on SASL_PLAINTEXT with PLAIN, `BROKER` on
+# PLAINTEXT) plus one or two keys. Which of them does a broker refuse to start with? Put the set of their
+# letters in `ex3_refused` (a set of strings; `set()` if none). Use the rules of section 1; the check starts a
+# broker with each one.
 
 # %%
 _ibl = {"listeners": "CLIENT://127.0.0.1:0,BROKER://127.0.0.1:0",
@@ -625,5 +679,6 @@ lab12.check_refusals(ex3_refused, ex3_configs)
 # * ACLs: super users, then DENY beats ALLOW, ALLOW implies DESCRIBE, and `allow.everyone.if.no.acl.found`
 #   only for resources without any ACL (C14).
 # * CLUSTER_AUTHORIZATION_FAILED with `clientId=<broker id>` and `User:ANONYMOUS` means the inter-broker
-#   listener's principal may not do ClusterAction: authenticate that listener and make its user a super user.
+#   listener's principal may not do ClusterAction: authenticate that listener and make its user a super user
+#   (or make ANONYMOUS a super user, if no client can reach that listener).
 # * With mutual TLS the principal is the client certificate's subject, rewritten by `ssl.principal.mapping.rules`.

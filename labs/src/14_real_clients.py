@@ -51,6 +51,7 @@ from kafkalab.trace import (BatchingTable, ConnectionsTable, Tap, TapRequestLogs
                             connection_summaries, produce_batching, sequence_diagram, versions_used)
 from kafkalab.viz import LiveRequestLog
 
+pd.set_option("display.max_colwidth", None)     # section 7's table has sentences in its cells: show them whole
 broker_log = BrokerLog().install()          # the brokers' log lines go to a list, not under the cells
 print("clients:", ", ".join(lab14.CLIENTS))
 print("this machine can run:", ", ".join(c for c in lab14.CLIENTS if lab14.available(c)))
@@ -282,7 +283,8 @@ cluster.stop()
 # ### Exercise 1 · Records per partition
 #
 # From `batching` (section 4: a list of Produce requests, each with `.client` and `.batches`, a tuple of
-# `(topic, partition, records)`), give confluent-kafka's records per partition as `{partition: records}`.
+# `(topic, partition, records)`), give confluent-kafka's records per partition as a dict
+# `{partition: records}` in `ex1_records`. The check counts them from `batching` too.
 
 # %% tags=["solution"]
 ex1_records = {}
@@ -297,8 +299,8 @@ lab14.check_records_per_partition(ex1_records, batching, "confluent-kafka")
 # %% [markdown]
 # ### Exercise 2 · APIs only some clients used
 #
-# Which APIs of the matrix in section 3 did some clients use and others not? Give a set of API names, and
-# think about why each one is missing where it is.
+# Which APIs of the matrix in section 3 did some clients use and others not? Put a set of API names, spelled
+# as in the matrix's header, in `ex2_apis`, and think about why each one is missing where it is.
 
 # %% tags=["solution"]
 ex2_apis = {api for api in matrix.apis if any(api not in u for u in matrix.used.values())}
@@ -316,8 +318,9 @@ lab14.check_only_some(ex2_apis, matrix)
 #
 # A topic has 9 partitions whose leaders are spread over 3 brokers. A producer sends records to every partition
 # and flushes once, with `linger.ms` long enough that each partition's records make one batch. How many
-# Produce requests does confluent-kafka send, and how many kafka-python? Answer
-# `{"confluent-kafka": n, "kafka-python": m}`.
+# Produce requests does confluent-kafka send, and how many kafka-python? Answer in `ex3_requests` as
+# `{"confluent-kafka": n, "kafka-python": m}`, using section 4's table; the numbers are in `ex3_partitions` and
+# `ex3_leaders`.
 
 # %%
 ex3_partitions, ex3_leaders = 9, 3
@@ -341,5 +344,6 @@ lab14.check_predicted_requests(ex3_requests, ex3_partitions, ex3_leaders)
 #   leader (C28).
 # * A client's own metrics count what went over the wire: compare them with a capture when in doubt (C36).
 # * The clients come in families, and Kafka Streams and Connect are built on the Java client (C21).
-# * Next: Kafka's command-line tools, `kafkalab topics`, `console-producer`, `consumer-groups`, run through the
-#   same tap show the same protocol from a shell.
+#
+# **Next:** lab 15, *Finale: a streaming pipeline on Spark*: one more client application, Spark, reading the
+# log with assigned partitions and offsets of its own.

@@ -222,8 +222,15 @@ table = pd.DataFrame(lab15.batch_offsets_table(q.recentProgress)).set_index("bat
 table
 
 # %%
-print("broker log end offsets:", broker_end_offsets())
+log_end = broker_end_offsets()
+print("broker log end offsets:", log_end)
 print("rows per batch and partition:", [dict(sorted(b.items())) for _, b in sorted(seen_batches)])
+evidence("Spark's micro-batches are the plan", {
+    "each batch read, partition by partition, what the plan said":
+        [b for _, b in sorted(seen_batches)] == [{int(p): n for p, n in step.items() if n} for step in plan],
+    "the last batch ended at the broker's log end offsets":
+        [table.iloc[-1][f"end p{p}"] for p in range(3)] == [log_end[p] for p in range(3)],
+})
 
 # %% [markdown]
 # ## 4 · Event time, windows and a watermark
@@ -275,9 +282,7 @@ page_views["events"].to_dict()
 # that has closed are counted as `dropped by watermark`:
 
 # %%
-pd.DataFrame([{"batch": p["batchId"], "rows": p["numInputRows"], "watermark": p["eventTime"].get("watermark", "")[11:19],
-               "dropped by watermark": sum(o.get("numRowsDroppedByWatermark", 0) for o in p.get("stateOperators", []))}
-              for p in q.recentProgress]).set_index("batch")
+pd.DataFrame(lab15.watermark_table(q.recentProgress)).set_index("batch")
 
 # %% [markdown]
 # Only the windows the watermark has passed were written. The last ones are still open and wait for more data.
@@ -292,7 +297,8 @@ compare.astype(int)
 
 # %% [markdown]
 # They agree. The late events of the first 10,000 (`data/README.md` lists them: 3-10 minutes behind) all
-# arrived while their window was still open. A micro-batch of 1,000 records spans 5-8 minutes of event time,
+# arrived while their window was still open. A micro-batch of 1,000 records spans 4-12 minutes of event time
+# (each step of the watermark column above is one batch),
 # and the watermark moves only between batches, so a late event usually lands in the same batch as its
 # neighbours. Below, one arrives after its window closed, and Spark drops it. A
 # longer delay keeps windows open longer, so fewer events are dropped, but results come out later and Spark holds
@@ -397,8 +403,8 @@ SVG(lab15.late_event_svg(on_time, later, late_watermark, written))
 # %% [markdown]
 # ## 5 · Exercises 1 to 3
 #
-# Write your answer in the answer cell (replace the `...`), run it, then run the check: ✓ means right; ✗ comes
-# with a hint. The checks compute the right answer from the data in the task.
+# Write your answer in the answer cell (replace the `...`; each task names its variable), run it, then run the
+# check: ✓ means right; ✗ comes with a hint. The checks compute the right answer from the data in the task.
 #
 # *Instructors:* the answer cells hold the solutions (tagged `solution`); `scripts/build_labs.py --student DIR`
 # writes a copy without them.
@@ -407,8 +413,10 @@ SVG(lab15.late_event_svg(on_time, later, late_watermark, written))
 #
 # A query starts at `START` with `maxOffsetsPerTrigger=LIMIT` and `trigger(availableNow=True)`, and the
 # brokers' end offsets are `END_OFFSETS`. Give the records each micro-batch reads, as a list of
-# `{partition: records}` dicts. Work it out by hand or with a few lines of Python, without
-# `lab15.plan_batches`.
+# `{partition: records}` dicts in `plan_answer` (one dict per batch, in order). The sharing rule of section 3,
+# exactly: in each batch a partition gets `LIMIT × its backlog / the total backlog` records, rounded down (up
+# when that share is below 1), and never more than it has left. Work it out by hand or with a few lines of
+# Python, without `lab15.plan_batches`.
 
 # %%
 START = {"0": 100, "1": 0, "2": 2000}
@@ -436,7 +444,9 @@ lab15.check_batch_plan(plan_answer, START, END_OFFSETS, LIMIT)
 # ### Exercise 2 · Revenue per event-time window
 #
 # Using Spark on `events` (the batch table of section 2), compute the revenue of `purchase` events (price ×
-# quantity) per 10-minute window of event time, as a dict `{"HH:MM": revenue}` keyed by the window's start.
+# quantity; a purchase without a quantity counts once) per 10-minute window of event time, as a dict
+# `{"HH:MM": revenue}` keyed by the window's start, in `revenue_answer`. The check sums the same events in
+# plain Python and allows a cent of rounding.
 
 # %% tags=["solution"]
 revenue_rows = (events.where("event_type = 'purchase'")
@@ -452,8 +462,8 @@ lab15.check_window_revenue(revenue_answer, first_part, 10)
 # ### Exercise 3 · Late, or dropped?
 #
 # The late-click query of section 4 stands at the watermark `WATERMARK`, with 10-minute windows. The clicks of
-# `ARRIVALS` come next, all three in one micro-batch. Which of them does Spark drop? Give a set of their event
-# ids (`set()` if none). Careful: two of them are older than the watermark.
+# `ARRIVALS` come next, all three in one micro-batch. Which of them does Spark drop? Put the set of their event
+# ids in `late_answer` (`set()` if none). Careful: two of them are older than the watermark.
 
 # %%
 WATERMARK = late_watermark
@@ -523,8 +533,8 @@ print("rows written:", spark.read.parquet(str(OUT)).count())
 # ### Exercise 4 · Where does the restarted query start?
 #
 # The query is about to be started again on the same checkpoint. Its `startingOffsets` still says `earliest`.
-# Which offsets will its first new micro-batch start from? Give `{partition: offset}`. (The checkpoint is at
-# `CKPT`: look at its `offsets/` folder, one small file per batch.)
+# Which offsets will its first new micro-batch start from? Give `{partition: offset}` (partitions as ints) in
+# `restart_answer`. (The checkpoint is at `CKPT`: look at its `offsets/` folder, one small file per batch.)
 
 # %%
 sorted(p.name for p in (CKPT / "offsets").iterdir())
@@ -550,14 +560,17 @@ victim = before["leader"]
 cluster.kill(victim)
 cluster.wait_until(lambda: cluster.partition_state(lab15.TOPIC, 0)["leader"] not in (-1, victim), 30)
 after = cluster.partition_state(lab15.TOPIC, 0)
-print("partition 0: leader killed; the new leader came from the ISR:", after["leader"] in before["isr"],
-      "| leader epoch", before["leader_epoch"], "->", after["leader_epoch"])
+print("partition 0: leader epoch", before["leader_epoch"], "->", after["leader_epoch"])
 rest = replay(EVENTS, lab15.TOPIC, BOOTSTRAP, skip=FIRST_PART + 2500)
 try:
     q.processAllAvailable()
 finally:
     q.stop()
 print("replayed while the query ran:", more.count + rest.count, "| end offsets now:", broker_end_offsets())
+evidence("A leader died under the running query", {
+    "partition 0's new leader came from its ISR": after["leader"] in before["isr"] and after["leader"] != victim,
+    "the query went on without an error until it had read all there was": q.exception() is None,
+})
 
 # %% [markdown]
 # The query went on through the failure. Now count what the pipeline wrote across both runs, against the
@@ -571,7 +584,11 @@ missing = set(all_ids) - {r["event_id"] for r in written.select("event_id").coll
 print("events in the dataset:", len(all_ids))
 print("rows written:", summary["rows"], "| distinct event ids:", summary["distinct event ids"],
       "| missing:", len(missing))
-assert summary["rows"] == summary["distinct event ids"] == len(all_ids) and not missing
+evidence("Every click exactly once", {
+    "as many rows as events in the dataset": summary["rows"] == len(all_ids),
+    "no event id twice": summary["distinct event ids"] == summary["rows"],
+    "no event id missing": not missing,
+})
 
 # %% [markdown]
 # Every one of the 15,423 clicks is there exactly once, across a broker failure and a restart. Three mechanisms

@@ -3,6 +3,7 @@ is "not answered yet". Fast: no broker except one short login test (the notebook
 from __future__ import annotations
 
 import base64
+import re
 
 from kafkalab import Cluster
 from kafkalab.labs import lab12
@@ -80,6 +81,14 @@ def test_hand_fed_login_follows_the_state_table():
                                       client_nonce=RFC["client_nonce"], server_nonce="%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0")
     assert [r["state after"] for r in rows] == ["HANDSHAKE_REQUEST", "AUTHENTICATE", "AUTHENTICATE", "COMPLETE"]
     assert rows[-1]["answer token"] == "v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="
+    # the table names the messages; the tokens go in full to conversation(), one line each
+    assert [r["fed"] for r in rows][2:] == ["SaslAuthenticate v2 (client-first)", "SaslAuthenticate v2 (client-final)"]
+    assert [r["answer"] for r in rows] == ["", "", "server-first", "server-final"]
+    lines = lab12.conversation(rows).splitlines()
+    assert [line.split()[:2] for line in lines] == [["client", "client-first:"], ["broker", "server-first:"],
+                                                    ["client", "client-final:"], ["broker", "server-final:"]]
+    assert lines[-1].endswith(" v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=")
+    assert lab12.message_name(b"\0alice\0pw") == lab12.message_name("\\0alice\\0pw") == "PLAIN token"
     assert str(auth.principal) == "User:user"
     drawn = lab12.state_diagram(auth.history).source
     assert 'AUTHENTICATE -> COMPLETE [label="token (last)" color="#2b8a3e"' in drawn
@@ -110,7 +119,26 @@ def test_settings_refusal_and_a_login_on_the_wire():
         assert [r["SASL token"] for r in lab12.steps_table(wire.steps)] == ["", "", "\\0alice\\0alice-secret", ""]
         source = lab12.listeners_diagram(c).source
         assert '"0_BROKER" -> "0_BROKER"' in source and 'client -> "0_CLIENT"' in source
+        # a lone broker without topics got only UpdateMetadata from its controller: the picture says no more
+        assert '"0_BROKER" -> "0_BROKER" [label=UpdateMetadata' in source and "LeaderAndIsr" not in source
         wire = lab12.Wire(port)
         failed = lab12.login(wire, "PLAIN", "alice", "wrong")
         assert failed["error_code"] == 58 and wire.closed()
         wire.close()
+
+
+def test_listener_overrides_with_a_control_plane_listener():
+    config = lab12.listener_overrides(control_plane=True)
+    assert config["listeners"] == "CLIENT://127.0.0.1:0,BROKER://127.0.0.1:0,CONTROL://127.0.0.1:0"
+    assert config["listener.security.protocol.map"] == "CLIENT:SASL_PLAINTEXT,BROKER:SASL_PLAINTEXT,CONTROL:SASL_PLAINTEXT"
+    assert config["control.plane.listener.name"] == "CONTROL"
+    assert {"listener.name.control.plain.sasl.jaas.config", "listener.name.control.scram-sha-256.sasl.jaas.config"} <= set(config)
+    assert "control.plane.listener.name" not in lab12.listener_overrides()
+    assert "should have a different value from the inter broker listener name" in lab12.refusal(
+        lab12.listener_overrides(**{"control.plane.listener.name": "BROKER"}))
+
+
+def test_the_sasl_state_picture_fits_a_page_without_shrinking_its_text():
+    """Drawn left to right it was 1794 pt wide: a notebook shrank it to half, its 12 px labels to 6 px."""
+    width_pt = float(re.search(r'<svg width="([\d.]+)pt"', lab12.state_diagram().svg()).group(1))
+    assert width_pt * 4 / 3 <= 1000          # px; a notebook's output area is about 1150 px wide at a 1280 px window

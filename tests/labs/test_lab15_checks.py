@@ -140,3 +140,5 @@ def test_click_value_and_the_watermark_table():
                  "stateOperators": [{"numRowsDroppedByWatermark": 1}]}]
     assert lab15.watermark_table(progress) == [{"batch": 2, "rows read": 2, "watermark": "19:23:00",
                                                 "dropped by watermark": 1}]
+    first = [{"batchId": 0, "numInputRows": 5, "eventTime": {"watermark": "1970-01-01T00:00:00.000Z"}}]
+    assert lab15.watermark_table(first)[0]["watermark"] == "none"     # no watermark yet, not "00:00:00"
