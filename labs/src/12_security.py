@@ -618,7 +618,13 @@ tls_dir.cleanup()
 
 # %% [markdown]
 # ## Exercises
-#
+
+# %% [markdown] tags=["solution"]
+# *Instructors:* the answer cells of this notebook hold the solutions (tagged `solution`, collapsed in
+# JupyterLab); the participant versions (`make student`, `scripts/build_labs.py --participant`) replace them by
+# `...` and leave this note out.
+
+# %% [markdown]
 # ### Exercise 2 · A server signature
 #
 # Another SCRAM-SHA-256 exchange, given in `ex2`. Compute the broker's **ServerSignature** (base64, the `v=` of

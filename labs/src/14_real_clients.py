@@ -280,6 +280,16 @@ cluster.stop()
 # %% [markdown]
 # ## Exercises
 #
+# Each exercise has a task, an answer cell and a check cell. Write your answer in the answer cell (replace the
+# `...`), run it, then run the check: ✓ means right; ✗ comes with a hint. The checks compute the right answer
+# from the data in the task.
+
+# %% [markdown] tags=["solution"]
+# *Instructors:* the answer cells of this notebook hold the solutions (tagged `solution`, collapsed in
+# JupyterLab); the participant versions (`make student`, `scripts/build_labs.py --participant`) replace them by
+# `...` and leave this note out.
+
+# %% [markdown]
 # ### Exercise 1 · Records per partition
 #
 # From `batching` (section 4: a list of Produce requests, each with `.client` and `.batches`, a tuple of

@@ -405,10 +405,13 @@ SVG(lab15.late_event_svg(on_time, later, late_watermark, written))
 #
 # Write your answer in the answer cell (replace the `...`; each task names its variable), run it, then run the
 # check: ✓ means right; ✗ comes with a hint. The checks compute the right answer from the data in the task.
-#
-# *Instructors:* the answer cells hold the solutions (tagged `solution`); `scripts/build_labs.py --student DIR`
-# writes a copy without them.
-#
+
+# %% [markdown] tags=["solution"]
+# *Instructors:* the answer cells of this notebook hold the solutions (tagged `solution`, collapsed in
+# JupyterLab); the participant versions (`make student`, `scripts/build_labs.py --participant`) replace them by
+# `...` and leave this note out.
+
+# %% [markdown]
 # ### Exercise 1 · Plan the micro-batches
 #
 # A query starts at `START` with `maxOffsetsPerTrigger=LIMIT` and `trigger(availableNow=True)`, and the

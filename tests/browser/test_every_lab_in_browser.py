@@ -183,7 +183,6 @@ def widget_troubles(outputs: dict) -> list[str]:
 STALE_CLIPPING = {
     "01_the_wire.ipynb": "wire types cut in the field trees (cells 12, 36, 38, 49, 51, 60, 69, 77)",
     "02_api_versions.ipynb": "wire types cut (cells 13, 28, 32); cell 60's two frames collapsed",
-    "12_security.ipynb": "SaslAuthenticateRequest/Response cut in the field trees (cells 19, 21)",
 }
 
 
