@@ -20,7 +20,7 @@ from kafkalab.purgatory.delayed_fetch import (DelayedFetch, FetchParams, FetchPa
 from kafkalab.purgatory.delayed_operation import DelayedOperation
 from kafkalab.purgatory.delayed_produce import (DelayedProduce, ProducePartitionStatus,
                                                 check_enough_replicas_reach_offset)
-from kafkalab.purgatory.metrics import Meter
+from kafkalab.common.yammer import Meter
 from kafkalab.purgatory.purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
 from kafkalab.purgatory.timer import BucketView, SystemTimer, WheelView
 from kafkalab.purgatory.timing_wheel import FunctionTask, TimerTask, TimerTaskEntry, TimerTaskList, TimingWheel
