@@ -30,8 +30,9 @@ with every broker's control-plane endpoint, the listener it came in on.
 
 The replica manager owns the purgatories (their timers run on this broker's event loop with its ``Time``)
 and the replica fetchers (:mod:`.replica_fetcher`), which also talk over the inter-broker listener.
-:meth:`KafkaServer.metrics` exposes the purgatory metrics; :meth:`KafkaServer.kill` stops a broker as a
-crash would.
+:meth:`KafkaServer.metrics` exposes the broker's metrics by Kafka's names (the purgatories', the fetch session
+cache's, the socket server's, the conversion meters and the controller's); :meth:`KafkaServer.kill` stops a
+broker as a crash would.
 
 A client can connect once step 4 is done, but the broker knows about topics only after the controller's
 UpdateMetadata reached it.
