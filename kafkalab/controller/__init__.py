@@ -4,6 +4,8 @@
 * :mod:`.context` -- the controller's in-memory copy of the cluster state.
 * :mod:`.channel` -- LeaderAndIsr / UpdateMetadata / StopReplica batches, one request per broker.
 * :mod:`.replica_election` -- ElectLeaders: an operator's PREFERRED or UNCLEAN election.
+* :mod:`.controller_stats` -- what the controller reports: Kafka's ``ControllerStats`` meters and timers, the
+  ``KafkaController`` gauges, the ``state.change.logger`` lines.
 * :mod:`.controller` -- :class:`KafkaController`: election through ``/controller`` and its event handlers, one
   table of them (:data:`~.controller.EVENTS`).
 

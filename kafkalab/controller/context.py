@@ -6,6 +6,8 @@ When a broker becomes the controller it reads the whole cluster state from ZooKe
 registered, every topic's replica assignment and id, every partition's leader/ISR state -- and from then on
 keeps it in memory, updating it with each event it handles and writing each change back to ZooKeeper
 *before* telling brokers about it. ZooKeeper is the truth; the context is the controller's working copy.
+It also carries the controller's meters (``stats``, :class:`~.controller_stats.ControllerStats`), which, as in
+Kafka, survive :meth:`ControllerContext.clear` (a resignation or a new election).
 
 Mirrors: ``core/src/main/scala/kafka/controller/ControllerContext.scala``.
 """
@@ -13,11 +15,15 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
+from kafkalab.controller.controller_stats import ControllerStats
+
 __all__ = ["ControllerContext"]
 
 
 class ControllerContext:
-    def __init__(self):
+    def __init__(self, stats: Optional[ControllerStats] = None):
+        #: the meters (Kafka's ``controllerContext.stats``): kept by :meth:`clear`
+        self.stats = stats if stats is not None else ControllerStats()
         self.epoch: int = 0
         self.epoch_zk_version: int = -1
         self.live_brokers: dict[int, object] = {}        # broker id -> BrokerInfo
@@ -32,7 +38,7 @@ class ControllerContext:
         self.replicas_on_offline_dirs: dict[int, set[tuple[str, int]]] = {}
 
     def clear(self) -> None:
-        self.__init__()
+        self.__init__(self.stats)
 
     # ------------------------------------------------------------------------------------------ queries
     def live_broker_ids(self) -> list[int]:

@@ -20,7 +20,8 @@ writes ``t-0`` with leader 2 and leader epoch +1, sends LeaderAndIsr for ``t-0``
 ``t-1`` to broker 1, shrinks ``t-1``'s ISR to 2,3, and answers ``NONE, []``: nothing is left for broker 1 to lead.
 
 If the event is dropped unprocessed (this broker's ZooKeeper session expired), :func:`preempt_controlled_shutdown`
-answers NOT_CONTROLLER, and the stopping broker asks the new controller.
+answers NOT_CONTROLLER, and the stopping broker asks the new controller. Each partition that got a new leader goes
+to the state-change log ("Changed partition t-0 from OnlinePartition to OnlinePartition with state ...").
 
 The controller lends this module its collaborator interface: ``context``, ``is_active``, ``name``,
 ``new_batch()``, ``write_states()``, ``remove_from_isr()`` and ``send()``.
@@ -33,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from kafkalab.controller.controller_stats import log_partition_online
 from kafkalab.controller.election import controlled_shutdown_leader
 from kafkalab.protocol import ErrorCode
 
@@ -83,7 +85,8 @@ async def _do_controlled_shutdown(controller, broker_id: int, broker_epoch: int)
                                               ctx.shutting_down_brokers)
         if election.leader >= 0:
             updates[tp] = lai.new_leader_and_isr(election.leader, election.isr)
-    controller.write_states(updates, batch)
+    for tp, lai in controller.write_states(updates, batch).items():
+        log_partition_online(controller.broker_id, ctx.epoch, tp, "OnlinePartition", lai)
     for tp in updates:  # the old leader hears it too: it stops acting as leader before it goes
         batch.add_leader_and_isr([broker_id], tp)
     for tp in followed:

@@ -33,8 +33,10 @@ The active controller works through **events**, one at a time (Kafka's Controlle
   again (Kafka's ``Expire`` and ``RegisterBrokerAndReelect``).
 
 Which method handles which event is one table, :data:`EVENTS` (event name -> :class:`ControllerEvent`: the
-handler, Kafka's name for the event, and what puts it in the queue), declared once at the end of this module;
-an event that is not in the table is refused when it is queued.
+handler, Kafka's name for the event, its ``ControllerState``, and what puts it in the queue), declared once at
+the end of this module; an event that is not in the table is refused when it is queued. The event thread times
+each event on the timer of its state, and after each one recomputes the controller's gauges
+(:mod:`.controller_stats`; :meth:`KafkaController.metrics`).
 
 The collaborators (:mod:`.controlled_shutdown`, :mod:`.replica_election`, :mod:`.log_dir_failures`) use one
 interface of the controller: ``context``, ``is_active``, ``name``, ``zk``, ``new_batch()``, ``write_states()``,
@@ -54,7 +56,9 @@ from typing import Callable, NamedTuple, Optional
 
 from kafkalab.controller.channel import ControllerBrokerRequestBatch, send_all
 from kafkalab.controller.context import ControllerContext
+from kafkalab.common.time import SYSTEM, Time
 from kafkalab.controller.controlled_shutdown import on_controlled_shutdown, preempt_controlled_shutdown
+from kafkalab.controller.controller_stats import ControllerStats, controller_gauges, log_partition_online
 from kafkalab.controller.election import offline_partition_leader
 from kafkalab.controller.log_dir_failures import (on_leader_and_isr_response_received, on_log_dir_event_notification,
                                                   storage_errors_in, watch_log_dir_events)
@@ -81,14 +85,16 @@ class KafkaController:
 
     def __init__(self, broker_id: int, zk, channel, *, inter_broker_listener: str = "PLAINTEXT",
                  controller_to_broker_listener: Optional[str] = None,
-                 unclean_election: Optional[Callable[[str], bool]] = None, name: Optional[str] = None):
+                 unclean_election: Optional[Callable[[str], bool]] = None, name: Optional[str] = None,
+                 time: Time = SYSTEM):
         self.broker_id = broker_id
+        self.time = time
         #: where the channel to each broker connects: ``control.plane.listener.name`` if set (KIP-291), else the
         #: inter-broker listener (LeaderAndIsr's ``live_leaders`` always name the inter-broker endpoints)
         self.controller_to_broker_listener = controller_to_broker_listener or inter_broker_listener
         self.zk = zk
         self.channel = channel
-        self.context = ControllerContext()
+        self.context = ControllerContext(ControllerStats(time))
         self.context.inter_broker_listener = inter_broker_listener
         self.unclean_election = unclean_election or (lambda topic: False)
         self.name = name or f"Controller id={broker_id}"
@@ -97,11 +103,21 @@ class KafkaController:
         self._worker: Optional[asyncio.Task] = None
         self.event_log: list[tuple[str, str]] = []   # (event, outcome) for labs
         self._listeners: list[Callable[[str, dict], None]] = []
+        self._gauges = controller_gauges(self.context, False)
 
     # ------------------------------------------------------------------------------------------ lifecycle
     @property
     def is_active(self) -> bool:
         return self.active_controller_id == self.broker_id
+
+    def metrics(self) -> dict:
+        """Kafka's controller metrics by name: the ``KafkaController`` gauges (``ActiveControllerCount`` read now,
+        the others as the last event left them) and the ``ControllerStats`` meters and timers (counts)."""
+        return {"ActiveControllerCount": int(self.is_active), **self._gauges, **self.context.stats.metrics()}
+
+    def _update_gauges(self) -> None:
+        """Kafka's ``updateMetrics``: after every event; a controller that is not active reports zeros."""
+        self._gauges = controller_gauges(self.context, self.is_active)
 
     def add_listener(self, fn: Callable[[str, dict], None]) -> None:
         """``fn(event, details)`` after each processed event (labs draw controller timelines from this)."""
@@ -170,6 +186,8 @@ class KafkaController:
     async def _run(self) -> None:
         while True:
             event, args = await self.events.get()
+            timer = self.context.stats.rate_and_time_metrics[EVENTS[event].state]
+            start_ns = self.time.nanoseconds()
             try:
                 await EVENTS[event].handler(self, *args)
                 outcome = "ok"
@@ -186,6 +204,8 @@ class KafkaController:
             except Exception:
                 log.exception("%s: error processing %s", self.name, event)
                 outcome = "error"
+            timer.update((self.time.nanoseconds() - start_ns) / 1e6)
+            self._update_gauges()
             self.event_log.append((event, outcome))
             for fn in list(self._listeners):
                 try:
@@ -237,6 +257,7 @@ class KafkaController:
         self.context.inter_broker_listener = listener
         if self.active_controller_id == self.broker_id:
             self.active_controller_id = -1
+        self._update_gauges()
 
     # ------------------------------------------------------------------------------------------ failover
     async def _on_controller_failover(self) -> None:
@@ -355,11 +376,13 @@ class KafkaController:
                 continue
             ctx.partition_states[key] = states[tp]
             batch.add_leader_and_isr([b for b in ctx.replicas(key) if ctx.is_live(b)], key, is_new=True)
+            log_partition_online(self.broker_id, ctx.epoch, key, "NewPartition", states[tp].leader_and_isr)
 
     def elect_offline_partitions(self, partitions, batch) -> None:
-        """OfflinePartition -> OnlinePartition with a new leader chosen from the live ISR (or uncleanly)."""
+        """OfflinePartition -> OnlinePartition with a new leader chosen from the live ISR (or uncleanly: the
+        meter ``UncleanLeaderElectionsPerSec`` is marked). Each partition elected goes to the state-change log."""
         ctx = self.context
-        updates = {}
+        updates, elected = {}, set()
         for tp in partitions:
             state = ctx.partition_states.get(tp)
             if state is None:
@@ -372,13 +395,18 @@ class KafkaController:
                     updates[tp] = lai.new_leader_and_isr(-1, lai.isr)
                 continue
             if election.unclean:
-                log.warning("%s: unclean leader election for %s-%s: %s is not in the ISR %s; committed records "
-                            "may be lost", self.name, tp[0], tp[1], election.leader, list(lai.isr))
+                ctx.stats.unclean_leader_election_rate.mark()
             updates[tp] = lai.new_leader_and_isr(election.leader, election.isr)
-        self.write_states(updates, batch)
+            elected.add(tp)
+        for tp, lai in self.write_states(updates, batch).items():
+            if tp in elected:
+                log_partition_online(self.broker_id, ctx.epoch, tp, "OfflinePartition", lai)
 
-    def write_states(self, updates: dict, batch) -> None:
+    def write_states(self, updates: dict, batch) -> dict:
+        """Write the new states (conditionally; a state changed meanwhile is read again and retried), queue
+        LeaderAndIsr for each; returns ``{partition: LeaderAndIsr as written}``."""
         ctx = self.context
+        written = {}
         while updates:
             result = self.zk.update_leader_and_isr({TopicPartition(*tp): lai for tp, lai in updates.items()},
                                                    ctx.epoch, ctx.epoch_zk_version)
@@ -388,6 +416,7 @@ class KafkaController:
                     continue
                 ctx.partition_states[key] = LeaderIsrAndControllerEpoch(lai, ctx.epoch)
                 batch.add_leader_and_isr([b for b in ctx.replicas(key) if ctx.is_live(b)], key)
+                written[key] = lai
             retry = {}
             for tp in result.partitions_to_retry:  # somebody (a leader changing its ISR) wrote first: re-read
                 fresh = self.zk.get_topic_partition_state(tp)
@@ -399,6 +428,7 @@ class KafkaController:
                 retry[key] = LeaderAndIsr(wanted.leader, fresh.leader_and_isr.leader_epoch + 1, wanted.isr,
                                           wanted.leader_recovery_state, fresh.leader_and_isr.partition_epoch)
             updates = retry
+        return written
 
     # ------------------------------------------------------------------------------------------ brokers
     async def _on_broker_change(self) -> None:
@@ -566,46 +596,49 @@ class KafkaController:
 
 # ------------------------------------------------------------------------------------------ the event table
 class ControllerEvent(NamedTuple):
-    """One row of :data:`EVENTS`: what runs, Kafka's name for the event, and what queues it."""
+    """One row of :data:`EVENTS`: what runs, Kafka's name for the event and its ``ControllerState`` (which names
+    the timer, :data:`~.controller_stats.RATE_AND_TIME_METRICS`), and what queues it."""
 
     handler: Callable
     kafka_event: str
+    state: str
     queued_by: str
     #: answers the request waiting on an event dropped unprocessed (Kafka's ``ControllerEvent.preempt``)
     preempt: Optional[Callable] = None
 
 
+_C = KafkaController
 #: event name -> its row. The event thread looks handlers up here and nowhere else (Kafka's ``ControllerEvent``
 #: subclasses and ``KafkaController.process``).
 EVENTS: dict[str, ControllerEvent] = {
-    "startup": ControllerEvent(KafkaController._on_startup, "Startup",
+    "startup": ControllerEvent(_C._on_startup, "Startup", "ControllerChange",
                                "the broker starts, or registered again after its session expired"),
-    "reelect": ControllerEvent(KafkaController._on_reelect, "Reelect",
+    "reelect": ControllerEvent(_C._on_reelect, "Reelect", "ControllerChange",
                                "an election found no controller, or this one was deposed (ControllerMoved)"),
-    "controller_change": ControllerEvent(KafkaController._on_controller_change, "ControllerChange",
+    "controller_change": ControllerEvent(_C._on_controller_change, "ControllerChange", "ControllerChange",
                                          "watch on /controller: the znode was created, changed or deleted"),
-    "broker_change": ControllerEvent(KafkaController._on_broker_change, "BrokerChange",
+    "broker_change": ControllerEvent(_C._on_broker_change, "BrokerChange", "BrokerChange",
                                      "watch on the children of /brokers/ids: a broker registered or went away"),
-    "topic_change": ControllerEvent(KafkaController._on_topic_change, "TopicChange",
+    "topic_change": ControllerEvent(_C._on_topic_change, "TopicChange", "TopicChange",
                                     "watch on the children of /brokers/topics: a topic was created"),
-    "partition_modifications": ControllerEvent(KafkaController._on_partition_modifications, "PartitionModifications",
-                                               "watch on /brokers/topics/<topic>: partitions were added"),
-    "topic_deletion": ControllerEvent(KafkaController._on_topic_deletion, "TopicDeletion",
+    "partition_modifications": ControllerEvent(_C._on_partition_modifications, "PartitionModifications",
+                                               "TopicChange", "watch on /brokers/topics/<topic>: partitions were added"),
+    "topic_deletion": ControllerEvent(_C._on_topic_deletion, "TopicDeletion", "TopicDeletion",
                                       "watch on the children of /admin/delete_topics: a deletion was requested"),
-    "isr_change_notification": ControllerEvent(KafkaController._on_isr_change_notification, "IsrChangeNotification",
+    "isr_change_notification": ControllerEvent(_C._on_isr_change_notification, "IsrChangeNotification", "IsrChange",
                                                "watch on the children of /isr_change_notification: a leader "
                                                "changed an ISR"),
-    "controlled_shutdown": ControllerEvent(KafkaController._on_controlled_shutdown, "ControlledShutdown",
+    "controlled_shutdown": ControllerEvent(_C._on_controlled_shutdown, "ControlledShutdown", "ControlledShutdown",
                                            "a ControlledShutdown request (key 7) from a broker about to stop",
                                            preempt_controlled_shutdown),
-    "replica_leader_election": ControllerEvent(KafkaController._on_replica_leader_election, "ReplicaLeaderElection",
+    "replica_leader_election": ControllerEvent(_C._on_replica_leader_election, "ReplicaLeaderElection",
+                                               "ManualLeaderBalance",
                                                "an ElectLeaders request (key 43): PREFERRED or UNCLEAN",
                                                preempt_replica_leader_election),
-    "log_dir_event_notification": ControllerEvent(KafkaController._on_log_dir_event_notification,
-                                                  "LogDirEventNotification",
-                                                  "watch on the children of /log_dir_event_notification: a "
-                                                  "broker's log dir failed"),
-    "leader_and_isr_response_received": ControllerEvent(KafkaController._on_leader_and_isr_response_received,
-                                                        "LeaderAndIsrResponseReceived",
+    "log_dir_event_notification": ControllerEvent(_C._on_log_dir_event_notification, "LogDirEventNotification",
+                                                  "LogDirChange", "watch on the children of "
+                                                  "/log_dir_event_notification: a broker's log dir failed"),
+    "leader_and_isr_response_received": ControllerEvent(_C._on_leader_and_isr_response_received,
+                                                        "LeaderAndIsrResponseReceived", "LeaderAndIsrResponseReceived",
                                                         "a LeaderAndIsr response with KAFKA_STORAGE_ERROR partitions"),
 }

@@ -15,9 +15,11 @@ others answer NOT_CONTROLLER for every partition. The active one sorts the parti
   PREFERRED puts the first assigned replica in charge if it is alive and in the ISR (the ISR stays as it is);
   UNCLEAN takes the first live ISR member in assignment order, else -- unclean, whatever the topic's
   ``unclean.leader.election.enable`` says, because an operator asked -- the first live replica, whose ISR is
-  then itself alone. Each new state is written with a bumped leader epoch, conditionally on the znode version
+  then itself alone (marking the meter ``UncleanLeaderElectionsPerSec``, :mod:`.controller_stats`). Each new
+  state is written with a bumped leader epoch, conditionally on the znode version
   read (a leader that changed its ISR meanwhile makes the controller read and elect again), then LeaderAndIsr
-  goes to the replicas and UpdateMetadata to every broker. A partition without a candidate gets
+  goes to the replicas and UpdateMetadata to every broker; each partition elected goes to the state-change log
+  ("Changed partition t-0 from OfflinePartition to OnlinePartition with state LeaderAndIsr(...)"). A partition without a candidate gets
   PREFERRED_LEADER_NOT_AVAILABLE or ELIGIBLE_LEADERS_NOT_AVAILABLE "Failed to elect leader for partition t-0
   under strategy ..." (the strategy named as Kafka's ``toString`` names it).
 
@@ -36,6 +38,7 @@ import asyncio
 import logging
 from typing import Iterable, Union
 
+from kafkalab.controller.controller_stats import log_partition_online
 from kafkalab.controller.election import Election, offline_partition_leader, preferred_replica_leader
 from kafkalab.protocol import ApiException, ErrorCode
 from kafkalab.protocol.election_type import ElectionType
@@ -142,7 +145,7 @@ def _elect_once(controller, partitions: list, election_type: ElectionType, batch
     """One round (``doElectLeaderForPartitions``): ``(finished outcomes, partitions to read and try again)``."""
     ctx = controller.context
     outcomes: dict[tuple, ElectionOutcome] = {}
-    chosen = {}
+    chosen, from_states = {}, {}
     states = controller.zk.get_topic_partition_states(TopicPartition(*tp) for tp in partitions)
     for tp in partitions:
         state = states.get(TopicPartition(*tp))
@@ -163,9 +166,9 @@ def _elect_once(controller, partitions: list, election_type: ElectionType, batch
                                       f"{_name(tp)} under strategy {STRATEGIES[election_type]}")
             continue
         if election.unclean:
-            log.warning("%s: unclean leader election for %s: %s is not in the ISR %s; committed records may be lost",
-                        controller.name, _name(tp), election.leader, list(lai.isr))
+            ctx.stats.unclean_leader_election_rate.mark()
         chosen[TopicPartition(*tp)] = lai.new_leader_and_isr(election.leader, election.isr)
+        from_states[tp] = _state_label(ctx, tp)
     if not chosen:
         return outcomes, []
     written = controller.zk.update_leader_and_isr(chosen, ctx.epoch, ctx.epoch_zk_version)
@@ -176,5 +179,6 @@ def _elect_once(controller, partitions: list, election_type: ElectionType, batch
             continue
         ctx.partition_states[key] = LeaderIsrAndControllerEpoch(lai, ctx.epoch)
         batch.add_leader_and_isr([b for b in ctx.replicas(key) if ctx.is_live(b)], key)
+        log_partition_online(controller.broker_id, ctx.epoch, key, from_states[key], lai)
         outcomes[key] = lai.leader
     return outcomes, [(tp.topic, tp.partition) for tp in written.partitions_to_retry]

@@ -19,7 +19,8 @@ found afterwards. This module holds the pieces the notebook would otherwise repe
 * :func:`recorder` -- a confluent-kafka delivery callback that ends a :class:`~kafkalab.cluster.History` send
   as ok / fail / info (:func:`classify` is the rule: only errors returned *before* the append are definite);
 * :func:`setting_outcome` -- what a configuration (acks, min.insync.replicas, unclean election, RF) buys under
-  the experiment's faults, as a rule; :func:`lost_after_unclean_election` -- which acknowledged writes a
+  the experiment's faults, as a rule; :meth:`JepsenRun.controller_metrics` -- the controller's metrics that
+  tell an operator what the election did (:data:`CONTROLLER_METRICS`); :func:`lost_after_unclean_election` -- which acknowledged writes a
   shorter log loses; and the checks ``check_*``, which compute the expected answer from the learner's data.
 
 Mirrors no Kafka class: the faults are Jepsen's nemeses, the rules come from ``Partition.scala``
@@ -37,7 +38,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 from kafkalab.labs import CheckResult, Part, check, check_equal, is_unanswered
 from kafkalab.viz.textfit import SVG_FONT_FAMILY, stack_rows, text_width
 
-__all__ = ["TOPIC", "OVERRIDES", "DEFINITE_ERRORS", "classify", "recorder", "RunTimeline", "JepsenRun",
+__all__ = ["TOPIC", "OVERRIDES", "CONTROLLER_METRICS", "DEFINITE_ERRORS", "classify", "recorder", "RunTimeline", "JepsenRun",
            "read_everything", "replica_rows", "setting_outcome", "lost_after_unclean_election", "check_lost_values",
            "check_setting_outcomes", "check_classification"]
 
@@ -45,6 +46,10 @@ TOPIC = "jepsen"
 OVERRIDES = {"replica.lag.time.max.ms": 800, "replica.fetch.wait.max.ms": 200, "replica.fetch.backoff.ms": 100,
              "zookeeper.session.timeout.ms": 2000, "controller.socket.timeout.ms": 3000,
              "auto.create.topics.enable": False, "offsets.topic.replication.factor": 1}
+#: what the lab reads of each broker's controller metrics: Kafka's ``kafka.controller:type=KafkaController``
+#: gauges ``ActiveControllerCount`` and ``OfflinePartitionsCount`` and ``type=ControllerStats`` meter
+#: ``UncleanLeaderElectionsPerSec`` (its count)
+CONTROLLER_METRICS = ("ActiveControllerCount", "UncleanLeaderElectionsPerSec", "OfflinePartitionsCount")
 CLIENT_LOG = logging.getLogger("kafkalab.lab13.librdkafka")   # librdkafka's log lines: kept off stderr
 CLIENT_LOG.propagate = False
 CLIENT_LOG.addHandler(logging.NullHandler())
@@ -270,6 +275,14 @@ class JepsenRun:
         def read():
             p = self.cluster.brokers[0].replica_manager.get_partition(TOPIC, 0)
             return tuple(p.isr) if p is not None else ()
+        return self.cluster.call(read)
+
+    def controller_metrics(self) -> dict:
+        """``{broker: {metric: value}}`` of :data:`CONTROLLER_METRICS`, for each running broker (read on the
+        cluster's loop, so between two controller events)."""
+        def read():
+            return {b: {name: s.metrics()[name] for name in CONTROLLER_METRICS}
+                    for b, s in sorted(self.cluster.brokers.items()) if s.is_running}
         return self.cluster.call(read)
 
     # -- steps --------------------------------------------------------------------------------------------

@@ -12,7 +12,8 @@ Rooms inside:
   ``fetch.min.bytes``, against small interfaces so this room never imports the broker;
 * :mod:`~kafkalab.purgatory.delayed_elect_leader` -- an ElectLeaders request waiting for the new leaders.
 
-Layering: imports only :mod:`kafkalab.common` (clocks) and :mod:`kafkalab.protocol` (error codes).
+Layering: imports only :mod:`kafkalab.common` (clocks, the Yammer ``Meter`` of ``ExpiresPerSec``) and
+:mod:`kafkalab.protocol` (error codes).
 """
 from kafkalab.purgatory.delayed_elect_leader import DelayedElectLeader
 from kafkalab.purgatory.delayed_fetch import (DelayedFetch, FetchParams, FetchPartitionInfo, FetchPartitionStatus,
@@ -20,7 +21,7 @@ from kafkalab.purgatory.delayed_fetch import (DelayedFetch, FetchParams, FetchPa
 from kafkalab.purgatory.delayed_operation import DelayedOperation
 from kafkalab.purgatory.delayed_produce import (DelayedProduce, ProducePartitionStatus,
                                                 check_enough_replicas_reach_offset)
-from kafkalab.purgatory.metrics import Meter
+from kafkalab.common.yammer import Meter
 from kafkalab.purgatory.purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
 from kafkalab.purgatory.timer import BucketView, SystemTimer, WheelView
 from kafkalab.purgatory.timing_wheel import FunctionTask, TimerTask, TimerTaskEntry, TimerTaskList, TimingWheel

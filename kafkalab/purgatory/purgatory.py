@@ -47,7 +47,7 @@ from typing import Any, Generic, Hashable, Iterable, NamedTuple, Optional, TypeV
 
 from kafkalab.common.time import SYSTEM, Time
 from kafkalab.purgatory.delayed_operation import DelayedOperation
-from kafkalab.purgatory.metrics import Meter
+from kafkalab.common.yammer import Meter
 from kafkalab.purgatory.timer import SystemTimer
 
 __all__ = ["DelayedOperationPurgatory", "TopicPartitionOperationKey"]

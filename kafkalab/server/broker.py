@@ -30,8 +30,9 @@ with every broker's control-plane endpoint, the listener it came in on.
 
 The replica manager owns the purgatories (their timers run on this broker's event loop with its ``Time``)
 and the replica fetchers (:mod:`.replica_fetcher`), which also talk over the inter-broker listener.
-:meth:`KafkaServer.metrics` exposes the purgatory metrics; :meth:`KafkaServer.kill` stops a broker as a
-crash would.
+:meth:`KafkaServer.metrics` exposes the broker's metrics by Kafka's names (the purgatories', the fetch session
+cache's, the socket server's, the conversion meters and the controller's); :meth:`KafkaServer.kill` stops a
+broker as a crash would.
 
 A client can connect once step 4 is done, but the broker knows about topics only after the controller's
 UpdateMetadata reached it.
@@ -241,7 +242,8 @@ class KafkaServer:
         self.controller = KafkaController(self.broker_id, self.zk, channel,
                                           inter_broker_listener=cfg.inter_broker_listener_name,
                                           controller_to_broker_listener=cfg.controller_to_broker_listener_name,
-                                          unclean_election=self._unclean_election, name=f"Controller id={self.broker_id}")
+                                          unclean_election=self._unclean_election, name=f"Controller id={self.broker_id}",
+                                          time=self.time)
         await self.controller.startup()
         # Kafka logs the endpoints it listens on (``listeners``, ports bound), not the advertised ones.
         log.info("[%s] started (listeners: %s)", self.name,
@@ -385,7 +387,15 @@ class KafkaServer:
         with sendfile, never in the process), ``copied-bytes-total``/``copied-sends-total`` (written from memory)
         and ``copied-file-bytes-total`` (log slices read into memory instead of sendfile'd: all of them on TLS), also
         ``,listener=<listener>``; the conversion meters
-        ``ProduceMessageConversionsPerSec`` and ``FetchMessageConversionsPerSec`` (counts, also ``,topic=<t>``)."""
+        ``ProduceMessageConversionsPerSec`` and ``FetchMessageConversionsPerSec`` (counts, also ``,topic=<t>``); the
+        controller's (every broker has them, only the active controller's move; :mod:`kafkalab.controller.
+        controller_stats`): ``kafka.controller:type=KafkaController,name=`` ``ActiveControllerCount``,
+        ``OfflinePartitionsCount``, ``PreferredReplicaImbalanceCount``, ``GlobalTopicCount``,
+        ``GlobalPartitionCount``, ``ActiveBrokerCount`` (gauges), and ``kafka.controller:type=ControllerStats,name=``
+        ``UncleanLeaderElectionsPerSec`` (a meter) and the event timers ``LeaderElectionRateAndTimeMs`` (broker
+        changes), ``ControllerChangeRateAndTimeMs``, ``TopicChangeRateAndTimeMs``, ``TopicDeletionRateAndTimeMs``,
+        ``ManualLeaderBalanceRateAndTimeMs``, ``ControlledShutdownRateAndTimeMs``, ``IsrChangeRateAndTimeMs``,
+        ``LeaderAndIsrResponseReceivedRateAndTimeMs``, ``LogDirChangeRateAndTimeMs`` (counts)."""
         out = self.replica_manager.metrics() if self.replica_manager is not None else {}
         out.update(self.broker_topic_stats.metrics())
         if self.fetch_manager is not None:
@@ -393,6 +403,8 @@ class KafkaServer:
         if self.socket_server is not None:
             out.update(self.socket_server.metrics())
             out.update(self.socket_server.authentication_metrics)
+        if self.controller is not None:
+            out.update(self.controller.metrics())
         return out
 
     # ------------------------------------------------------------------------------------------ shutdown

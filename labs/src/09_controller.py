@@ -126,12 +126,14 @@ dashboard
 #   it on each request and on each write to partition states, so that brokers (and the store) can refuse a
 #   deposed controller that has not noticed yet (a "zombie").
 #
-# Which brokers are active controllers, according to the brokers themselves?
+# Which brokers are active controllers, according to the brokers themselves? Each broker publishes it as a
+# gauge, `kafka.controller:type=KafkaController,name=ActiveControllerCount`: 1 on the active controller, 0 on
+# the others. Monitoring adds it up over the cluster and raises an alarm when the sum is not 1.
 
 # %%
-active = cluster.call(lambda: {b: s.controller.is_active for b, s in sorted(cluster.brokers.items())})
-print("active controller per broker:", active)
-evidence("One controller", {"exactly one broker is the active controller": sum(active.values()) == 1,
+active = cluster.call(lambda: {b: s.metrics()["ActiveControllerCount"] for b, s in sorted(cluster.brokers.items())})
+print("ActiveControllerCount per broker:", active)
+evidence("One controller", {"the gauges add up to 1: one active controller": sum(active.values()) == 1,
                             "it is the broker named in /controller":
                                 cluster.controller_id == [b for b, a in active.items() if a][0]})
 

@@ -3,6 +3,9 @@ controller answers, the three versions on the wire, the purgatory that waits for
 clients (confluent-kafka, kafka-python) asking for it."""
 from __future__ import annotations
 
+import logging
+import re
+
 import pytest
 
 from kafkalab.cluster.cluster import Cluster
@@ -114,7 +117,8 @@ def test_the_preferred_replica_must_be_alive_and_in_sync(cluster):
         cluster.restart(1)
 
 
-def test_unclean_election_elects_an_out_of_sync_replica_only_when_asked(cluster):
+def test_unclean_election_elects_an_out_of_sync_replica_only_when_asked(cluster, caplog):
+    caplog.set_level(logging.INFO, logger="state.change.logger")
     cluster.create_topic("lossy", assignment={0: [1, 2]})
     assert outcomes(wire(controller(cluster), request({"lossy": [0]}, UNCLEAN), 2)) == {
         "lossy-0": (ErrorCode.ELECTION_NOT_NEEDED, None)}        # a live leader is never replaced
@@ -131,10 +135,19 @@ def test_unclean_election_elects_an_out_of_sync_replica_only_when_asked(cluster)
         assert outcomes(wire(controller(cluster), request({"lossy": [0]}, PREFERRED), 2)) == {"lossy-0": (
             ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
             "Failed to elect leader for partition lossy-0 under strategy PreferredReplicaPartitionLeaderElectionStrategy")}
+        meter = lambda: cluster.call(controller(cluster).metrics)["UncleanLeaderElectionsPerSec"]  # noqa: E731
+        before = meter()
         response = wire(controller(cluster), request({"lossy": [0]}, UNCLEAN), 1)
         assert outcomes(response) == {"lossy-0": (ErrorCode.NONE, None)}
         state = cluster.partition_state("lossy", 0)
         assert (state["leader"], state["isr"]) == (2, [2])
+        assert meter() == before + 1                 # Kafka's ControllerStats meter; no warning is logged
+        lines = [r.getMessage() for r in caplog.records if r.name == "state.change.logger" and "lossy-0" in
+                 r.getMessage()]
+        assert re.fullmatch(r"\[Controller id=\d+ epoch=\d+\] Changed partition lossy-0 from OfflinePartition to "
+                            r"OnlinePartition with state LeaderAndIsr\(leader=2, leaderEpoch=%d, isrWithBrokerEpoch="
+                            r"List\(BrokerState\(brokerId=2, brokerEpoch=-1\)\), leaderRecoveryState=RECOVERED, "
+                            r"partitionEpoch=\d+\)" % state["leader_epoch"], lines[-1]), lines
     finally:
         cluster.restart(1)
 

@@ -106,3 +106,15 @@ def test_check_classification():
     notes = [p.note for p in r.parts]
     assert not r.passed and "before anything is written" in notes[1] and "proves nothing" in notes[2]
     assert not lab13.check_classification(["ok"], outcomes).passed
+
+
+def test_controller_metrics_reads_kafkas_controller_metrics_of_each_running_broker():
+    run = lab13.JepsenRun(acks=1, min_insync_replicas=1, unclean=True)
+    try:
+        metrics = run.controller_metrics()
+    finally:
+        run.stop()
+    assert sorted(metrics) == [0, 1]
+    assert all(tuple(m) == lab13.CONTROLLER_METRICS for m in metrics.values())
+    assert sum(m["ActiveControllerCount"] for m in metrics.values()) == 1
+    assert all(m["UncleanLeaderElectionsPerSec"] == m["OfflinePartitionsCount"] == 0 for m in metrics.values())

@@ -52,6 +52,8 @@ def test_unclean_election_disabled_keeps_the_partition_offline_until_the_old_lea
             "the partition did not go offline")
         state = cluster.partition_state("unclean", 0)
         assert state["leader"] == -1 and state["isr"] == [leader]      # the ISR keeps the dead leader
+        controller = cluster.call(cluster.brokers[follower].metrics)
+        assert (controller["UncleanLeaderElectionsPerSec"], controller["OfflinePartitionsCount"]) == (0, 1)
         # Produce fails: no broker leads the partition.
         p = make_producer(cluster, "1", **{"message.timeout.ms": 1500})
         errors = []
@@ -78,6 +80,10 @@ def test_unclean_election_enabled_elects_the_lagging_follower_and_loses_writes()
         cluster.wait_until(lambda: cluster.partition_state("unclean", 0)["leader"] == follower, 15,
                            "the out-of-sync follower was not elected")
         assert cluster.partition_state("unclean", 0)["isr"] == [follower]
+        # no warning in any log: the controller (the follower's broker now) counts it on Kafka's meter
+        controller = cluster.call(cluster.brokers[follower].metrics)
+        assert (controller["ActiveControllerCount"], controller["UncleanLeaderElectionsPerSec"],
+                controller["OfflinePartitionsCount"]) == (1, 1, 0)
         read_everything(cluster.bootstrap_servers, "unclean", history)
         result = history.check()
         assert not result.valid and set(result.anomalies) == {"lost-write"}, str(result)
