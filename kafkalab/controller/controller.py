@@ -62,6 +62,8 @@ from kafkalab.controller.controller_stats import ControllerStats, controller_gau
 from kafkalab.controller.election import offline_partition_leader
 from kafkalab.controller.log_dir_failures import (on_leader_and_isr_response_received, on_log_dir_event_notification,
                                                   storage_errors_in, watch_log_dir_events)
+from kafkalab.controller.topic_changes import (delete_topics, on_partition_modifications, on_topic_change,
+                                               on_topic_deletion)
 from kafkalab.controller.replica_election import (not_controller, on_replica_leader_election,
                                                  preempt_replica_leader_election)
 from kafkalab.protocol import ApiKey, ErrorCode
@@ -180,7 +182,7 @@ class KafkaController:
         if self.events is not None:
             self.events.put_nowait((event, args))
 
-    def _watch(self, event: str, *args) -> Callable:
+    def watch(self, event: str, *args) -> Callable:
         return lambda _watched: self.enqueue(event, *args)
 
     async def _run(self) -> None:
@@ -215,7 +217,7 @@ class KafkaController:
 
     # ------------------------------------------------------------------------------------------ election
     async def _on_startup(self) -> None:
-        self.zk.controller_exists(watch=self._watch("controller_change"))
+        self.zk.controller_exists(watch=self.watch("controller_change"))
         await self._elect()
 
     async def _on_reelect(self) -> None:
@@ -223,7 +225,7 @@ class KafkaController:
 
     async def _on_controller_change(self) -> None:
         was_active = self.is_active
-        current = self.zk.get_controller_id(watch=self._watch("controller_change"))
+        current = self.zk.get_controller_id(watch=self.watch("controller_change"))
         self.active_controller_id = -1 if current is None else current
         if was_active and not self.is_active:
             self._resign()
@@ -234,12 +236,12 @@ class KafkaController:
         try:
             epoch, zk_version = self.zk.register_controller_and_increment_controller_epoch(self.broker_id)
         except (ControllerMovedException, NodeExistsException):
-            current = self.zk.get_controller_id(watch=self._watch("controller_change"))
+            current = self.zk.get_controller_id(watch=self.watch("controller_change"))
             self.active_controller_id = -1 if current is None else current
             if current is None:
                 self.enqueue("reelect")
             return
-        self.zk.controller_exists(watch=self._watch("controller_change"))
+        self.zk.controller_exists(watch=self.watch("controller_change"))
         self.active_controller_id = self.broker_id
         listener = self.context.inter_broker_listener   # clear() forgets it; it is configuration, not state
         self.context.clear()
@@ -262,8 +264,8 @@ class KafkaController:
     # ------------------------------------------------------------------------------------------ failover
     async def _on_controller_failover(self) -> None:
         ctx = self.context
-        self.zk.get_children("/brokers/ids", watch=self._watch("broker_change"))
-        self.zk.get_children("/brokers/topics", watch=self._watch("topic_change"))
+        self.zk.get_children("/brokers/ids", watch=self.watch("broker_change"))
+        self.zk.get_children("/brokers/topics", watch=self.watch("topic_change"))
         self.zk.make_sure_persistent_path_exists("/admin/delete_topics")
         self.zk.make_sure_persistent_path_exists("/isr_change_notification")
         for broker_id, (info, epoch) in self.zk.get_all_broker_and_epochs_in_cluster().items():
@@ -271,19 +273,19 @@ class KafkaController:
             ctx.broker_epochs[broker_id] = epoch
             self._add_channel(broker_id)
         for topic in self.zk.get_all_topics_in_cluster():
-            self._load_topic(topic)
+            self.load_topic(topic)
         for tp, state in self.zk.get_topic_partition_states(
                 TopicPartition(t, p) for t, p in ctx.assignments).items():
             ctx.partition_states[(tp.topic, tp.partition)] = state
-        deletions = self.zk.get_topic_deletions(watch=self._watch("topic_deletion"))
+        deletions = self.zk.get_topic_deletions(watch=self.watch("topic_deletion"))
         ctx.topics_being_deleted.update(t for t in deletions if (t, 0) in ctx.assignments or t in ctx.topic_ids)
-        self.zk.get_all_isr_change_notifications(watch=self._watch("isr_change_notification"))
-        watch_log_dir_events(self.zk, ctx, self._watch("log_dir_event_notification"))
+        self.zk.get_all_isr_change_notifications(watch=self.watch("isr_change_notification"))
+        watch_log_dir_events(self.zk, ctx, self.watch("log_dir_event_notification"))
         batch = self.new_batch()
         batch.add_update_metadata(ctx.live_broker_ids(), list(ctx.assignments))
         # Partitions never initialised (the creator died halfway) or without a live leader need an election.
         new = [tp for tp in ctx.assignments if tp not in ctx.partition_states]
-        await self._initialize_partitions(new, batch)
+        await self.initialize_partitions(new, batch)
         offline = ctx.offline_partitions()
         self.elect_offline_partitions(offline, batch)
         dead = {b for tp in ctx.assignments for b in ctx.replicas(tp) if not ctx.is_live(b)}
@@ -293,10 +295,10 @@ class KafkaController:
                 batch.add_leader_and_isr([b for b in ctx.replicas(tp) if ctx.is_live(b)], tp)
         await self.send(batch)
         if ctx.topics_being_deleted:
-            await self._delete_topics(sorted(ctx.topics_being_deleted))
+            await delete_topics(self, sorted(ctx.topics_being_deleted))
 
-    def _load_topic(self, topic: str) -> None:
-        found = self.zk.get_replica_assignment_and_topic_id(topic, watch=self._watch("partition_modifications",
+    def load_topic(self, topic: str) -> None:
+        found = self.zk.get_replica_assignment_and_topic_id(topic, watch=self.watch("partition_modifications",
                                                                                       topic))
         if found is None:
             return
@@ -342,7 +344,7 @@ class KafkaController:
                 self.enqueue("leader_and_isr_response_received", broker_id, failed)
 
     # ------------------------------------------------------------------------------------------ partitions
-    async def _initialize_partitions(self, partitions, batch) -> None:
+    async def initialize_partitions(self, partitions, batch) -> None:
         """NewPartition -> OnlinePartition: leader = first live replica, ISR = live replicas, epoch 0.
 
         The states are written :data:`PARTITIONS_PER_WRITE` at a time, and the event loop (which serves every
@@ -435,7 +437,7 @@ class KafkaController:
         if not self.is_active:
             return
         ctx = self.context
-        ids = set(self.zk.get_children("/brokers/ids", watch=self._watch("broker_change")))
+        ids = set(self.zk.get_children("/brokers/ids", watch=self.watch("broker_change")))
         current = {int(i) for i in ids}
         registered = self.zk.get_all_broker_and_epochs_in_cluster()
         new = sorted(b for b in current if b not in ctx.live_brokers
@@ -502,70 +504,21 @@ class KafkaController:
 
     # ------------------------------------------------------------------------------------------ topics
     async def _on_topic_change(self) -> None:
-        if not self.is_active:
-            return
-        ctx = self.context
-        topics = set(self.zk.get_children("/brokers/topics", watch=self._watch("topic_change")))
-        known = set(ctx.topics)
-        added = sorted(topics - known)
-        for topic in sorted(known - topics):
-            ctx.remove_topic(topic)
-        if not added:
-            return
-        new_partitions = []
-        for topic in added:
-            self._load_topic(topic)
-            new_partitions.extend(ctx.partitions_of(topic))
-        batch = self.new_batch()
-        await self._initialize_partitions(new_partitions, batch)
-        await self.send(batch)
+        if self.is_active:
+            await on_topic_change(self)
 
     async def _on_partition_modifications(self, topic: str) -> None:
-        if not self.is_active:
-            return
-        ctx = self.context
-        before = set(ctx.partitions_of(topic))
-        self._load_topic(topic)
-        added = [tp for tp in ctx.partitions_of(topic) if tp not in before]
-        if added:
-            batch = self.new_batch()
-            await self._initialize_partitions(added, batch)
-            await self.send(batch)
+        if self.is_active:
+            await on_partition_modifications(self, topic)
 
     async def _on_topic_deletion(self) -> None:
-        if not self.is_active:
-            return
-        topics = self.zk.get_topic_deletions(watch=self._watch("topic_deletion"))
-        known = [t for t in topics if t in self.context.topic_ids or self.context.partitions_of(t)]
-        unknown = [t for t in topics if t not in known]
-        if unknown:
-            self.zk.delete_topic_deletions(unknown, self.context.epoch_zk_version)
-        if known:
-            await self._delete_topics(known)
-
-    async def _delete_topics(self, topics: list[str]) -> None:
-        """Kafka's TopicDeletionManager, without the retries for offline replicas: all replicas stop and
-        delete the partition, then the topic's znodes are removed and brokers learn it is gone."""
-        ctx = self.context
-        ctx.topics_being_deleted.update(topics)
-        batch = self.new_batch()
-        for topic in topics:
-            for tp in ctx.partitions_of(topic):
-                batch.add_stop_replica([b for b in ctx.replicas(tp) if b in ctx.live_brokers], tp, delete=True)
-        batch.add_update_metadata(ctx.live_broker_ids(), [tp for t in topics for tp in ctx.partitions_of(t)])
-        await self.send(batch)
-        for i, topic in enumerate(topics):
-            if i:
-                await asyncio.sleep(0)   # each topic's znodes go in batches; other connections get a turn between
-            self.zk.delete_topic_znode(topic, ctx.epoch_zk_version)
-            self.zk.delete_topic_configs([topic], ctx.epoch_zk_version)
-            self.zk.delete_topic_deletions([topic], ctx.epoch_zk_version)
-            ctx.remove_topic(topic)
+        if self.is_active:
+            await on_topic_deletion(self)
 
     # ------------------------------------------------------------------------------------------ log dir failures
     async def _on_log_dir_event_notification(self) -> None:
         if self.is_active:
-            await on_log_dir_event_notification(self, self._watch("log_dir_event_notification"))
+            await on_log_dir_event_notification(self, self.watch("log_dir_event_notification"))
 
     async def _on_leader_and_isr_response_received(self, broker_id: int, partitions: list) -> None:
         if self.is_active:
@@ -579,7 +532,7 @@ class KafkaController:
         if not self.is_active:
             return
         ctx = self.context
-        seqs = self.zk.get_all_isr_change_notifications(watch=self._watch("isr_change_notification"))
+        seqs = self.zk.get_all_isr_change_notifications(watch=self.watch("isr_change_notification"))
         if not seqs:
             return
         changed = self.zk.get_partitions_from_isr_change_notifications(seqs)

@@ -86,6 +86,11 @@ class ControllerStats:
             out[name] = self.rate_and_time_metrics[state].count
         return out
 
+    def __deepcopy__(self, memo) -> "ControllerStats":
+        """The meters belong to the broker, not to a view of the cluster: a copy of a context (a stale view kept
+        to replay as a zombie controller) shares them."""
+        return self
+
 
 def controller_gauges(ctx, active: bool) -> dict:
     """The ``KafkaController`` gauges but ``ActiveControllerCount`` (read live), as ``updateMetrics`` sets them."""

@@ -175,3 +175,15 @@ def test_every_broker_reports_the_controller_metrics_and_one_is_active():
     assert active["TopicChangeRateAndTimeMs"] >= 1
     standby = metrics[1 - controller_id]
     assert standby["GlobalTopicCount"] == standby["GlobalPartitionCount"] == 0
+
+
+def test_a_copy_of_the_context_shares_the_meters():
+    """A stale view of the cluster (``copy.deepcopy`` of a context, as the zombie-controller scenario keeps) copies
+    the cluster's state and shares the broker's meters, which hold locks."""
+    import copy
+
+    from kafkalab.controller.context import ControllerContext
+    ctx = ControllerContext()
+    ctx.assignments[("t", 0)] = (0, 1)
+    view = copy.deepcopy(ctx)
+    assert view.stats is ctx.stats and view.assignments == ctx.assignments and view.assignments is not ctx.assignments

@@ -15,12 +15,14 @@ from kafkalab.controller.controller import UnknownControllerEvent
 
 
 def queued_events() -> set:
-    """Every event name the controller's code queues: ``enqueue("x", ...)`` and ``_watch("x", ...)`` calls."""
-    tree = ast.parse(Path(controller_module.__file__).read_text(encoding="utf-8"))
+    """Every event name the controller's code (its module and its collaborators) queues: ``enqueue("x", ...)`` and
+    ``watch("x", ...)`` calls."""
     names = set()
-    for node in ast.walk(tree):
+    nodes = [node for path in sorted(Path(controller_module.__file__).parent.glob("*.py"))
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))]
+    for node in nodes:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                node.func.attr in ("enqueue", "_watch") and node.args:
+                node.func.attr in ("enqueue", "watch") and node.args:
             first = node.args[0]
             if isinstance(first, ast.Constant) and isinstance(first.value, str):
                 names.add(first.value)
