@@ -130,10 +130,11 @@ PRODUCER_CONFIGS = (
             "murmur2_random = the Java client's built-in partitioner; consistent_random = librdkafka's default")
     .define("partitioner.class", T.CLASS, None, None, M, "A partitioner class.", inert=True)
     .define("partitioner.ignore.keys", T.BOOLEAN, False, None, M, "Ignore keys when choosing partitions.")
-    .define("partitioner.adaptive.partitioning.enable", T.BOOLEAN, True, None, L, "Favour faster brokers.",
-            inert=True)
-    .define("partitioner.availability.timeout.ms", T.LONG, 0, at_least(0), L, "Avoid partitions whose leader "
-            "is slow for this long.", inert=True)
+    .define("partitioner.adaptive.partitioning.enable", T.BOOLEAN, True, None, L, "Keyless records: the "
+            "sticky partitioner favours partitions with shorter queues of batches (faster brokers).")
+    .define("partitioner.availability.timeout.ms", T.LONG, 0, at_least(0), L, "Keyless records: leave out "
+            "partitions whose leader could not take batches for longer than this (0 = never; needs adaptive "
+            "partitioning).")
     .define("metadata.max.idle.ms", T.LONG, 300_000, at_least(5000), L, "Forget the metadata of topics idle "
             "this long.", inert=True)
     .define("key.serializer", T.CLASS, None, None, H, "Serializer of keys (kafkalab sends bytes).", inert=True)

@@ -314,24 +314,35 @@ moves.T
 #
 # A record with no key can go anywhere. Sending each one to the next partition in turn (round-robin) spreads
 # them evenly but makes one small batch per partition. Since Kafka 2.4 (KIP-480, refined in 3.3 by KIP-794) the
-# Java producer is **sticky**: it sends keyless records to one partition until about `batch.size` bytes have
-# gone there, then picks another one at random.
+# Java producer is **sticky**: it sends keyless records to one partition until at least `batch.size` bytes have
+# gone there *and* the batch it is filling is full, then picks a partition at random (the same one may come up
+# again).
 #
 # The accumulator and the partitioner are plain objects that take times as arguments, so we can drive them by
-# hand, without a network, with a seeded random generator (the real producer's is not seeded). 20 keyless clicks
-# of about 55 bytes arrive within one linger, `batch.size` 600, six partitions:
+# hand, without a network, with a seeded random generator (the real producer's is not seeded), in the order
+# Java's `RecordAccumulator.append` does. 20 keyless clicks of about 55 bytes arrive within one linger,
+# `batch.size` 600, six partitions:
 
 # %%
+ALL = list(range(6))
+
+
 def accumulate(partitioner=None, n=20, batch_size=600):
     """n keyless clicks through an accumulator: sticky with ``partitioner``, round-robin without one."""
     acc = RecordAccumulator(batch_size=batch_size, linger_ms=0)
     for i in range(n):
         rec = SimpleRecord(None, json.dumps({"page": f"/item/{i * 37 % 500}", "ms": 40 + i % 9}).encode(), (), T0 + i)
         size = estimate_size(rec.key, rec.value, rec.headers)
-        p = i % 6 if partitioner is None else partitioner.partition("clicks", None, 6, list(range(6)))
-        acc.append(TopicPartition("clicks", p), rec, size, now_ms=0)
-        if partitioner is not None:
-            partitioner.record_appended("clicks", p, size, 6, list(range(6)))
+        if partitioner is None:
+            p = i % 6
+        else:
+            p = partitioner.partition("clicks", None, 6, ALL)               # the sticky partition
+            if acc.all_batches_full(TopicPartition("clicks", p), size):     # its batch is full: a held-back switch
+                p = partitioner.update_partition_info("clicks", p, 0, True, 6, ALL)
+        batch, new_batch = acc.append(TopicPartition("clicks", p), rec, size, now_ms=0)
+        if partitioner is not None:                                        # count the bytes; switch if due
+            partitioner.update_partition_info("clicks", p, batch.size if new_batch else size,
+                                              acc.all_batches_full(TopicPartition("clicks", p)), 6, ALL)
     return [{"partition": tp.partition, "batch": n, "records": b.record_count, "bytes (estimated)": b.size}
             for tp, dq in sorted(acc.batches.items()) for n, b in enumerate(dq)]
 
@@ -344,12 +355,14 @@ pd.DataFrame(sticky_batches).set_index(["partition", "batch"]).T
 
 # %% [markdown]
 # Round-robin: six batches, one in every partition, each less than half full, for 20 small records. Sticky: half
-# as many batches, in two partitions, the first ones close to full before the producer moves on. Over many
-# batches every partition gets the same share; in the short run, keyless records of one moment cluster in one
-# partition. (kafkalab
-# switches once `batch.size` bytes of *records* have gone to the partition; the batch header is not counted, so
-# the switch comes a couple of records after the batch boundary and leaves a small second batch behind. Java's
-# `BuiltInPartitioner` counts a little differently and avoids switching away from a half-filled batch.)
+# as many batches, and the two in partition 2 are full (nine clicks each; a tenth would not fit in 600 bytes).
+# Why two? The count of bytes sent to the partition includes each batch's 61-byte header: the first batch holds
+# 552 bytes, short of 600, so the producer stays; the count passes 600 while the second batch is open, and the
+# producer only switches away from a full batch. So it moves on when click 19 does not fit, and clicks 19 and 20
+# open a batch on partition 4, where the next clicks would join them. No half-filled batch is left behind
+# (unless the count reaches twice `batch.size` first: then the producer switches anyway). Over many batches every
+# partition gets the same share; in the short run, keyless records of one moment cluster in one partition.
+# kafkalab's partitioner follows Kafka 3.9's `BuiltInPartitioner` rule for rule.
 #
 # ## 5 · Compression
 #
@@ -595,7 +608,8 @@ lab05.check_sequences(decisions, EX_STORED, EX_INCOMING)
 # * **Partition by key (C28):** Java: `toPositive(murmur2(key)) % partitions` (not `abs`); librdkafka's default
 #   `consistent_random`: `crc32(key) % partitions`. Mixed clients split a key over two partitions; so does
 #   adding partitions.
-# * **No key:** sticky partitioning: one partition per batch, a new random one after `batch.size` bytes.
+# * **No key:** sticky partitioning: one partition until `batch.size` bytes went there and its batch is full, then
+#   a random one (possibly the same).
 # * **Compression** works per batch; batching decides the ratio as much as the codec.
 # * **acks:** `0` no response at all (no offset, no error), `1` the leader's log, `all` every in-sync replica
 #   (lab 08).

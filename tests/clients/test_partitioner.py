@@ -1,12 +1,15 @@
 """The partitioner against Java's values: murmur2 computed here independently, from the algorithm's spec."""
+import collections
 import random
 import struct
 import zlib
 
 import pytest
 
+from kafkalab.clients.producer.accumulator import RecordAccumulator, TopicPartition
 from kafkalab.clients.producer.partitioner import (Partitioner, StickyPartitioner, crc32_partition, java_partition,
                                                    murmur2, to_positive)
+from kafkalab.records import SimpleRecord
 
 
 def int32(x: int) -> int:
@@ -102,27 +105,122 @@ def test_ignore_keys_makes_keyed_records_sticky():
     assert len(got) == 1
 
 
-def test_uniform_sticky_switches_after_batch_size_bytes():
-    s = StickyPartitioner(batch_size=100, rng=random.Random(5))
-    avail = [0, 1, 2, 3]
-    first = s.partition("t", 4, avail)
-    for _ in range(4):                       # 4 x 20 B = 80 B < batch.size: stay
-        assert s.partition("t", 4, avail) == first
-        s.record_appended("t", first, 20, 4, avail)
-    s.record_appended("t", first, 20, 4, avail)  # 100 B: switch, to another available partition
-    second = s.partition("t", 4, avail)
-    assert second != first and second in avail
-    counts = {p: 0 for p in avail}
-    for _ in range(4000):                    # over time every partition gets its share
-        p = s.partition("t", 4, avail)
-        counts[p] += 1
-        s.record_appended("t", p, 25, 4, avail)
-    assert min(counts.values()) > 600
+def _append(s: StickyPartitioner, acc: RecordAccumulator, size: int, n: int, avail: list) -> int:
+    """One keyless record through the partitioner and the accumulator, as Java's RecordAccumulator.append."""
+    p = s.partition("t", n, avail)
+    if acc.all_batches_full(TopicPartition("t", p), size):
+        p = s.update_partition_info("t", p, 0, True, n, avail)
+    batch, created = acc.append(TopicPartition("t", p), SimpleRecord(None, b"x", (), 0), size, now_ms=0)
+    s.update_partition_info("t", p, batch.size if created else size, acc.all_batches_full(TopicPartition("t", p)),
+                            n, avail)
+    return p
+
+
+class _Fixed(random.Random):
+    """A generator whose draws are given (getrandbits is what next_partition uses)."""
+
+    def __init__(self, draws):
+        super().__init__(0)
+        self.draws = list(draws)
+
+    def getrandbits(self, k):
+        return self.draws.pop(0)
+
+
+def test_sticky_switch_waits_for_a_full_batch():
+    # the docstring's example: batch.size 1000, 100-byte records, 9 per batch (61 + 900 = 961)
+    s, acc = StickyPartitioner(1000, rng=_Fixed([0, 1])), RecordAccumulator(batch_size=1000)
+    got = [_append(s, acc, 100, 4, [0, 1, 2, 3]) for _ in range(20)]
+    assert got == [0] * 18 + [1] * 2          # not [0] * 10: the count passed 1000 at record 10, its batch was open
+    assert [b.record_count for b in acc.batches[TopicPartition("t", 0)]] == [9, 9]
+    assert [b.record_count for b in acc.batches[TopicPartition("t", 1)]] == [2]
+
+
+def test_sticky_switches_right_after_a_batch_fills_exactly():
+    s, acc = StickyPartitioner(1061, rng=_Fixed([2, 3])), RecordAccumulator(batch_size=1061)
+    got = [_append(s, acc, 100, 4, [0, 1, 2, 3]) for _ in range(11)]
+    assert got == [2] * 10 + [3]
+
+
+def test_sticky_switches_at_twice_batch_size_even_with_an_open_batch():
+    s = StickyPartitioner(100, rng=_Fixed([0, 1]))
+    assert s.partition("t", 2, [0, 1]) == 0
+    assert s.update_partition_info("t", 0, 150, False, 2, [0, 1]) == 0     # >= batch.size, switch disabled: stay
+    assert s.update_partition_info("t", 0, 49, False, 2, [0, 1]) == 0      # 199 < 200
+    assert s.update_partition_info("t", 0, 1, False, 2, [0, 1]) == 1       # 200 = 2 x batch.size: switch anyway
+
+
+def test_sticky_may_pick_the_old_partition_again():
+    s = StickyPartitioner(10, rng=_Fixed([5, 5 + 3 * 7]))   # both draws index partition 2 of [0, 1, 2]
+    assert s.partition("t", 3, [0, 1, 2]) == 2
+    assert s.update_partition_info("t", 2, 10, True, 3, [0, 1, 2]) == 2
+
+
+def test_sticky_is_deterministic_with_a_seed_and_spreads_evenly():
+    def run(seed):
+        s, acc = StickyPartitioner(1000, rng=random.Random(seed)), RecordAccumulator(batch_size=1000)
+        return [_append(s, acc, 100, 4, [0, 1, 2, 3]) for _ in range(4000)]
+    a = run(7)
+    assert a == run(7) and a != run(8)
+    switches = sum(x != y for x, y in zip(a, a[1:]))
+    repeats = sum(a[i] == a[i - 1] for i in range(18, len(a), 18))   # a switch that drew the same partition
+    assert switches > 100 and repeats > 10
+    assert min(a.count(p) for p in range(4)) > 700
 
 
 def test_sticky_only_picks_partitions_with_a_leader():
     s = StickyPartitioner(batch_size=10, rng=random.Random(9))
+    seen = set()
     for _ in range(50):
         p = s.partition("t", 5, [1, 3])
         assert p in (1, 3)
-        s.record_appended("t", p, 10, 5, [1, 3])
+        seen.add(p)
+        s.update_partition_info("t", p, 10, True, 5, [1, 3])
+    assert seen == {1, 3}
+    assert StickyPartitioner(10, rng=_Fixed([7])).partition("t", 5, []) == 2    # none has a leader: all count
+
+
+def test_load_stats_weight_the_pick_towards_short_queues():
+    # BuiltInPartitioner's own example: queue sizes 0 3 1 -> table 4 5 8
+    s = StickyPartitioner(10, rng=_Fixed([3, 4, 5, 7, 8 + 4]))
+    s.update_partition_load_stats("t", [0, 3, 1], [0, 1, 2], 3)
+    assert [s.next_partition("t", 3, [0, 1, 2]) for _ in range(5)] == [0, 1, 2, 2, 1]
+    s.update_partition_load_stats("t", [2, 2, 2], [0, 1, 2], 3)            # all equal: uniform again
+    s.rng = _Fixed([4])
+    assert s.next_partition("t", 3, [0, 1, 2]) == 1
+    s.update_partition_load_stats("t", [2, 2, 2], [0, 1, 2], 2)            # one left out: adaptive, over two
+    s.rng = _Fixed([1])
+    assert s.next_partition("t", 3, [0, 1, 2]) == 1
+
+
+def test_accumulator_queue_sizes_reach_the_partitioner():
+    seen = []
+    acc = RecordAccumulator(batch_size=100, adaptive_partitioning=True, partition_availability_timeout_ms=1000,
+                            load_stats_listener=lambda *a: seen.append(a))
+    for p, count in ((0, 3), (1, 1)):
+        for _ in range(count):
+            acc.append(TopicPartition("t", p), SimpleRecord(None, b"x", (), 0), 60, now_ms=0)
+    leaders = {0: 1, 1: 2, 2: 3}
+    acc.ready(lambda tp: leaders[tp.partition], 0, lambda topic: 3)
+    assert seen[-1] == ("t", None, None, 0)                # no queue for partition 2 yet: uniform
+    acc.batches[TopicPartition("t", 2)] = collections.deque()
+    acc.ready(lambda tp: leaders[tp.partition], 0, lambda topic: 3)
+    assert seen[-1] == ("t", [3, 1, 0], [0, 1, 2], 3)
+    acc.update_node_latency_stats(1, 0, True)
+    acc.update_node_latency_stats(1, 1500, False)           # broker 1 had data but no room for 1500 ms
+    acc.ready(lambda tp: leaders[tp.partition], 1500, lambda topic: 3)
+    assert seen[-1][1:] == ([1, 0, 0], [1, 2, 0], 2)       # partition 0 left out (Java's arrays, as filled)
+
+
+def test_without_adaptive_partitioning_no_queue_sizes_are_taken():
+    seen = []
+    acc = RecordAccumulator(batch_size=100, adaptive_partitioning=False, load_stats_listener=lambda *a: seen.append(a))
+    acc.append(TopicPartition("t", 0), SimpleRecord(None, b"x", (), 0), 60, now_ms=0)
+    acc.ready(lambda tp: 1, 0, lambda topic: 1)
+    assert seen == []
+
+
+def test_producer_config_adaptive_keys_are_implemented():
+    from kafkalab.clients.config import IGNORED
+    assert "partitioner.adaptive.partitioning.enable" not in IGNORED
+    assert "partitioner.availability.timeout.ms" not in IGNORED

@@ -111,12 +111,23 @@ def test_linger_and_batch_size_shape_the_requests(broker):
 
 def test_keyless_records_stick_to_one_partition_per_batch(broker):
     topic = make_topic(broker, 4)
-    conf = {"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 50, "batch.size": 1000}
-    with Producer(conf) as p:
-        metas = [f.result(10) for f in [p.send(topic, b"v" * 90) for _ in range(40)]]
+    conf = {"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5000, "batch.size": 1000}
+    with Producer(conf, trace=True) as p:
+        futures = [p.send(topic, b"v" * 90) for _ in range(200)]
+        p.flush(10)
+        metas = [f.result(0) for f in futures]
+        produces = p.trace.of("Produce")
+    from kafkalab.clients.producer.accumulator import estimate_size
+    from kafkalab.records import decode_batch
+    per_batch = (1000 - 61) // estimate_size(None, b"v" * 90, ())     # records that fit in batch.size
     parts = [m.partition for m in metas]
     runs = [len(list(g)) for _, g in __import__("itertools").groupby(parts)]
-    assert len(set(parts)) > 1 and min(runs[:-1]) >= 5         # runs of ~batch.size bytes, then a switch
+    # 1000 bytes are reached in the second batch: the switch waits until that one is full too
+    assert len(set(parts)) > 1 and min(runs[:-1]) >= 2 * per_batch
+    counts = [len(decode_batch(pd.records).records) for e in produces for t in e.request.body.topic_data
+              for pd in t.partition_data]
+    assert sum(counts) == 200
+    assert sum(c != per_batch for c in counts) <= 1              # only the last open batch, flushed, is not full
 
 
 def produce_through_lost_answer(broker, topic):

@@ -13,7 +13,10 @@ The sender thread asks two questions, over and over:
   ``flush()`` or ``close()`` is in progress -- and not while it is backing off after a failure
   (``retry.backoff.ms``, doubling up to ``retry.backoff.max.ms``). The answer is the set of *leaders* of those
   partitions, plus how long to sleep until the next batch becomes sendable, plus the topics whose leader is
-  unknown (the sender then asks for fresh metadata).
+  unknown (the sender then asks for fresh metadata). On the way it measures each topic's queues for the sticky
+  partitioner (``partitioner.adaptive.partitioning.enable``; ``partitioner.availability.timeout.ms`` leaves out
+  partitions whose leader could not take batches for that long), and :meth:`RecordAccumulator.all_batches_full`
+  tells the partitioner when it may switch away from a partition (see :mod:`.partitioner`).
 * :meth:`RecordAccumulator.drain` -- *what goes into the next request to broker N?* At most one batch per
   partition led by N, until ``max.request.size``. With ``max.in.flight.requests.per.connection=1`` a partition
   with a batch in flight is *muted* (strict order without idempotence). With idempotence a batch coming back
@@ -123,6 +126,11 @@ class ProducerBatch:
     def is_full(self, batch_size: int) -> bool:
         return self.closed or self.size >= batch_size
 
+    def has_room_for(self, size: int, batch_size: int) -> bool:
+        """Whether :meth:`try_append` would take a record of ``size`` bytes (Java closes a batch that refuses
+        one: from then on it counts as full)."""
+        return not self.closed and (not self.records or self.size + size <= batch_size)
+
     def set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int,
                            transactional: bool = False) -> None:
         self.producer_id, self.producer_epoch, self.base_sequence = producer_id, producer_epoch, base_sequence
@@ -178,8 +186,14 @@ class RecordAccumulator:
 
     def __init__(self, *, batch_size: int = 16384, linger_ms: float = 5, delivery_timeout_ms: float = 120_000,
                  retry_backoff_ms: float = 100, retry_backoff_max_ms: float = 1000, max_in_flight: int = 5,
-                 idempotent: bool = False):
+                 idempotent: bool = False, adaptive_partitioning: bool = False,
+                 partition_availability_timeout_ms: float = 0,
+                 load_stats_listener: Optional[Callable[[str, Optional[list], Optional[list], int], None]] = None):
         self.batch_size = batch_size
+        self.adaptive_partitioning = adaptive_partitioning and load_stats_listener is not None
+        self.partition_availability_timeout_ms = partition_availability_timeout_ms
+        self.load_stats_listener = load_stats_listener
+        self.node_stats: dict[int, list[float]] = {}     # node -> [ready time, drain time] (NodeLatencyStats)
         self.linger_ms = linger_ms
         self.delivery_timeout_ms = delivery_timeout_ms
         self.retry_backoff_ms = retry_backoff_ms
@@ -209,17 +223,30 @@ class RecordAccumulator:
         self.incomplete.add(batch)
         return batch, True
 
+    def all_batches_full(self, tp: TopicPartition, size: Optional[int] = None) -> bool:
+        """Java's ``allBatchesFull``: the partition has no batch, or its last one is full -- the sticky
+        partitioner may only switch away then. With ``size``: also when that record would not fit (Java's failed
+        ``tryAppend`` closes the batch before it asks again)."""
+        dq = self.batches.get(tp)
+        if not dq:
+            return True
+        last = dq[-1]
+        return last.is_full(self.batch_size) or (size is not None and not last.has_room_for(size, self.batch_size))
+
     # -- what is sendable -------------------------------------------------------------------------------------
     def _backoff_ms(self, batch: ProducerBatch) -> float:
         return min(self.retry_backoff_ms * 2 ** max(batch.attempts - 1, 0), self.retry_backoff_max_ms)
 
-    def ready(self, leader_for: Callable[[TopicPartition], Optional[int]], now_ms: float
-              ) -> tuple[set, float, set]:
-        """(nodes with a sendable batch, ms until the next check, topics whose leader is unknown)."""
+    def ready(self, leader_for: Callable[[TopicPartition], Optional[int]], now_ms: float,
+              partition_count: Optional[Callable[[str], Optional[int]]] = None) -> tuple[set, float, set]:
+        """(nodes with a sendable batch, ms until the next check, topics whose leader is unknown). With
+        ``partition_count``, also the queue sizes of each topic for adaptive partitioning."""
         nodes: set = set()
         next_ms = float("inf")
         unknown: set = set()
         flushing = self.flushes_in_progress > 0 or self.closing or self.transaction_completing
+        if partition_count is not None and self.load_stats_listener is not None:
+            self._update_load_stats(leader_for, partition_count)
         for tp, dq in self.batches.items():
             if not dq:
                 continue
@@ -241,6 +268,48 @@ class RecordAccumulator:
             else:
                 next_ms = min(next_ms, self.linger_ms - waited)
         return nodes, next_ms, unknown
+
+    def _update_load_stats(self, leader_for: Callable[[TopicPartition], Optional[int]],
+                           partition_count: Callable[[str], Optional[int]]) -> None:
+        """Java's ``partitionReady`` per topic: the queue length of each partition with a leader, once the
+        topic has a queue for every partition; a partition whose leader could not be drained for more than
+        ``partitioner.availability.timeout.ms`` is left out. Handed to the partitioner."""
+        if not self.adaptive_partitioning:
+            return                                         # no queue sizes: the partitioner stays uniform
+        by_topic: dict[str, list] = {}
+        for tp in sorted(self.batches):
+            by_topic.setdefault(tp.topic, []).append(tp)
+        for topic, tps in by_topic.items():
+            sizes: Optional[list[int]] = None
+            ids: Optional[list[int]] = None
+            if len(tps) >= (partition_count(topic) or 0):
+                sizes, ids = [0] * len(tps), [0] * len(tps)
+            i = -1
+            for tp in tps:
+                leader = leader_for(tp)
+                if leader is not None and sizes is not None:
+                    i += 1
+                    ids[i] = tp.partition
+                dq = self.batches[tp]
+                if not dq or leader is None:
+                    continue
+                if sizes is not None:
+                    sizes[i] = len(dq)
+                if self.partition_availability_timeout_ms > 0:
+                    stats = self.node_stats.get(leader)
+                    if stats is not None and stats[0] - stats[1] > self.partition_availability_timeout_ms:
+                        i -= 1
+            self.load_stats_listener(topic, sizes, ids, i + 1)
+
+    def update_node_latency_stats(self, node: int, now_ms: float, can_drain: bool) -> None:
+        """Java's ``updateNodeLatencyStats``: the sender found ``node`` with data to send; ``can_drain`` when it
+        could also send to it. Only kept with ``partitioner.availability.timeout.ms`` > 0."""
+        if self.partition_availability_timeout_ms <= 0:
+            return
+        stats = self.node_stats.setdefault(node, [now_ms, now_ms])
+        if can_drain:
+            stats[1] = now_ms
+        stats[0] = now_ms
 
     def drain(self, leader_for: Callable[[TopicPartition], Optional[int]], nodes, max_request_size: int,
               now_ms: float, can_send: Optional[Callable[[ProducerBatch], bool]] = None) -> dict[int, list]:

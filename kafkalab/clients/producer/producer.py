@@ -142,14 +142,17 @@ class Producer:
         self.client = NetworkClient(cfg, tracer=self._hook, allow_auto_topic_creation=True, time=self.time,
                                     metric_group_prefix="producer")
         idempotent = cfg["enable.idempotence"]
+        self.partitioner = Partitioner(cfg["partitioner"], batch_size=cfg["batch.size"],
+                                       ignore_keys=cfg["partitioner.ignore.keys"])
         self.accumulator = RecordAccumulator(
             batch_size=cfg["batch.size"], linger_ms=cfg["linger.ms"], delivery_timeout_ms=cfg["delivery.timeout.ms"],
             retry_backoff_ms=cfg["retry.backoff.ms"], retry_backoff_max_ms=cfg["retry.backoff.max.ms"],
-            max_in_flight=cfg["max.in.flight.requests.per.connection"], idempotent=idempotent)
+            max_in_flight=cfg["max.in.flight.requests.per.connection"], idempotent=idempotent,
+            adaptive_partitioning=cfg["partitioner.adaptive.partitioning.enable"],
+            partition_availability_timeout_ms=cfg["partitioner.availability.timeout.ms"],
+            load_stats_listener=self.partitioner.sticky.update_partition_load_stats)
         self.transaction_manager = TransactionManager(
             cfg["transactional.id"], cfg["transaction.timeout.ms"], cfg["retry.backoff.ms"]) if idempotent else None
-        self.partitioner = Partitioner(cfg["partitioner"], batch_size=cfg["batch.size"],
-                                       ignore_keys=cfg["partitioner.ignore.keys"])
         self.sender = Sender(self.client, self.accumulator, cfg, self.transaction_manager)
         self.client.start_metadata_updater()
         self._sender_task = asyncio.get_running_loop().create_task(self.sender.run())
@@ -243,6 +246,13 @@ class Producer:
         if partition is None:
             available = cluster.available_partitions(topic)
             partition = self.partitioner.partition(topic, record.key, n, available)
+            if self.partitioner.is_sticky(record.key):
+                # RecordAccumulator.partitionChanged: a switch held back while the sticky partition's last batch
+                # was open completes once it is full (or refuses this record); the record then goes to the new one
+                if self.accumulator.all_batches_full(TopicPartition(topic, partition), size):
+                    partition = self.partitioner.update_partition_info(topic, partition, 0, True, n, available)
+            else:
+                available = None
         elif partition >= n:
             self._fail_item(item, KafkaProtocolError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                                      f"Invalid partition given with record: {partition} is not in "
@@ -255,9 +265,10 @@ class Producer:
             except Exception as e:  # noqa: BLE001 -- the state changed since send(): this record learns why
                 self._fail_item(item, e)
                 return
-        self.accumulator.append(tp, record, size, self.client.now_ms(), future, on_delivery)
-        if available is not None:
-            self.partitioner.record_appended(topic, partition, size, n, available)
+        batch, created = self.accumulator.append(tp, record, size, self.client.now_ms(), future, on_delivery)
+        if available is not None:                # keyless: count the bytes the batch grew by (a new one: header too)
+            self.partitioner.update_partition_info(topic, partition, batch.size if created else size,
+                                                   self.accumulator.all_batches_full(tp), n, available)
 
     # -- transactions -----------------------------------------------------------------------------------------
     def _transactional(self) -> TransactionManager:

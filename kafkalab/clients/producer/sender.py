@@ -103,14 +103,16 @@ class Sender:
             wait_ms = await self._producer_state_step()
             if wait_ms is not None:
                 return wait_ms
-        nodes, next_ms, unknown = acc.ready(self.leader_for, now)
+        nodes, next_ms, unknown = acc.ready(self.leader_for, now, self.client.metadata.cluster.partition_count)
         if unknown:
             self.client.metadata.add_topics(*unknown)
             self.client.request_metadata_update()
             next_ms = min(next_ms, self.client.metadata.retry_backoff_ms)
         sendable = set()
         for node in nodes:
-            if self.client.has_room(node):
+            can_send = self.client.has_room(node)
+            acc.update_node_latency_stats(node, now, can_send)   # partitioner.availability.timeout.ms
+            if can_send:
                 sendable.add(node)
             elif not self.client.is_ready(node):
                 self.client.start_connecting(node, on_done=self.wakeup.set)
