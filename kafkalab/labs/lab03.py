@@ -200,16 +200,20 @@ def connections_diagram(connections: Iterable[Connection], client: str, brokers:
 
 
 def request_path_diagram(num_io_threads: int = 8, queued_max_requests: int = 500):
-    """Graphviz: a request's path through a broker, with the settings that size each stage."""
+    """Graphviz: a request's path through a broker, with the settings that size each stage.
+
+    Drawn as a loop of two rows (the way in along the top, the way back along the bottom), so that it is narrow
+    enough to show its text at 11 px or more in a notebook beside JupyterLab's file browser on a 1280 px screen
+    (one row was 1,665 px wide and shrank its text to about 6 px there)."""
     import graphviz
 
     from kafkalab.viz import Diagram
 
-    g = graphviz.Digraph("path", graph_attr={"rankdir": "LR", "bgcolor": "transparent", "nodesep": "0.25",
-                                              "ranksep": "0.35", "fontname": GRAPHVIZ_FONT},
-                         node_attr={"fontname": GRAPHVIZ_FONT, "fontsize": "10.5", "shape": "box",
+    g = graphviz.Digraph("path", graph_attr={"rankdir": "TB", "bgcolor": "transparent", "nodesep": "0.5",
+                                              "ranksep": "0.45", "fontname": GRAPHVIZ_FONT},
+                         node_attr={"fontname": GRAPHVIZ_FONT, "fontsize": "11", "shape": "box",
                                     "style": "rounded,filled", "fillcolor": "#f8f9fa", "color": "#868e96"},
-                         edge_attr={"fontname": GRAPHVIZ_FONT, "fontsize": "9.5", "color": "#495057",
+                         edge_attr={"fontname": GRAPHVIZ_FONT, "fontsize": "11", "color": "#495057",
                                     "arrowsize": "0.6"})
     g.node("sock", "socket\n(one per connection)", fillcolor="#e7f5ff")
     g.node("proc", "network thread\nreads a frame, parses it,\nthen mutes the connection", fillcolor="#fff4e6")
@@ -218,13 +222,20 @@ def request_path_diagram(num_io_threads: int = 8, queued_max_requests: int = 500
     g.node("io", f"I/O threads\nnum.io.threads = {num_io_threads}\n(KafkaApis: the work)", fillcolor="#ebfbee")
     g.node("purg", "purgatory\n(waits: Fetch max_wait_ms,\nProduce acks=all)", fillcolor="#f3f0ff")
     g.node("resp", "response\n(network thread writes it,\nthen unmutes)", fillcolor="#fff4e6")
+    for row in (("sock", "proc", "queue"), ("resp", "purg", "io")):
+        with g.subgraph() as same:
+            same.attr(rank="same")
+            for name in row:
+                same.node(name)
     g.edge("sock", "proc", label="bytes")
     g.edge("proc", "queue", label="request")
     g.edge("queue", "io", label="request_queue_time")
-    g.edge("io", "resp", label="local_time")
-    g.edge("io", "purg", style="dashed")
-    g.edge("purg", "resp", label="remote_time", style="dashed")
-    g.edge("resp", "sock", label="response_send_time", constraint="false")
+    # the way back runs right to left: each edge is written left to right and drawn pointing back (dir=back),
+    # which keeps the bottom row in the order response, purgatory, I/O threads
+    g.edge("purg", "io", style="dashed", dir="back")
+    g.edge("resp", "purg", label="remote_time", style="dashed", dir="back")
+    g.edge("resp", "io", label="local_time", dir="back")
+    g.edge("sock", "resp", label="response_send_time", dir="back")
     return Diagram(g, caption="One request's path through a broker, with the request log's names for the time "
                               "spent in each stage.")
 

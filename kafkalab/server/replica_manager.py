@@ -50,6 +50,11 @@ The log manager closes those logs, the broker writes ``/log_dir_event_notificati
 controller then asks it about its replicas and moves the leadership of the offline ones, see
 :mod:`kafkalab.controller.log_dir_failures`), and if no log dir is left the broker halts.
 
+**High watermark checkpoints**: the replica manager makes ``replication-offset-checkpoint`` (empty) in each
+live log dir when it is built, and starts the ``highwatermark-checkpoint`` task with its first LeaderAndIsr
+(not refused as stale): a first write at once, then every ``replica.high.watermark.checkpoint.interval.ms``.
+Kafka waits for that first request so that every partition is in place before anything is written.
+
 The purgatories' timers are driven on the broker's event loop with the broker's ``Time``: a real clock, or
 a ``MockTime`` whose ``advance`` expires delayed requests exactly when a test moves it.
 
@@ -61,6 +66,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 import threading
 from typing import Callable, Optional
 
@@ -71,6 +77,7 @@ from kafkalab.purgatory import (DelayedElectLeader, DelayedFetch, DelayedOperati
 from kafkalab.records.control import ControlRecordType, build_end_txn_marker_batch
 from kafkalab.server.config import server_setting
 from kafkalab.server.partition import Partition, PartitionError
+from kafkalab.storage.checkpoints import REPLICATION_OFFSET_CHECKPOINT_FILE, OffsetCheckpointFile
 from kafkalab.storage.fetch_data_info import FetchIsolation, LogOffsetMetadata
 from kafkalab.zk.paths import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
 
@@ -101,6 +108,9 @@ class ReplicaManager:
         get = functools.partial(server_setting, config)
         self.replica_lag_time_max_ms = int(get("replica.lag.time.max.ms"))
         self.high_watermark_checkpoint_interval_ms = int(get("replica.high.watermark.checkpoint.interval.ms"))
+        self._high_watermark_checkpoint_started = False
+        for log_dir in log_manager.live_log_dirs:   # Kafka's highWatermarkCheckpoints, made with the manager
+            OffsetCheckpointFile(os.path.join(log_dir, REPLICATION_OFFSET_CHECKPOINT_FILE)).create_if_missing()
         self.partitions: dict[tuple[str, int], Partition] = {}
         #: partitions whose log dir failed (Kafka's ``HostedPartition.Offline``)
         self.offline_partitions: set[tuple[str, int]] = set()
@@ -141,12 +151,16 @@ class ReplicaManager:
         if self.scheduler is not None:
             self.scheduler.schedule("isr-expiration", lambda: self._on_loop(self.maybe_shrink_isr),
                                     delay_ms=0, period_ms=max(1, self.replica_lag_time_max_ms // 2))
-            # Kafka's "highwatermark-checkpoint" task: after a crash, a broker starts from these (at most one
-            # interval stale) high watermarks instead of none.
-            self.scheduler.schedule("highwatermark-checkpoint",
-                                    lambda: self._on_loop(self.checkpoint_high_watermarks),
-                                    delay_ms=self.high_watermark_checkpoint_interval_ms,
-                                    period_ms=max(1, self.high_watermark_checkpoint_interval_ms))
+
+    def start_high_watermark_checkpoint_thread(self) -> None:
+        """Kafka's ``startHighWatermarkCheckPointThread``, run after each LeaderAndIsr and effective once: the
+        ``highwatermark-checkpoint`` task writes at once, then every ``replica.high.watermark.checkpoint.interval.ms``.
+        After a crash, a broker starts from these (at most one interval stale) high watermarks instead of none."""
+        if self._high_watermark_checkpoint_started or self.scheduler is None:
+            return
+        self._high_watermark_checkpoint_started = True
+        self.scheduler.schedule("highwatermark-checkpoint", lambda: self._on_loop(self.checkpoint_high_watermarks),
+                                delay_ms=0, period_ms=max(1, self.high_watermark_checkpoint_interval_ms))
 
     def checkpoint_high_watermarks(self) -> None:
         """Write every hosted partition's high watermark to ``replication-offset-checkpoint`` (Kafka's
@@ -280,6 +294,8 @@ class ReplicaManager:
                     fetchers.add_fetcher_for_partitions({
                         tp: (p.leader_id, p.leader_epoch, p.log.log_end_offset) for tp, p in new_followers.items()},
                         live_leaders or {})
+            # after the first LeaderAndIsr, so that every partition is in place before the first checkpoint
+            self.start_high_watermark_checkpoint_thread()
             for tp in new_leaders + list(new_followers):
                 self.try_complete_delayed(tp)
             return results

@@ -16,7 +16,14 @@ Per log directory (``log.dirs`` entry)::
     .kafka_cleanshutdown               present only after a clean shutdown
 
 All four ``*-checkpoint`` files share one layout: a version line (``0``), a count line, then one entry per
-line. Per partition directory::
+line. Each is created empty when its owner starts (:meth:`CheckpointFile.create_if_missing`, as Kafka's
+``CheckpointFile`` constructor does) and first written later: a fresh broker's log dir holds ``.lock``,
+``meta.properties`` and the four files at 0 bytes. The log manager owns the recovery-point and log-start-offset
+files (written every ``log.flush.offset.checkpoint.interval.ms`` / ``log.flush.start.offset.checkpoint.interval.ms``
+after ``log.initial.task.delay.ms``), the replica manager the high watermarks (written from its first LeaderAndIsr
+on, every ``replica.high.watermark.checkpoint.interval.ms``), the log cleaner its own (written when it has
+cleaned a log, or a log it knows is deleted or truncated); the first three are also written at a clean
+shutdown. Per partition directory::
 
     leader-epoch-checkpoint            0 / count / "epoch start_offset" lines
     partition.metadata                 "version: 0" and "topic_id: <base64 topic id>"
@@ -90,17 +97,30 @@ class CheckpointFile:
         self._format = format_entry
         self._parse = parse_entry
 
+    def create_if_missing(self) -> "CheckpointFile":
+        """Create the file empty (0 bytes) unless it exists, as the constructor of Kafka's ``CheckpointFile``
+        does: the owner of a checkpoint makes its file when it starts, long before it writes one. An empty
+        file reads as no entries."""
+        try:
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        except FileExistsError:
+            pass
+        return self
+
     def write(self, entries: Iterable) -> None:
         entries = list(entries)
         lines = [str(self.VERSION), str(len(entries))] + [self._format(e) for e in entries]
         write_atomically(self.path, "\n".join(lines) + "\n")
 
     def read(self) -> list:
-        """The entries; an empty list if the file does not exist. Raises KafkaStorageError if malformed."""
+        """The entries; an empty list if the file does not exist, is empty or stops after its version line (as
+        Kafka reads them). Raises KafkaStorageError if malformed."""
         try:
             with open(self.path, encoding="utf-8") as f:
                 lines = f.read().splitlines()
         except FileNotFoundError:
+            return []
+        if not lines:
             return []
         where = f"checkpoint file {self.path}"
         try:
@@ -109,6 +129,8 @@ class CheckpointFile:
             raise KafkaStorageError(f"Malformed line in {where}: {lines[0] if lines else ''!r}") from None
         if version != self.VERSION:
             raise KafkaStorageError(f"Unrecognized version of the {where}: {version}")
+        if len(lines) == 1:
+            return []
         try:
             expected = int(lines[1].strip())
         except (IndexError, ValueError):

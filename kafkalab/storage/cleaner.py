@@ -50,7 +50,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
-from typing import Callable, NamedTuple, Optional
+from typing import Callable, Iterable, NamedTuple, Optional
 
 from kafkalab.records import decode_batch, encode_batch
 from kafkalab.records.header import COMPRESSION_CODEC_MASK, DELETE_HORIZON_FLAG_MASK, NO_TIMESTAMP
@@ -398,14 +398,19 @@ def _empty_batch(decoded) -> bytes:
 class LogCleaner:
     """Runs the cleaner over the compacted logs the log manager holds, and keeps ``cleaner-offset-checkpoint``.
 
-    ``logs`` is a callable returning ``{TopicPartition: UnifiedLog}``. :meth:`run_once` is one iteration of
+    ``logs`` is a callable returning ``{TopicPartition: UnifiedLog}``; ``log_dirs`` are the log dirs it starts
+    with, each given an empty ``cleaner-offset-checkpoint`` if it has none (Kafka's ``LogCleanerManager`` makes
+    its checkpoint files when it is built; the first entries come with the first cleaning). :meth:`run_once` is one iteration of
     Kafka's cleaner thread (clean the filthiest eligible log, then apply retention to compacted logs);
     :meth:`clean_now` cleans one log immediately, ignoring ``min.cleanable.dirty.ratio`` (labs and tests).
     """
 
     def __init__(self, logs: Callable[[], dict], *, time, scheduler=None, backoff_ms: int = 15000,
-                 dedupe_buffer_size: int = 134217728, io_buffer_load_factor: float = 0.9):
+                 dedupe_buffer_size: int = 134217728, io_buffer_load_factor: float = 0.9,
+                 log_dirs: Iterable[str] = ()):
         self.logs = logs
+        for log_dir in log_dirs:
+            self._checkpoint(log_dir).create_if_missing()
         self.time = time
         self.scheduler = scheduler
         self.backoff_ms = backoff_ms

@@ -10,8 +10,9 @@ A broker stores partitions in one or more *log directories* (``log.dirs``). At s
 * looks for ``.kafka_cleanshutdown``: present means every log was flushed and closed properly, absent means
   each log must be recovered from its recovery point (the marker is deleted at once, so a crash during
   loading still counts as unclean);
-* reads ``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint`` and
-  ``replication-offset-checkpoint`` and loads every ``<topic>-<partition>`` directory as a
+* creates ``recovery-point-offset-checkpoint`` and ``log-start-offset-checkpoint`` empty if they are missing
+  (Kafka's checkpoint objects do so when they are made; the first entries come with the first checkpoint task);
+* reads them and ``replication-offset-checkpoint`` and loads every ``<topic>-<partition>`` directory as a
   :class:`~kafkalab.storage.log.UnifiedLog` (directories renamed ``*-delete`` finish being deleted);
 * schedules the periodic tasks, all on the injected scheduler so a lab can "advance the clock"::
 
@@ -116,12 +117,15 @@ class LogManager:
             os.makedirs(log_dir, exist_ok=True)
             self._lock_dir(log_dir)
             self._check_meta_properties(log_dir)
+            for name in (RECOVERY_POINT_CHECKPOINT_FILE, LOG_START_OFFSET_CHECKPOINT_FILE):
+                OffsetCheckpointFile(os.path.join(log_dir, name)).create_if_missing()
         for log_dir in self.log_dirs:
             self._load_logs(log_dir)
         self._running = True
         self._schedule_tasks()
         if self.config.cleaner_enable:
-            self.cleaner = LogCleaner(lambda: dict(self.current_logs), time=self.time, scheduler=self.scheduler,
+            self.cleaner = LogCleaner(lambda: dict(self.current_logs), log_dirs=self.live_log_dirs, time=self.time,
+                                      scheduler=self.scheduler,
                                       backoff_ms=self.config.cleaner_backoff_ms,
                                       dedupe_buffer_size=self.config.cleaner_dedupe_buffer_size,
                                       io_buffer_load_factor=self.config.cleaner_io_buffer_load_factor)

@@ -206,16 +206,20 @@ _HEADER_NOTES = {
     ("request", "v1"): "request header v1: + client_id (classic NULLABLE_STRING)",
     ("request", "v2"): "request header v2 (flexible API version): client_id stays a classic NULLABLE_STRING, "
                        "then a TAG_BUFFER",
-    ("response", "v0"): "response header v0: correlation_id only (ApiVersions always answers with v0)",
+    ("response", "v0"): "response header v0: correlation_id only",
     ("response", "v1"): "response header v1 (flexible API version): correlation_id, then a TAG_BUFFER",
 }
+#: added to the response header v0 note under an ApiVersions response only (any other API's v0 header just
+#: means a version that is not flexible)
+_API_VERSIONS_HEADER_NOTE = " (ApiVersions always answers with v0)"
 
 
-def describe_row(row: Row, data: bytes, kind: str = "request") -> tuple[str, str]:
-    """``(value_text, note)`` for one row: the decoded value, and what its bytes mean."""
+def describe_row(row: Row, data: bytes, kind: str = "request", message: str = "") -> tuple[str, str]:
+    """``(value_text, note)`` for one row: the decoded value, and what its bytes mean. ``message`` is the
+    frame's body type (``ApiVersionsResponse`` ...), when known."""
     wt, v = row.wire_type, row.value
     p = prefix_length(row, data)
-    framing = _describe_framing_row(row, data, kind)
+    framing = _describe_framing_row(row, data, kind, message)
     if framing is not None:
         return framing
     note = _length_note(row, data, p) if p else ""
@@ -243,7 +247,7 @@ def describe_row(row: Row, data: bytes, kind: str = "request") -> tuple[str, str
     return _short(str(v)), note
 
 
-def _describe_framing_row(row: Row, data: bytes, kind: str) -> Optional[tuple[str, str]]:
+def _describe_framing_row(row: Row, data: bytes, kind: str, message: str = "") -> Optional[tuple[str, str]]:
     """Rows that are framing rather than a field (tag buffers, the header, the body, the size, trailing or
     unknown tagged bytes): their ``(value_text, note)``, or None for a field."""
     wt, v, path = row.wire_type, row.value, row.path
@@ -255,7 +259,10 @@ def _describe_framing_row(row: Row, data: bytes, kind: str) -> Optional[tuple[st
     if wt == "HEADER" and path == "header":
         if v is None:
             return f"{kind} header", ""
-        return f"{kind} header {v}", _HEADER_NOTES.get((kind, v), "")
+        note = _HEADER_NOTES.get((kind, v), "")
+        if (kind, v, message) == ("response", "v0", "ApiVersionsResponse"):
+            note += _API_VERSIONS_HEADER_NOTE
+        return f"{kind} header {v}", note
     if path == "body":
         return f"{wt} {v}" if v else wt, ""
     if path == "size":
@@ -412,11 +419,13 @@ class FrameModel:
         self.failing_index = node.index
 
     def _describe(self):
+        body = self.find("body")
+        message = body.row.wire_type if body is not None else ""
         for node in self.nodes:
             if node.failing and node.row.wire_type == "DECODE_ERROR":
                 node.value_text, node.note = "✗ decode error", self.error.reason
                 continue
-            node.value_text, node.note = describe_row(node.row, self.data, self.kind)
+            node.value_text, node.note = describe_row(node.row, self.data, self.kind, message)
             if node.children and not isinstance(node.row.value, (int, str, bytes, type(None))):
                 node.value_text = ""      # a decoded object (a record, a batch header): its children say it
             if node.in_progress:

@@ -109,6 +109,13 @@ pd.DataFrame(lab06.file_tree(LOG_DIR)).set_index("file")
 # after the first offset it holds, zero-padded to 20 digits. The index files are **preallocated** to
 # `segment.index.bytes` (10 MiB) while the segment is active, and trimmed when it is closed.
 #
+# Beside the partition, the log dir holds `.lock` and four **checkpoint** files, which the broker created empty
+# when it started, as Kafka 3.9 does, and fills later: `recovery-point-offset-checkpoint` and
+# `log-start-offset-checkpoint` from `log.initial.task.delay.ms` (30 s) after start, `cleaner-offset-checkpoint`
+# once the log cleaner has cleaned a compacted partition, and `replication-offset-checkpoint`, the high
+# watermarks, from the broker's first LeaderAndIsr on (here: the one that made it leader of `readings-0`), then
+# every `replica.high.watermark.checkpoint.interval.ms` (5 s). Section 6 reads them.
+#
 # Three small text files say whom the data belongs to. The values that are random per run are replaced here by
 # a description; on your disk you see the real ones.
 
@@ -310,7 +317,7 @@ pd.DataFrame([r for r in lab06.file_tree(LOG_DIR) if "/" not in r["file"]]).set_
 # On a clean shutdown the broker writes its **checkpoints**: per partition the recovery point (everything below
 # it is known to be on disk), the high watermark (`replication-offset-checkpoint`) and, when it is above the
 # first segment, the log start offset; and `.kafka_cleanshutdown`, which tells the next start that no recovery
-# is needed. Each checkpoint is a version, a count, then one `topic partition offset` line per partition. (They
+# is needed. `cleaner-offset-checkpoint` is still empty: nothing was compacted yet (section 9 runs the cleaner). Each checkpoint is a version, a count, then one `topic partition offset` line per partition. (They
 # also list `__consumer_offsets`, which the broker creates when a client first asks for a group
 # coordinator, as confluent-kafka did; we print only our partition's line.)
 

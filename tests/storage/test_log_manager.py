@@ -248,3 +248,17 @@ def test_a_deleted_topic_of_many_partitions_is_removed_a_few_directories_per_run
     assert left() == 1
     clock.advance(1)
     assert left() == 0
+
+
+def test_startup_creates_the_checkpoint_files_empty_and_reads_them_as_empty(manager, tmp_path):
+    """Kafka's CheckpointFile constructor: the files exist (0 bytes) from start-up, and an empty one reads as no
+    entries, so a broker stopped before its first checkpoint starts again."""
+    lm = manager({"log.initial.task.delay.ms": "30000"})
+    for d in ("d1", "d2"):
+        files = {p.name: p.stat().st_size for p in (tmp_path / d).iterdir()}
+        assert files == {".lock": 0, "meta.properties": files["meta.properties"], "cleaner-offset-checkpoint": 0,
+                         "recovery-point-offset-checkpoint": 0, "log-start-offset-checkpoint": 0}
+    lm.get_or_create_log("t", 0)
+    lm.simulate_crash()
+    lm2 = manager()
+    assert lm2.get_log("t", 0) is not None and lm2.cleaner.all_cleaner_checkpoints() == {}

@@ -382,3 +382,19 @@ def test_the_ruler_is_set_in_the_bytes_font_and_its_numbers_stand_over_their_byt
     for i in (0, 7, 8, 15):                                       # each ruler number sits over its byte
         col = ruler.index(f"{i:>2}", 6 + 3 * i - 1)
         assert first[col:col + 2] == hexes[i]
+
+
+def test_only_an_api_versions_response_header_says_api_versions_answers_with_v0():
+    """Response header v0 is also every non-flexible version's (Produce v6 ...): the ApiVersions remark
+    belongs under an ApiVersions response only."""
+    from kafkalab.protocol import encode_response, make_response, response_class
+    P = response_class(0)
+    produce = encode_response(make_response(P(responses=(P.TopicProduceResponse(name="t", partition_responses=(
+        P.PartitionProduceResponse(index=0, error_code=0, base_offset=7),)),)), api_version=6, correlation_id=3))
+    notes = {}
+    for name, frame, key, version in [("ApiVersions", api_versions_response(), 18, 4), ("Produce", produce, 0, 6)]:
+        view = show_frame(frame, kind="response", api_key=key, api_version=version)
+        assert view.ok, name
+        notes[name] = view.model.find("header").note
+    assert notes == {"ApiVersions": "response header v0: correlation_id only (ApiVersions always answers with v0)",
+                     "Produce": "response header v0: correlation_id only"}

@@ -68,3 +68,20 @@ def test_api_families_cover_every_api_key_once():
     assert sorted(keys) == sorted(int(k) for k in ApiKey) and len(keys) == len(set(keys))
     families = ApiFamilies(served={ApiKey.API_VERSIONS: (0, 4)}, used={"ApiVersions"})
     assert "ApiVersions*" in repr(families) and "serves v0-4" in families._repr_html_()
+
+
+#: px of a JupyterLab 4 output area in a 1280 px wide window with the file browser open (measured in headless
+#: chromium); a wider picture is scaled down to it, and its text with it
+NOTEBOOK_OUTPUT_PX = 813
+
+
+def test_lab03_request_path_is_readable_in_a_laptop_notebook():
+    """Graphviz sizes its SVG in points (4/3 px): the smallest text, once the picture is scaled down to the
+    output area, must still be 11 px (the single-row layout was 1,665 px wide: 6 px text)."""
+    from kafkalab.labs import lab03
+    svg = lab03.request_path_diagram().svg()
+    width_px = float(re.search(r'<svg width="([\d.]+)pt"', svg).group(1)) * 4 / 3
+    smallest_px = min(float(size) for size in re.findall(r'font-size="([\d.]+)"', svg)) * 4 / 3
+    shown_px = smallest_px * min(1.0, NOTEBOOK_OUTPUT_PX / width_px)
+    assert shown_px >= 11, f"{width_px:.0f} px wide: text shown at {shown_px:.1f} px"
+    assert check_svg(svg) == []
