@@ -176,21 +176,6 @@ def widget_troubles(outputs: dict) -> list[str]:
 
 
 # -- the labs in the browser ----------------------------------------------------------------------------------------
-#: labs whose stored outputs show a renderer defect fixed since they were stored (kafkalab/viz/hexdump.py and
-#: style.py: the field tree's wire-type column cut long types such as COMPACT_NULLABLE_STRING and
-#: SaslAuthenticateResponse to "…"; two frames side by side in a flex row collapsed to their padding): the lead
-#: rebuilds these labs after merging and deletes the entry -- the test fails once a lab no longer shows it.
-STALE_CLIPPING = {
-    "01_the_wire.ipynb": "wire types cut in the field trees (cells 12, 36, 38, 49, 51, 60, 69, 77)",
-    "02_api_versions.ipynb": "wire types cut (cells 13, 28, 32); cell 60's two frames collapsed",
-}
-
-
-def stale(problem: dict) -> bool:
-    """A clipping STALE_CLIPPING names: a wire type cut by its column (or a frame squeezed to nothing)."""
-    return problem["problem"].startswith("cut off by span.kl-t")
-
-
 @pytest.fixture(scope="module")
 def laptop(browser, instructor_server):
     """JupyterLab of ``make lab-instructor`` in a 1280x800 window with the file browser open."""
@@ -258,12 +243,7 @@ def test_stored_pictures_show(pages, name):
 def test_nothing_clipped_in_a_laptop_window(pages, name):
     clipped = pages(name)["layout"]["clipped"]
     where = f"{name} at {WINDOW[0]}x{WINDOW[1]} with the file browser open"
-    if name in STALE_CLIPPING:
-        assert any(map(stale, clipped)), f"{name} no longer shows {STALE_CLIPPING[name]!r}: drop its STALE_CLIPPING entry"
-        clipped = [c for c in clipped if not stale(c)]
     assert not clipped, f"{where}: cut off or out of reach: {clipped}"
-    if name in STALE_CLIPPING:
-        pytest.xfail(f"stored before the renderer fix, rebuild it: {STALE_CLIPPING[name]}")
 
 
 @pytest.mark.parametrize("name", LABS)
