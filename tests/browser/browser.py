@@ -79,9 +79,9 @@ return nb.activeCellIndex;
 LAB01 = "01_the_wire.ipynb"
 #: console entries JupyterLab itself logs at SEVERE that say nothing about the labs' outputs
 #: (chromium's refusal of JupyterLab's "leave the page with unsaved changes?" prompt when a test opens the next
-#: page while a notebook that ran is still open)
+#: page while a notebook that ran is still open; the debugger sidebar asking a kernel that a test just shut down)
 CONSOLE_NOISE = ("favicon.ico", "/api/workspaces", "lab/api/translations",
-                 "Blocked attempt to show a 'beforeunload' confirmation panel")
+                 "Blocked attempt to show a 'beforeunload' confirmation panel", "Could not restore the debugger state")
 
 #: per stored output area that holds a picture: whether a picture shows, or the untrusted placeholder/raw text
 JS_STORED_PICTURES = """
