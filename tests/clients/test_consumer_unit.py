@@ -85,3 +85,26 @@ def test_drain_in_slices_within_a_batch_keeps_every_field():
     assert r21.headers == [("h", b"x"), ("n", None)] and got[1].headers == []
     assert got[1].headers is not got[3].headers                 # each record owns its list
     assert f.last_epoch is None                                 # the last batch had no leader epoch
+
+
+def test_poll_returns_on_time_while_the_coordinator_lookup_goes_unanswered():
+    """A broker that accepts and never answers (one that is stopping): ``poll(0.3)`` returns [] after about 0.3 s
+    instead of waiting out socket.connection.setup.timeout.ms (30 s here), and the next poll waits on the same
+    connection attempt rather than opening another (Java's ``ensureCoordinatorReady(timer)`` keeps its
+    FindCoordinator in flight)."""
+    import time
+
+    from kafkalab.clients import Consumer
+    from tests.clients._fake_broker import FakeBroker
+
+    with FakeBroker(lambda api_key, api_version, request: None) as fb:
+        consumer = Consumer({"bootstrap.servers": fb.bootstrap_servers, "group.id": "silent",
+                             "socket.connection.setup.timeout.ms": 30_000, "request.timeout.ms": 30_000})
+        try:
+            consumer.subscribe(["t"])
+            started = time.monotonic()
+            assert consumer.poll(0.3) == [] and consumer.poll(0.3) == []
+            assert time.monotonic() - started < 10, "poll waited for the unanswered connection"
+            assert [api_key for api_key, _, _ in fb.requests] == [18]      # one ApiVersions, never answered
+        finally:
+            consumer.close(0.5)

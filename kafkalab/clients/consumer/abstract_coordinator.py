@@ -95,6 +95,8 @@ class AbstractCoordinator:
         self.max_poll_interval_ms = config["max.poll.interval.ms"]
         self.retry_backoff_s = config["retry.backoff.ms"] / 1000
         self.request_timeout_ms = config["request.timeout.ms"]
+        #: the FindCoordinator in flight (Java's ``findCoordinatorFuture``): outlives a call that ran out of time
+        self._find_coordinator_future: Optional[asyncio.Future] = None
         self.coordinator: Optional[int] = None          # the broker's id
         self.generation = NO_GENERATION
         self.state = MemberState.UNJOINED
@@ -133,10 +135,22 @@ class AbstractCoordinator:
         self.coordinator = None
 
     async def ensure_coordinator_ready(self, timeout_ms: float) -> None:
+        """Find the group's coordinator within ``timeout_ms`` (on the client's clock), else KafkaTimeoutError. As
+        Java's ``ensureCoordinatorReady(timer)``, a FindCoordinator still in flight when the time is up stays in
+        flight, and the next call waits on that same request: ``poll(0.2)`` returns after 0.2 s even when the
+        broker it asked never answers (a broker that is stopping), instead of waiting out the request timeout."""
         deadline = self.client.now_ms() + timeout_ms
         while self.coordinator is None:
+            if self._find_coordinator_future is None:
+                self._find_coordinator_future = asyncio.ensure_future(self._find_coordinator())
+                # its failure is read below, or never if the consumer closes first: then it is not an error to log
+                self._find_coordinator_future.add_done_callback(lambda f: f.cancelled() or f.exception())
+            pending = self._find_coordinator_future
+            if not await self.client.waits.done(pending, max(0.0, deadline - self.client.now_ms())):
+                raise KafkaTimeoutError(f"Timeout while finding the coordinator of group {self.group_id!r}")
+            self._find_coordinator_future = None
             try:
-                await self._find_coordinator()
+                pending.result()
                 return
             except (NetworkException, KafkaProtocolError) as e:
                 if isinstance(e, KafkaProtocolError) and not e.retriable and \
@@ -336,5 +350,7 @@ class AbstractCoordinator:
 
     async def close(self, leave: bool = True) -> None:
         self.stop_heartbeats()
+        if self._find_coordinator_future is not None:
+            self._find_coordinator_future.cancel()
         if leave:
             await self.maybe_leave_group("the consumer is being closed")
