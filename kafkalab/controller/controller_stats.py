@@ -23,7 +23,8 @@ keeps both with Kafka's names:
   leader-and-ISR state) and ``ActiveBrokerCount`` (registered brokers, shutting down included). Like Kafka,
   the controller computes them after each event it processes (:func:`controller_gauges`), not at every read.
 
-**The state-change log** (logger ``state.change.logger``, Kafka's ``state-change.log``): each partition that a
+**The state-change log** (logger ``kafkalab.state.change.logger``: Kafka's ``state.change.logger``, written to
+``state-change.log``, under kafkalab's logger hierarchy like every other): each partition that a
 controller election moves to OnlinePartition is logged at INFO, from the state it was in::
 
     [Controller id=1 epoch=2] Changed partition jepsen-0 from OfflinePartition to OnlinePartition with state
@@ -66,7 +67,7 @@ RATE_AND_TIME_METRICS = {
 GAUGES = ("ActiveControllerCount", "OfflinePartitionsCount", "PreferredReplicaImbalanceCount", "GlobalTopicCount",
           "GlobalPartitionCount", "ActiveBrokerCount")
 
-STATE_CHANGE_LOGGER = "state.change.logger"
+STATE_CHANGE_LOGGER = "kafkalab.state.change.logger"
 state_change_log = logging.getLogger(STATE_CHANGE_LOGGER)
 
 
@@ -120,7 +121,7 @@ def leader_and_isr_string(lai) -> str:
 
 
 def log_partition_online(broker_id: int, epoch: int, tp, from_state: str, lai) -> None:
-    """The state-change line of a partition moved to OnlinePartition (INFO, ``state.change.logger``)."""
+    """The state-change line of a partition moved to OnlinePartition (INFO, ``kafkalab.state.change.logger``)."""
     if state_change_log.isEnabledFor(logging.INFO):
         state_change_log.info("[Controller id=%d epoch=%d] Changed partition %s-%d from %s to OnlinePartition with "
                               "state %s", broker_id, epoch, tp[0], tp[1], from_state, leader_and_isr_string(lai))

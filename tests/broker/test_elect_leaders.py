@@ -9,6 +9,7 @@ import re
 import pytest
 
 from kafkalab.cluster.cluster import Cluster
+from kafkalab.controller.controller_stats import STATE_CHANGE_LOGGER
 from kafkalab.protocol import ApiKey, ErrorCode, request_class
 
 from ._admin_support import wire
@@ -118,7 +119,7 @@ def test_the_preferred_replica_must_be_alive_and_in_sync(cluster):
 
 
 def test_unclean_election_elects_an_out_of_sync_replica_only_when_asked(cluster, caplog):
-    caplog.set_level(logging.INFO, logger="state.change.logger")
+    caplog.set_level(logging.INFO, logger=STATE_CHANGE_LOGGER)
     cluster.create_topic("lossy", assignment={0: [1, 2]})
     assert outcomes(wire(controller(cluster), request({"lossy": [0]}, UNCLEAN), 2)) == {
         "lossy-0": (ErrorCode.ELECTION_NOT_NEEDED, None)}        # a live leader is never replaced
@@ -142,7 +143,7 @@ def test_unclean_election_elects_an_out_of_sync_replica_only_when_asked(cluster,
         state = cluster.partition_state("lossy", 0)
         assert (state["leader"], state["isr"]) == (2, [2])
         assert meter() == before + 1                 # Kafka's ControllerStats meter; no warning is logged
-        lines = [r.getMessage() for r in caplog.records if r.name == "state.change.logger" and "lossy-0" in
+        lines = [r.getMessage() for r in caplog.records if r.name == STATE_CHANGE_LOGGER and "lossy-0" in
                  r.getMessage()]
         assert re.fullmatch(r"\[Controller id=\d+ epoch=\d+\] Changed partition lossy-0 from OfflinePartition to "
                             r"OnlinePartition with state LeaderAndIsr\(leader=2, leaderEpoch=%d, isrWithBrokerEpoch="
